@@ -1,0 +1,26 @@
+// error.h — how remat reports problems.
+// Bad input or parameters throw InputError (a std::invalid_argument, so pybind11 raises
+// ValueError); the message names the file, line or id. A broken internal invariant is a bug and
+// REMAT_CHECK aborts with a message. "Nothing fits the budget" is not an error: it is a status.
+//   if (size < 0) throw InputError(fmt::format("{}: value '{}' has negative size", path, name));
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace remat {
+
+class InputError : public std::invalid_argument {
+ public:
+  explicit InputError(const std::string& what) : std::invalid_argument(what) {}
+};
+
+[[noreturn]] void check_failed(const char* condition, const char* file, int line,
+                               const std::string& message);
+
+}  // namespace remat
+
+#define REMAT_CHECK(condition, message)                                          \
+  do {                                                                           \
+    if (!(condition)) ::remat::check_failed(#condition, __FILE__, __LINE__, message); \
+  } while (false)

@@ -1,0 +1,122 @@
+#include "common.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "remat/error.h"
+#include "remat/io.h"
+
+namespace remat::cli {
+
+void add_solver_options(CLI::App& command, SolverArgs& args) {
+  command.add_option("--time-limit", args.time_limit_s, "time limit per solve, in seconds")
+      ->default_val(60)
+      ->check(CLI::PositiveNumber);
+  command.add_option("--seed", args.seed, "random seed (same graph, options and seed: same plan)")
+      ->default_val(1);
+  command.add_option("--threads", args.threads, "threads (solvers that use them)")
+      ->default_val(1)
+      ->check(CLI::Range(1, 1024));
+  command.add_option("--param", args.params,
+                     "solver parameter KEY=VALUE (repeatable; see docs/solvers.md)");
+}
+
+ParamMap parse_params(const std::vector<std::string>& entries) {
+  ParamMap params;
+  for (const std::string& entry : entries) {
+    const size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InputError(fmt::format("invalid --param '{}' (expected KEY=VALUE)", entry));
+    params[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  return params;
+}
+
+SolveOptions make_solve_options(const SolverArgs& args, Budget budget) {
+  SolveOptions options;
+  options.budget = budget;
+  options.time_limit_s = args.time_limit_s;
+  options.seed = args.seed;
+  options.threads = args.threads;
+  options.params = parse_params(args.params);
+  return options;
+}
+
+void emit(const std::string& text, const std::string& path) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return;
+  }
+  write_text_file_atomic(path, text);
+}
+
+double percent(double part, double whole) { return whole != 0 ? 100.0 * part / whole : 0.0; }
+
+ProgressBar::ProgressBar(std::string label)
+    : label_(std::move(label)),
+      enabled_(::isatty(STDERR_FILENO) == 1),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
+
+ProgressBar::~ProgressBar() {
+  if (drawn_) std::fprintf(stderr, "\r\033[K");
+}
+
+void ProgressBar::update(const Progress& p) {
+  if (!enabled_) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto now = std::chrono::steady_clock::now();
+  if (now - start_ < std::chrono::seconds(1) || now - last_draw_ < std::chrono::milliseconds(100))
+    return;
+  last_draw_ = now;
+  std::string line = fmt::format("{} {}", label_, p.stage);
+  if (p.fraction >= 0) {
+    constexpr int kWidth = 24;
+    const int filled = static_cast<int>(std::min(1.0, p.fraction) * kWidth);
+    line += fmt::format(" [{}{}] {:3.0f}%", std::string(static_cast<size_t>(filled), '#'),
+                        std::string(static_cast<size_t>(kWidth - filled), '.'), 100 * p.fraction);
+  }
+  if (p.iterations > 0) line += fmt::format(" it {}", p.iterations);
+  if (p.best_objective >= 0) line += fmt::format(" best {:.6g}", p.best_objective);
+  line += fmt::format(" {:.1f}s", std::chrono::duration<double>(now - start_).count());
+  std::fprintf(stderr, "\r\033[K%s", line.c_str());
+  std::fflush(stderr);
+  drawn_ = true;
+}
+
+std::function<void(const Progress&)> ProgressBar::callback() {
+  return [this](const Progress& p) { update(p); };
+}
+
+}  // namespace remat::cli
+
+namespace remat::cli {
+
+std::string Table::str() const {
+  std::vector<size_t> width;
+  for (const auto& row : rows_)
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (width.size() <= c) width.push_back(0);
+      width[c] = std::max(width[c], row[c].size());
+    }
+  std::string out;
+  for (size_t r = 0; r < rows_.size(); ++r) {
+    for (size_t c = 0; c < rows_[r].size(); ++c) {
+      if (c > 0) out += "  ";
+      out += c == 0 ? fmt::format("{:<{}}", rows_[r][c], width[c])
+                    : fmt::format("{:>{}}", rows_[r][c], width[c]);
+    }
+    out += '\n';
+    if (r == 0) {
+      size_t total = 0;
+      for (size_t w : width) total += w + 2;
+      out += std::string(total - 2, '-') + '\n';
+    }
+  }
+  return out;
+}
+
+}  // namespace remat::cli

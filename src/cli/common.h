@@ -1,0 +1,75 @@
+// common.h — pieces shared by the subcommands of the `remat` command (src/cli/).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "remat/graph.h"
+#include "remat/solver.h"
+
+namespace remat::cli {
+
+// One register_* per subcommand file: adds the subcommand and its callback to `app`.
+void register_info(CLI::App& app);
+void register_solve(CLI::App& app);
+void register_simulate(CLI::App& app);
+void register_compare(CLI::App& app);
+void register_convert(CLI::App& app);
+void register_gen(CLI::App& app);
+
+// Options every solving subcommand shares.
+struct SolverArgs {
+  double time_limit_s = 60;
+  uint64_t seed = 1;
+  int threads = 1;
+  std::vector<std::string> params;  // "key=value"
+};
+void add_solver_options(CLI::App& command, SolverArgs& args);
+// Throws InputError for an entry without '='.
+ParamMap parse_params(const std::vector<std::string>& entries);
+SolveOptions make_solve_options(const SolverArgs& args, Budget budget);
+
+// Writes to `path` atomically, or to stdout when `path` is empty or "-".
+void emit(const std::string& text, const std::string& path);
+
+double percent(double part, double whole);
+
+// A progress line on stderr, drawn only when stderr is a terminal and the work has already taken
+// more than a second; cleared when destroyed. Safe to call from several solver threads.
+class ProgressBar {
+ public:
+  explicit ProgressBar(std::string label);
+  ~ProgressBar();
+  ProgressBar(const ProgressBar&) = delete;
+  ProgressBar& operator=(const ProgressBar&) = delete;
+  void update(const Progress& progress);
+  std::function<void(const Progress&)> callback();
+
+ private:
+  std::string label_;
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_draw_;
+  std::mutex mutex_;
+};
+
+}  // namespace remat::cli
+
+namespace remat::cli {
+
+// A plain text table: left-aligned first column, right-aligned others.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header) { rows_.push_back(std::move(header)); }
+  void add(std::vector<std::string> row) { rows_.push_back(std::move(row)); }
+  std::string str() const;
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace remat::cli

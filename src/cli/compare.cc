@@ -1,0 +1,94 @@
+// remat compare GRAPH --budgets 90%,50% --solvers none,fastsa: every solver at every budget, one
+// table of the simulator's figures.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common.h"
+#include "remat/io.h"
+
+namespace remat::cli {
+namespace {
+
+struct CompareArgs {
+  std::string path;
+  std::vector<std::string> budgets = {"90%", "80%", "70%"};
+  std::vector<std::string> solvers = {"none"};
+  bool json = false;
+  SolverArgs solver_args;
+};
+
+struct Row {
+  std::string solver;
+  std::string budget_text;
+  Budget budget;
+  SolveResult result;
+};
+
+void run_compare(const CompareArgs& args) {
+  const Graph g = read_graph_file(args.path);
+  const Baseline base = baseline(g);
+  for (const std::string& name : args.solvers) (void)make_solver(name);  // fail before solving
+  std::vector<Budget> budgets;
+  for (const std::string& text : args.budgets) budgets.push_back(parse_budget(text, base.peak_bytes));
+  const ParamMap params = parse_params(args.solver_args.params);
+
+  std::vector<Row> rows;
+  for (const std::string& solver : args.solvers)
+    for (size_t b = 0; b < budgets.size(); ++b) {
+      SolveOptions options = make_solve_options(args.solver_args, budgets[b]);
+      ProgressBar bar(fmt::format("{} @ {}", solver, args.budgets[b]));
+      options.on_progress = bar.callback();
+      rows.push_back({solver, args.budgets[b], budgets[b], solve(g, solver, options)});
+    }
+
+  if (args.json) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const Row& r : rows)
+      out.push_back({{"solver", r.solver},
+                     {"budget", r.budget_text},
+                     {"budget_bytes", r.budget.bytes},
+                     {"status", to_string(r.result.plan.stats.status)},
+                     {"feasible", r.result.eval.peak_bytes <= r.budget.bytes &&
+                                      r.result.plan.stats.status != SolveStatus::kInfeasible},
+                     {"peak_bytes", r.result.eval.peak_bytes},
+                     {"peak_percent_of_baseline", percent(static_cast<double>(r.result.eval.peak_bytes), static_cast<double>(base.peak_bytes))},
+                     {"cost", r.result.eval.cost},
+                     {"cost_increase_percent", percent(r.result.eval.cost - base.cost, base.cost)},
+                     {"solve_time_s", r.result.plan.stats.wall_time_s}});
+    emit(out.dump(2) + "\n", "");
+    return;
+  }
+  Table table({"solver", "budget", "budget bytes", "status", "peak %", "CI %", "time s"});
+  for (const Row& r : rows) {
+    const bool infeasible = r.result.plan.stats.status == SolveStatus::kInfeasible;
+    table.add({r.solver, r.budget_text, std::to_string(r.budget.bytes),
+               std::string(to_string(r.result.plan.stats.status)),
+               infeasible ? "-" : fmt::format("{:.1f}", percent(static_cast<double>(r.result.eval.peak_bytes), static_cast<double>(base.peak_bytes))),
+               infeasible ? "-" : fmt::format("{:.2f}", percent(r.result.eval.cost - base.cost, base.cost)),
+               fmt::format("{:.3f}", r.result.plan.stats.wall_time_s)});
+  }
+  std::string out = fmt::format("graph {}: baseline peak {} bytes, cost {:.10g}, memory lower bound {:.1f}%\n\n",
+                                g.name().empty() ? args.path : g.name(), base.peak_bytes, base.cost,
+                                percent(static_cast<double>(memory_lower_bound(g)), static_cast<double>(base.peak_bytes)));
+  emit(out + table.str(), "");
+}
+
+}  // namespace
+
+void register_compare(CLI::App& app) {
+  auto args = std::make_shared<CompareArgs>();
+  CLI::App* cmd = app.add_subcommand("compare", "every solver at every budget, one table");
+  cmd->add_option("GRAPH", args->path, "graph file")->required();
+  cmd->add_option("--budgets", args->budgets, "comma-separated budgets ('90%,50%', bytes, '1GB')")
+      ->delimiter(',')
+      ->default_str("90%,80%,70%");
+  cmd->add_option("--solvers", args->solvers, "comma-separated solver names")
+      ->delimiter(',')
+      ->default_str("none");
+  cmd->add_flag("--json", args->json, "print JSON");
+  add_solver_options(*cmd, args->solver_args);
+  cmd->callback([args] { run_compare(*args); });
+}
+
+}  // namespace remat::cli

@@ -1,0 +1,78 @@
+// remat info GRAPH: counts, baseline peak and cost, lower bounds.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common.h"
+#include "remat/io.h"
+#include "remat/simulate.h"
+
+namespace remat::cli {
+namespace {
+
+struct InfoArgs {
+  std::string path;
+  bool json = false;
+};
+
+void run_info(const InfoArgs& args) {
+  const Graph g = read_graph_file(args.path);
+  const Baseline base = baseline(g);
+  const int64_t mem_lb = memory_lower_bound(g);
+  const double cost_lb = cost_lower_bound(g);
+  int64_t input_bytes = 0, max_temp = 0;
+  for (ValueId v : g.graph_inputs()) input_bytes += g.value(v).size_bytes;
+  int32_t forward = 0, backward = 0, fixed = 0;
+  for (const Node& n : g.nodes()) {
+    max_temp = std::max(max_temp, n.temp_bytes);
+    forward += n.phase == Phase::kForward;
+    backward += n.phase == Phase::kBackward;
+    fixed += !n.recomputable;
+  }
+  if (args.json) {
+    const nlohmann::json doc = {
+        {"name", g.name()},
+        {"nodes", g.num_nodes()},
+        {"values", g.num_values()},
+        {"edges", g.total_input_count()},
+        {"graph_inputs", g.graph_inputs().size()},
+        {"graph_input_bytes", input_bytes},
+        {"graph_outputs", g.graph_outputs().size()},
+        {"forward_nodes", forward},
+        {"backward_nodes", backward},
+        {"non_recomputable_nodes", fixed},
+        {"max_temp_bytes", max_temp},
+        {"baseline_peak_bytes", base.peak_bytes},
+        {"baseline_cost", base.cost},
+        {"memory_lower_bound_bytes", mem_lb},
+        {"cost_lower_bound", cost_lb},
+    };
+    emit(doc.dump(2) + "\n", "");
+    return;
+  }
+  std::string out = fmt::format("graph            {}\n", g.name().empty() ? args.path : g.name());
+  out += fmt::format("nodes            {} ({} forward, {} backward, {} not recomputable)\n",
+                     g.num_nodes(), forward, backward, fixed);
+  out += fmt::format("values           {} ({} graph inputs, {}; {} graph outputs)\n", g.num_values(),
+                     g.graph_inputs().size(), format_bytes(input_bytes), g.graph_outputs().size());
+  out += fmt::format("edges            {}\n", g.total_input_count());
+  out += fmt::format("baseline peak    {} bytes ({})\n", base.peak_bytes, format_bytes(base.peak_bytes));
+  out += fmt::format("baseline cost    {:.10g}\n", base.cost);
+  out += fmt::format("memory lower bd  {} bytes ({:.1f}% of baseline)\n", mem_lb,
+                     percent(static_cast<double>(mem_lb), static_cast<double>(base.peak_bytes)));
+  out += fmt::format("cost lower bd    {:.10g}\n", cost_lb);
+  if (max_temp > 0) out += fmt::format("max temp         {} bytes\n", max_temp);
+  emit(out, "");
+}
+
+}  // namespace
+
+void register_info(CLI::App& app) {
+  auto args = std::make_shared<InfoArgs>();
+  CLI::App* cmd = app.add_subcommand("info", "counts, baseline peak and cost, lower bounds");
+  cmd->add_option("GRAPH", args->path, "graph file (remat-graph or NetworkX JSON)")->required();
+  cmd->add_flag("--json", args->json, "print JSON");
+  cmd->callback([args] { run_info(*args); });
+}
+
+}  // namespace remat::cli

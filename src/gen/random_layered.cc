@@ -1,0 +1,81 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "remat/error.h"
+#include "remat/generate.h"
+#include "remat/random.h"
+
+namespace remat {
+namespace {
+
+void check_params(const RandomLayeredParams& p) {
+  if (p.num_nodes < 1) throw InputError(fmt::format("random-layered: --nodes must be >= 1 (got {})", p.num_nodes));
+  if (!(p.width > 0)) throw InputError(fmt::format("random-layered: --width must be > 0 (got {})", p.width));
+  for (double d : {p.edge_density, p.skip_density})
+    if (!(d >= 0 && d <= 1))
+      throw InputError(fmt::format("random-layered: densities must be in [0, 1] (got {})", d));
+  if (p.skip_window < 0) throw InputError("random-layered: --skip-window must be >= 0");
+  if (p.min_size < 0 || p.max_size < p.min_size)
+    throw InputError(fmt::format("random-layered: need 0 <= min size <= max size (got {}, {})",
+                                 p.min_size, p.max_size));
+  if (!(p.min_cost >= 0) || !(p.max_cost >= p.min_cost))
+    throw InputError(fmt::format("random-layered: need 0 <= min cost <= max cost (got {}, {})",
+                                 p.min_cost, p.max_cost));
+}
+
+// Layer sizes summing to num_nodes, each around the mean width, starting with one source node.
+std::vector<int32_t> layer_widths(const RandomLayeredParams& p, Rng& rng) {
+  const double mean = std::max(1.0, p.width * std::sqrt(static_cast<double>(p.num_nodes)) * 2.0);
+  std::vector<int32_t> widths = {1};
+  int32_t placed = 1;
+  while (placed < p.num_nodes) {
+    const auto hi = static_cast<int64_t>(std::max(1.0, std::round(mean * 1.5)));
+    const auto w = static_cast<int32_t>(std::min<int64_t>(rng.between(1, hi), p.num_nodes - placed));
+    widths.push_back(w);
+    placed += w;
+  }
+  return widths;
+}
+
+}  // namespace
+
+Graph generate_random_layered(const RandomLayeredParams& p) {
+  check_params(p);
+  Rng rng(p.seed);
+  const std::vector<int32_t> widths = layer_widths(p, rng);
+  std::vector<int32_t> layer_start = {0};
+  for (int32_t w : widths) layer_start.push_back(layer_start.back() + w);
+
+  GraphSpec spec;
+  spec.name = fmt::format("random_layered_n{}_s{}", p.num_nodes, p.seed);
+  std::vector<bool> has_user(static_cast<size_t>(p.num_nodes), false);
+  for (size_t layer = 0; layer < widths.size(); ++layer) {
+    for (int32_t n = layer_start[layer]; n < layer_start[layer + 1]; ++n) {
+      Node node;
+      node.name = std::to_string(n);
+      node.cost = std::round(p.min_cost + (p.max_cost - p.min_cost) * rng.uniform());
+      node.outputs = {ValueId{n}};
+      if (layer > 0) {
+        const int32_t prev_begin = layer_start[layer - 1], prev_end = layer_start[layer];
+        for (int32_t u = prev_begin; u < prev_end; ++u)
+          if (rng.uniform() < p.edge_density) node.inputs.push_back(ValueId{u});
+        if (node.inputs.empty())
+          node.inputs.push_back(ValueId{prev_begin + static_cast<int32_t>(rng.below(static_cast<uint64_t>(prev_end - prev_begin)))});
+        const size_t oldest = layer >= static_cast<size_t>(p.skip_window) + 1 ? layer - static_cast<size_t>(p.skip_window) - 1 : 0;
+        for (int32_t u = layer_start[oldest]; u < prev_begin; ++u)
+          if (rng.uniform() < p.skip_density / std::max(1, p.skip_window))
+            node.inputs.push_back(ValueId{u});
+      }
+      for (ValueId v : node.inputs) has_user[static_cast<size_t>(v.value())] = true;
+      spec.nodes.push_back(std::move(node));
+      spec.values.push_back(Value{.name = std::to_string(n), .size_bytes = rng.between(p.min_size, p.max_size)});
+    }
+  }
+  for (int32_t n = 0; n < p.num_nodes; ++n)
+    spec.values[static_cast<size_t>(n)].is_output = !has_user[static_cast<size_t>(n)];
+  return Graph::build(std::move(spec), "random-layered");
+}
+
+}  // namespace remat

@@ -1,0 +1,104 @@
+// Plan JSON v1 (docs/formats.md).
+#include <fmt/format.h>
+
+#include "json_util.h"
+#include "remat/io.h"
+
+namespace remat {
+namespace {
+
+using io::json;
+
+json stats_json(const SolveStats& stats) {
+  json counters = json::object();
+  for (const auto& [key, value] : stats.counters) counters[key] = value;
+  json series = json::object();
+  for (const auto& [key, values] : stats.series) series[key] = values;
+  json lists = json::object();
+  for (const auto& [key, names] : stats.lists) lists[key] = names;
+  json out = {{"wall_time_s", stats.wall_time_s}, {"iterations", stats.iterations},
+              {"counters", std::move(counters)}};
+  if (stats.cost_lower_bound) out["cost_lower_bound"] = *stats.cost_lower_bound;
+  if (stats.min_feasible_budget) out["min_feasible_budget_bytes"] = *stats.min_feasible_budget;
+  if (!series.empty()) out["series"] = std::move(series);
+  if (!lists.empty()) out["lists"] = std::move(lists);
+  return out;
+}
+
+}  // namespace
+
+std::string plan_to_json(const Graph& graph, const SolveResult& result, Budget budget) {
+  const Baseline base = baseline(graph);
+  json sequence = json::array();
+  for (NodeId n : result.plan.sequence)
+    sequence.push_back({{"id", n.value()}, {"name", graph.node(n).name}});
+  const double ci = base.cost > 0 ? 100.0 * (result.eval.cost - base.cost) / base.cost : 0.0;
+  const json doc = {
+      {"format", "remat-plan"},
+      {"version", 1},
+      {"graph", graph.name()},
+      {"solver", result.plan.solver},
+      {"budget_bytes", budget.bytes},
+      {"status", to_string(result.plan.stats.status)},
+      {"peak_bytes", result.eval.peak_bytes},
+      {"cost", result.eval.cost},
+      {"baseline_peak_bytes", base.peak_bytes},
+      {"baseline_cost", base.cost},
+      {"peak_percent_of_baseline",
+       base.peak_bytes > 0 ? 100.0 * static_cast<double>(result.eval.peak_bytes) /
+                                 static_cast<double>(base.peak_bytes)
+                           : 0.0},
+      {"cost_increase_percent", ci},
+      {"steps", result.plan.sequence.size()},
+      {"stats", stats_json(result.plan.stats)},
+      {"sequence", std::move(sequence)},
+  };
+  return doc.dump(1) + "\n";
+}
+
+void write_plan_file(const std::string& path, const Graph& graph, const SolveResult& result,
+                     Budget budget) {
+  write_text_file_atomic(path, plan_to_json(graph, result, budget));
+}
+
+Plan parse_plan_json(const Graph& graph, std::string_view json_text, std::string_view source) {
+  const json doc = io::parse_json(json_text, source);
+  io::check_format(doc, "remat-plan", 1, source);
+  Plan plan;
+  plan.solver = io::get_string_or(doc, "solver", "", source, "the document");
+  const std::string status = io::get_string_or(doc, "status", "feasible", source, "the document");
+  const std::optional<SolveStatus> parsed = parse_solve_status(status);
+  if (!parsed)
+    io::field_error(source, "the document", "status", fmt::format("is '{}'", status));
+  plan.stats.status = *parsed;
+  const json& steps = io::require_array(doc, "sequence", source, "the document");
+  for (size_t t = 0; t < steps.size(); ++t) {
+    const std::string where = fmt::format("step {}", t);
+    const json& step = steps[t];
+    int64_t id = 0;
+    if (step.is_number_integer()) {
+      id = step.get<int64_t>();
+    } else {
+      id = io::get_int(step, "id", source, where);
+    }
+    if (id < 0 || id >= graph.num_nodes())
+      throw InputError(fmt::format("{}: {}: node id {} does not exist in the graph ({} nodes)",
+                                   source, where, id, graph.num_nodes()));
+    const NodeId n{static_cast<int32_t>(id)};
+    if (step.is_object() && step.contains("name")) {
+      const std::string name = io::get_string_or(step, "name", "", source, where);
+      if (name != graph.node(n).name)
+        throw InputError(fmt::format("{}: {}: node {} is '{}' in the graph but '{}' in the plan "
+                                     "(was the plan made for another graph?)",
+                                     source, where, id, graph.node(n).name, name));
+    }
+    plan.sequence.push_back(n);
+  }
+  return plan;
+}
+
+Plan read_plan_file(const Graph& graph, const std::string& path) {
+  return parse_plan_json(graph, read_text_file(path), path);
+}
+
+}  // namespace remat

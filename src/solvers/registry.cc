@@ -1,0 +1,27 @@
+// The solver registry: one line per solver (name, one-line description, factory).
+#include <fmt/format.h>
+
+#include "baseline/baseline.h"
+#include "remat/error.h"
+#include "remat/solver.h"
+
+namespace remat {
+namespace {
+
+constexpr SolverEntry kSolvers[] = {
+    {"none", "default schedule, no recomputation (the baseline)", baseline_solver::make},
+};
+
+}  // namespace
+
+std::span<const SolverEntry> solver_registry() { return kSolvers; }
+
+std::unique_ptr<Solver> make_solver(std::string_view name) {
+  for (const SolverEntry& entry : kSolvers)
+    if (entry.name == name) return entry.make();
+  std::vector<std::string_view> names;
+  for (const SolverEntry& entry : kSolvers) names.push_back(entry.name);
+  throw InputError(fmt::format("unknown solver '{}' (known: {})", name, fmt::join(names, ", ")));
+}
+
+}  // namespace remat

@@ -1,0 +1,43 @@
+// testing.h — helpers shared by the C++ test suites.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "remat/graph.h"
+#include "remat/solver.h"
+
+namespace remat::testing {
+
+// Path of the MOCCASIN benchmark folder (REMAT_BENCH_DATA or ../shared/benchmarks/moccasin),
+// or nullopt when it is absent (tests then GTEST_SKIP with a message).
+std::optional<std::string> bench_data_dir();
+// The file of `dir` whose name starts with `prefix` ("random_layered_n100_").
+std::string bench_file(const std::string& dir, std::string_view prefix);
+
+// A graph from remat-graph JSON text (throws InputError if invalid).
+Graph graph_from_json(std::string_view json_text);
+
+// Solves through remat::solve and checks what every plan must satisfy: valid per the simulator,
+// peak <= budget whenever the status claims feasible or optimal, cost >= cost lower bound.
+SolveResult solve_and_check(const Graph& g, int64_t budget_bytes, std::string_view solver,
+                            ParamMap params = {}, uint64_t seed = 1);
+
+// How many times the node named `name` runs in `sequence`.
+int count_runs(const Graph& g, const Sequence& sequence, std::string_view name);
+
+// Runs the `remat` binary with `args` (a shell-quoted string); returns exit code and output.
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+CommandResult run_remat(const std::string& args);
+
+// A fresh empty temporary folder for one test.
+std::string temp_dir(std::string_view test_name);
+
+}  // namespace remat::testing
