@@ -151,7 +151,7 @@ void dedupe_inputs(GraphSpec& spec, std::string_view source) {
   }
 }
 
-// Finds a dependency cycle, if any, and returns it as "a -> b -> a".
+// Finds a dependency cycle, if any, and returns it in data-flow order: "a -> b -> a" (b reads a).
 std::string find_cycle(const GraphSpec& spec, const std::vector<int32_t>& producer) {
   const size_t num_nodes = spec.nodes.size();
   std::vector<int8_t> state(num_nodes, 0);  // 0 new, 1 on stack, 2 done
@@ -174,7 +174,7 @@ std::string find_cycle(const GraphSpec& spec, const std::vector<int32_t>& produc
       if (state[static_cast<size_t>(dep)] == 1) {
         std::string cycle = fmt::format("'{}'", spec.nodes[static_cast<size_t>(dep)].name);
         for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-          cycle += fmt::format(" <- '{}'", spec.nodes[static_cast<size_t>(it->first)].name);
+          cycle += fmt::format(" -> '{}'", spec.nodes[static_cast<size_t>(it->first)].name);
           if (it->first == dep) break;
         }
         return cycle;

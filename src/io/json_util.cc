@@ -26,7 +26,8 @@ json parse_json(std::string_view text, std::string_view source) {
     const size_t byte = e.byte > 0 ? e.byte - 1 : 0;
     const auto [line, column] = line_column(text, byte);
     std::string reason = e.what();
-    const size_t colon = reason.rfind(": ");
+    // Drop nlohmann's "[json.exception...] parse error at line L, column C: " prefix.
+    const size_t colon = reason.find(": ", reason.find("column"));
     if (colon != std::string::npos) reason = reason.substr(colon + 2);
     throw InputError(fmt::format("{}:{}:{}: invalid JSON: {}", source, line, column, reason));
   }

@@ -1,0 +1,63 @@
+#include <gtest/gtest.h>
+
+#include "remat/error.h"
+#include "remat/solver.h"
+#include "testing/testing.h"
+
+namespace remat {
+namespace {
+
+TEST(Budget, PercentAndUnits) {
+  EXPECT_EQ(parse_budget("50%", 1000).bytes, 500);
+  EXPECT_EQ(parse_budget(" 12.5% ", 1000).bytes, 125);
+  EXPECT_EQ(parse_budget("123456", 1).bytes, 123456);
+  EXPECT_EQ(parse_budget("90MB", 1).bytes, 90'000'000);
+  EXPECT_EQ(parse_budget("1.5GiB", 1).bytes, 1'610'612'736);
+  EXPECT_EQ(parse_budget("2KiB", 1).bytes, 2048);
+  EXPECT_EQ(parse_budget("7B", 1).bytes, 7);
+}
+
+TEST(Budget, RejectsGarbage) {
+  for (const char* text : {"", "%", "abc", "-5%", "5XB", "12 34", "nan"})
+    EXPECT_THROW(parse_budget(text, 1000), InputError) << text;
+}
+
+TEST(Params, TypedAccessAndUnknownKeys) {
+  const ParamMap params = {{"iters", "100"}, {"temp", "0.5"}, {"group", "false"}};
+  EXPECT_EQ(param_int("s", params, "iters", 1), 100);
+  EXPECT_DOUBLE_EQ(param_double("s", params, "temp", 1), 0.5);
+  EXPECT_FALSE(param_bool("s", params, "group", true));
+  EXPECT_EQ(param_int("s", params, "missing", 7), 7);
+  EXPECT_THROW(param_int("s", params, "temp", 1), InputError);
+  constexpr std::string_view kKnown[] = {"iters", "temp"};
+  try {
+    check_known_params("fastsa", params, kKnown);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "fastsa: unknown parameter 'group' (known: iters, temp)");
+  }
+}
+
+TEST(Solve, BaselineIsJudgedBySimulator) {
+  const Graph g = testing::graph_from_json(R"({"format": "remat-graph", "version": 1,
+    "values": [{"id": 0, "name": "a", "size": 10}, {"id": 1, "name": "b", "size": 5, "output": true}],
+    "nodes": [{"id": 0, "name": "f", "cost": 1, "outputs": [0]},
+              {"id": 1, "name": "g", "cost": 1, "inputs": [0], "outputs": [1]}]})");
+  // Baseline peak 15; lower bound 15 too.
+  SolveResult r = testing::solve_and_check(g, 15, "none");
+  EXPECT_EQ(r.plan.stats.status, SolveStatus::kOptimal);
+  EXPECT_EQ(r.eval.peak_bytes, 15);
+  r = testing::solve_and_check(g, 14, "none");
+  EXPECT_EQ(r.plan.stats.status, SolveStatus::kInfeasible);
+  EXPECT_EQ(r.plan.stats.min_feasible_budget, 15);
+  EXPECT_THROW(make_solver("fastsaa"), InputError);
+  EXPECT_THROW(testing::solve_and_check(g, 15, "none", {{"x", "1"}}), InputError);
+}
+
+TEST(Seeds, DerivedSeedsDiffer) {
+  EXPECT_NE(derive_seed(1, 0), derive_seed(1, 1));
+  EXPECT_EQ(derive_seed(5, 3), derive_seed(5, 3));
+}
+
+}  // namespace
+}  // namespace remat
