@@ -1,0 +1,347 @@
+// bindings.cc — the pybind11 module `remat._remat`: the core seen from Python.
+// Graphs are built from plain lists of dicts (the remat-graph JSON fields), solved with the judged
+// remat::solve() and checked with remat::simulate(); every peak and cost Python sees comes from the
+// simulator. InputError derives from std::invalid_argument, so Python receives ValueError with the
+// core's message.
+//   g = _remat.Graph.build("mlp", values=[{"name": "x", "size": 64}, ...], nodes=[...])
+//   r = _remat.solve(g, "50%", "none", time_limit=1.0, seed=1, threads=1, params={})
+#include <fmt/format.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <string>
+#include <vector>
+
+#include "remat/error.h"
+#include "remat/graph.h"
+#include "remat/io.h"
+#include "remat/simulate.h"
+#include "remat/solver.h"
+
+namespace py = pybind11;
+
+namespace remat::python {
+namespace {
+
+// Reads a value reference: an index or the name of a value declared in `spec`.
+ValueId value_ref(const GraphSpec& spec, const py::handle& ref, std::string_view where) {
+  if (py::isinstance<py::str>(ref)) {
+    const std::string name = ref.cast<std::string>();
+    for (size_t v = 0; v < spec.values.size(); ++v)
+      if (spec.values[v].name == name) return ValueId{static_cast<int32_t>(v)};
+    throw InputError(fmt::format("python: {} refers to unknown value '{}'", where, name));
+  }
+  if (!py::isinstance<py::int_>(ref))
+    throw InputError(fmt::format("python: {} must list value indices or names", where));
+  return ValueId{ref.cast<int32_t>()};
+}
+
+template <class T>
+T field(const py::dict& d, const char* key, T fallback) {
+  return d.contains(key) ? d[key].cast<T>() : fallback;
+}
+
+void check_keys(const py::dict& d, std::span<const std::string_view> known, std::string_view what) {
+  for (const auto& item : d) {
+    const std::string key = py::str(item.first);
+    bool ok = false;
+    for (std::string_view k : known) ok = ok || k == key;
+    if (!ok)
+      throw InputError(fmt::format("python: {} has unknown field '{}' (known: {})", what, key,
+                                   fmt::join(known, ", ")));
+  }
+}
+
+Value value_from_dict(const GraphSpec& spec, const py::dict& d, size_t index) {
+  static constexpr std::string_view kKnown[] = {"name", "size", "output", "alias_of"};
+  const std::string where = fmt::format("value {}", index);
+  check_keys(d, kKnown, where);
+  Value v;
+  v.name = field<std::string>(d, "name", fmt::format("v{}", index));
+  v.size_bytes = field<int64_t>(d, "size", 0);
+  v.is_output = field<bool>(d, "output", false);
+  if (d.contains("alias_of") && !d["alias_of"].is_none())
+    v.alias_of = value_ref(spec, d["alias_of"], where + " alias_of");
+  return v;
+}
+
+Node node_from_dict(const GraphSpec& spec, const py::dict& d, size_t index) {
+  static constexpr std::string_view kKnown[] = {"name", "cost",  "inputs", "outputs",     "op",
+                                                "kind", "phase", "temp",   "recomputable"};
+  const std::string where = fmt::format("node {}", index);
+  check_keys(d, kKnown, where);
+  Node n;
+  n.name = field<std::string>(d, "name", fmt::format("n{}", index));
+  n.cost = field<double>(d, "cost", 0.0);
+  n.op = field<std::string>(d, "op", "");
+  n.temp_bytes = field<int64_t>(d, "temp", 0);
+  n.recomputable = field<bool>(d, "recomputable", true);
+  const std::string kind = field<std::string>(d, "kind", "other");
+  const std::optional<OpKind> parsed_kind = parse_op_kind(kind);
+  if (!parsed_kind) throw InputError(fmt::format("python: {} has unknown kind '{}'", where, kind));
+  n.kind = *parsed_kind;
+  const std::string phase = field<std::string>(d, "phase", "");
+  if (!phase.empty()) {
+    const std::optional<Phase> parsed_phase = parse_phase(phase);
+    if (!parsed_phase)
+      throw InputError(fmt::format("python: {} has unknown phase '{}'", where, phase));
+    n.phase = *parsed_phase;
+  }
+  if (d.contains("inputs"))
+    for (const py::handle ref : d["inputs"]) n.inputs.push_back(value_ref(spec, ref, where));
+  if (d.contains("outputs"))
+    for (const py::handle ref : d["outputs"]) n.outputs.push_back(value_ref(spec, ref, where));
+  return n;
+}
+
+Graph build_graph(const std::string& name, const py::list& values, const py::list& nodes) {
+  GraphSpec spec;
+  spec.name = name;
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!py::isinstance<py::dict>(values[i]))
+      throw InputError(fmt::format("python: value {} must be a dict", i));
+    spec.values.push_back(value_from_dict(spec, values[i].cast<py::dict>(), i));
+  }
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (!py::isinstance<py::dict>(nodes[i]))
+      throw InputError(fmt::format("python: node {} must be a dict", i));
+    spec.nodes.push_back(node_from_dict(spec, nodes[i].cast<py::dict>(), i));
+  }
+  return Graph::build(std::move(spec), "python");
+}
+
+std::vector<int32_t> value_indices(std::span<const ValueId> ids) {
+  std::vector<int32_t> out;
+  out.reserve(ids.size());
+  for (ValueId v : ids) out.push_back(v.value());
+  return out;
+}
+
+py::dict node_to_dict(const Graph& g, int32_t index) {
+  if (index < 0 || index >= g.num_nodes())
+    throw py::index_error(fmt::format("node index {} out of range", index));
+  const Node& n = g.node(NodeId{index});
+  py::dict d;
+  d["name"] = n.name;
+  d["cost"] = n.cost;
+  d["inputs"] = value_indices(n.inputs);
+  d["outputs"] = value_indices(n.outputs);
+  d["op"] = n.op;
+  d["kind"] = std::string(to_string(n.kind));
+  d["phase"] = std::string(to_string(n.phase));
+  d["temp"] = n.temp_bytes;
+  d["recomputable"] = n.recomputable;
+  return d;
+}
+
+py::dict value_to_dict(const Graph& g, int32_t index) {
+  if (index < 0 || index >= g.num_values())
+    throw py::index_error(fmt::format("value index {} out of range", index));
+  const Value& v = g.value(ValueId{index});
+  py::dict d;
+  d["name"] = v.name;
+  d["size"] = v.size_bytes;
+  d["output"] = v.is_output;
+  d["alias_of"] = v.alias_of.valid() ? py::object(py::int_(v.alias_of.value())) : py::none();
+  return d;
+}
+
+Sequence to_sequence(const Graph& g, const std::vector<int32_t>& ids) {
+  Sequence seq;
+  seq.reserve(ids.size());
+  for (size_t t = 0; t < ids.size(); ++t) {
+    if (ids[t] < 0 || ids[t] >= g.num_nodes())
+      throw InputError(fmt::format("python: step {} names node {}, but the graph has {} nodes", t,
+                                   ids[t], g.num_nodes()));
+    seq.push_back(NodeId{ids[t]});
+  }
+  return seq;
+}
+
+std::vector<int32_t> from_sequence(const Sequence& seq) {
+  std::vector<int32_t> out;
+  out.reserve(seq.size());
+  for (NodeId n : seq) out.push_back(n.value());
+  return out;
+}
+
+// A budget is bytes (int) or text ("50%", "90MB").
+Budget to_budget(const Graph& g, const py::object& budget) {
+  if (py::isinstance<py::int_>(budget)) return Budget{budget.cast<int64_t>()};
+  if (py::isinstance<py::float_>(budget))
+    return Budget{static_cast<int64_t>(budget.cast<double>())};
+  if (py::isinstance<py::str>(budget))
+    return parse_budget(budget.cast<std::string>(), baseline(g).peak_bytes);
+  throw InputError("python: budget must be bytes (int) or text such as \"50%\" or \"90MB\"");
+}
+
+std::string param_text(const py::handle& value) {
+  if (py::isinstance<py::bool_>(value)) return value.cast<bool>() ? "true" : "false";
+  return py::str(value).cast<std::string>();
+}
+
+struct PySolveResult {
+  std::vector<int32_t> sequence;
+  std::string solver;
+  std::string status;
+  bool feasible = false;
+  int64_t budget_bytes = 0;
+  int64_t peak_bytes = 0;
+  double cost = 0;
+  int64_t baseline_peak_bytes = 0;
+  double baseline_cost = 0;
+  double wall_time_s = 0;
+  int64_t iterations = 0;
+  std::vector<std::pair<std::string, double>> counters;
+};
+
+PySolveResult solve_py(const Graph& g, const py::object& budget, const std::string& solver,
+                       double time_limit, uint64_t seed, int threads, const py::dict& params) {
+  SolveOptions options;
+  options.budget = to_budget(g, budget);
+  options.time_limit_s = time_limit;
+  options.seed = seed;
+  options.threads = threads;
+  for (const auto& item : params) options.params[py::str(item.first)] = param_text(item.second);
+  SolveResult r;
+  {
+    py::gil_scoped_release release;
+    r = solve(g, solver, options);
+  }
+  const Baseline base = baseline(g);
+  PySolveResult out;
+  out.sequence = from_sequence(r.plan.sequence);
+  out.solver = r.plan.solver;
+  out.status = std::string(to_string(r.plan.stats.status));
+  out.feasible =
+      r.plan.stats.status == SolveStatus::kOptimal || r.plan.stats.status == SolveStatus::kFeasible;
+  out.budget_bytes = options.budget.bytes;
+  out.peak_bytes = r.eval.peak_bytes;
+  out.cost = r.eval.cost;
+  out.baseline_peak_bytes = base.peak_bytes;
+  out.baseline_cost = base.cost;
+  out.wall_time_s = r.plan.stats.wall_time_s;
+  out.iterations = r.plan.stats.iterations;
+  out.counters = r.plan.stats.counters;
+  return out;
+}
+
+py::list solver_list() {
+  py::list out;
+  for (const SolverEntry& e : solver_registry())
+    out.append(py::make_tuple(std::string(e.name), std::string(e.description)));
+  return out;
+}
+
+}  // namespace
+}  // namespace remat::python
+
+PYBIND11_MODULE(_remat, m) {
+  using namespace remat;
+  using namespace remat::python;
+  m.doc() = "remat core: graphs, the simulator, solvers and file formats";
+
+  py::class_<Graph>(m, "Graph")
+      .def_static("build", &build_graph, py::arg("name"), py::arg("values"), py::arg("nodes"),
+                  "Builds and validates a graph from lists of value and node dicts.")
+      .def_static(
+          "from_json",
+          [](const std::string& text, const std::string& source) {
+            return parse_graph_json(text, source);
+          },
+          py::arg("text"), py::arg("source") = "json")
+      .def("to_json", &graph_to_json)
+      .def_property_readonly("name", &Graph::name)
+      .def_property_readonly("num_nodes", &Graph::num_nodes)
+      .def_property_readonly("num_values", &Graph::num_values)
+      .def("node", &node_to_dict, py::arg("index"))
+      .def("value", &value_to_dict, py::arg("index"))
+      .def("producer",
+           [](const Graph& g, int32_t v) -> py::object {
+             if (v < 0 || v >= g.num_values()) throw py::index_error("value index out of range");
+             const NodeId p = g.producer(ValueId{v});
+             return p.valid() ? py::object(py::int_(p.value())) : py::none();
+           })
+      .def_property_readonly("graph_inputs",
+                             [](const Graph& g) { return value_indices(g.graph_inputs()); })
+      .def_property_readonly("graph_outputs",
+                             [](const Graph& g) { return value_indices(g.graph_outputs()); })
+      .def("find_node",
+           [](const Graph& g, const std::string& name) -> py::object {
+             const auto n = g.find_node(name);
+             return n ? py::object(py::int_(n->value())) : py::none();
+           })
+      .def("find_value",
+           [](const Graph& g, const std::string& name) -> py::object {
+             const auto v = g.find_value(name);
+             return v ? py::object(py::int_(v->value())) : py::none();
+           })
+      .def("__repr__", [](const Graph& g) {
+        return fmt::format("<remat.Graph '{}': {} nodes, {} values>", g.name(), g.num_nodes(),
+                           g.num_values());
+      });
+
+  py::class_<Evaluation>(m, "Evaluation")
+      .def_readonly("valid", &Evaluation::valid)
+      .def_readonly("error", &Evaluation::error)
+      .def_readonly("error_step", &Evaluation::error_step)
+      .def_readonly("peak_bytes", &Evaluation::peak_bytes)
+      .def_readonly("peak_step", &Evaluation::peak_step)
+      .def_readonly("cost", &Evaluation::cost)
+      .def_readonly("timeline", &Evaluation::timeline)
+      .def("__repr__", [](const Evaluation& e) {
+        return e.valid ? fmt::format("<Evaluation valid peak={} cost={}>", e.peak_bytes, e.cost)
+                       : fmt::format("<Evaluation invalid: {}>", e.error);
+      });
+
+  py::class_<PySolveResult>(m, "SolveResult")
+      .def_readonly("sequence", &PySolveResult::sequence)
+      .def_readonly("solver", &PySolveResult::solver)
+      .def_readonly("status", &PySolveResult::status)
+      .def_readonly("feasible", &PySolveResult::feasible)
+      .def_readonly("budget_bytes", &PySolveResult::budget_bytes)
+      .def_readonly("peak_bytes", &PySolveResult::peak_bytes)
+      .def_readonly("cost", &PySolveResult::cost)
+      .def_readonly("baseline_peak_bytes", &PySolveResult::baseline_peak_bytes)
+      .def_readonly("baseline_cost", &PySolveResult::baseline_cost)
+      .def_readonly("wall_time_s", &PySolveResult::wall_time_s)
+      .def_readonly("iterations", &PySolveResult::iterations)
+      .def_readonly("counters", &PySolveResult::counters)
+      .def("__repr__", [](const PySolveResult& r) {
+        return fmt::format("<SolveResult {} {} peak={} cost={} budget={}>", r.solver, r.status,
+                           r.peak_bytes, r.cost, r.budget_bytes);
+      });
+
+  m.def("load", &read_graph_file, py::arg("path"),
+        "Reads a remat-graph JSON or NetworkX node-link file.");
+  m.def(
+      "save", [](const Graph& g, const std::string& path) { write_graph_file(path, g); },
+      py::arg("graph"), py::arg("path"));
+  m.def(
+      "simulate",
+      [](const Graph& g, const std::vector<int32_t>& sequence, bool timeline) {
+        const Sequence seq = to_sequence(g, sequence);
+        return simulate(g, seq, SimulateOptions{.timeline = timeline});
+      },
+      py::arg("graph"), py::arg("sequence"), py::arg("timeline") = false);
+  m.def(
+      "default_schedule", [](const Graph& g) { return from_sequence(default_schedule(g)); },
+      py::arg("graph"));
+  m.def(
+      "baseline",
+      [](const Graph& g) {
+        const Baseline b = baseline(g);
+        return py::make_tuple(b.peak_bytes, b.cost);
+      },
+      py::arg("graph"), "(peak_bytes, cost) of the default schedule, from the simulator.");
+  m.def("memory_lower_bound", &memory_lower_bound, py::arg("graph"));
+  m.def("cost_lower_bound", &cost_lower_bound, py::arg("graph"));
+  m.def(
+      "parse_budget",
+      [](const Graph& g, const py::object& budget) { return to_budget(g, budget).bytes; },
+      py::arg("graph"), py::arg("budget"));
+  m.def("format_bytes", &format_bytes, py::arg("bytes"));
+  m.def("solvers", &solver_list, "(name, description) of every registered solver.");
+  m.def("solve", &solve_py, py::arg("graph"), py::arg("budget"), py::arg("solver"),
+        py::arg("time_limit"), py::arg("seed"), py::arg("threads"), py::arg("params"));
+}
