@@ -1,0 +1,151 @@
+"""Plan -> fx.GraphModule, and live-bytes accounting while it runs.
+
+    module = plan_module(traced, sequence)       # node list = the plan's sequence
+    outputs = module(*params, *fixed, *batch)    # [loss, grad_0, grad_1, ...]
+    outputs, peak = run_measured(module, flat_inputs)   # CPU: bytes of live storages
+
+Each step of the sequence becomes a fresh call reading the latest earlier copy of each of its
+inputs; fx's generated code drops every value after its last use, so a value recomputed later is
+released in between. Two things are not literal copies of the plan:
+- A view whose root storage has been recomputed since the view was made is re-derived from the
+  latest copy of the root just before it is read (views have size 0 and cost 0 in the graph, and
+  the simulator assumes readers see the latest root copy; reading the old view would keep the old
+  storage alive).
+- A recomputation of a node with hidden writes (training-mode batch norm) runs without them.
+"""
+
+import operator
+
+import torch
+import torch.fx as fx
+from torch.fx.node import map_arg
+
+from remat.torch import _compat
+
+
+def plan_module(traced, sequence):
+    """An fx.GraphModule running `sequence` (remat node indices) of a TracedStep."""
+    return _PlanBuilder(traced).build(sequence)
+
+
+class _PlanBuilder:
+    def __init__(self, traced):
+        self.traced = traced
+        self.graph = fx.Graph()
+        self.env = {}  # fx node of the traced graph -> latest copy in the new graph
+        self.serial = {}  # value -> production count of its root when this copy was made
+        self.runs = [0] * traced.graph.num_nodes
+        self.node_of_fx = {n: i for i, n in enumerate(traced.node_fx)}
+
+    def build(self, sequence):
+        t = self.traced
+        for p in t.placeholders:
+            self.env[p] = self.graph.placeholder(p.name)
+        for n in t.module.graph.nodes:
+            if n.op == "get_attr":
+                self.env[n] = self.graph.get_attr(n.target)
+        for index in sequence:
+            self.emit(int(index))
+        outputs = [self.resolve(o) if isinstance(o, fx.Node) else o for o in t.output_fx]
+        self.release_unused()
+        self.graph.output(outputs)
+        self.graph.lint()
+        return fx.GraphModule(t.module, self.graph)
+
+    def release_unused(self):
+        """fx frees a value after its last use but keeps a value nobody uses until the end; the
+        simulator frees it at once, so each unused value is handed to a no-op right away."""
+        for n in list(self.graph.nodes):
+            if n.op == "call_function" and not n.users and n.target is not _release:
+                with self.graph.inserting_after(n):
+                    self.graph.call_function(_release, (n,))
+
+    def emit(self, index):
+        t = self.traced
+        n = t.node_fx[index]
+        args = map_arg(n.args, self.resolve)
+        kwargs = map_arg(n.kwargs, self.resolve)
+        if self.runs[index] > 0 and index in t.recompute_args:
+            args = t.recompute_args[index](args)
+        self.runs[index] += 1
+        copy = self.graph.call_function(n.target, args, kwargs)
+        self.env[n] = copy
+        for g in t.node_getitems[index]:
+            self.env[g] = self.graph.call_function(operator.getitem, (copy, g.args[1]))
+        for v in self.values_of(index, n):
+            root = t.value_root[v]
+            if root == v:
+                self.serial[v] = self.serial.get(v, 0) + 1
+            elif root >= 0:
+                self.serial[v] = self.serial.get(root, 0)
+
+    def values_of(self, index, n):
+        t = self.traced
+        nodes = [n] + t.node_getitems[index]
+        return [t.value_fx[x] for x in nodes if x in t.value_fx]
+
+    def resolve(self, n):
+        """The latest copy of traced fx node `n`, re-deriving a stale view first."""
+        t = self.traced
+        v = t.value_fx.get(n)
+        if v is not None and self.is_stale_view(v):
+            self.emit(t.value_producer[v])
+        if n not in self.env:
+            raise RuntimeError(f"plan reads {n.name} before any step produced it")
+        return self.env[n]
+
+    def is_stale_view(self, v):
+        t = self.traced
+        root, producer = t.value_root[v], t.value_producer[v]
+        if root < 0 or root == v or producer < 0 or not t.node_pure_view[producer]:
+            return False
+        if t.node_fx[producer] not in self.env:
+            return False
+        return self.serial.get(v) != self.serial.get(root, 0)
+
+
+def _release(value):
+    """Reads a value so that fx's generated code drops it right after (see release_unused)."""
+    del value
+
+
+def run_measured(module, inputs):
+    """Runs `module` on `inputs`, accounting the bytes of live tensor storages after each call.
+
+    Each storage counts once, however many views of it are alive; the inputs count throughout
+    (the caller holds them). Returns (outputs, peak_bytes).
+    """
+    interpreter = _LiveBytes(module, inputs)
+    with torch.no_grad():
+        outputs = interpreter.run(*inputs)
+    return outputs, interpreter.peak_bytes
+
+
+class _LiveBytes(fx.Interpreter):
+    def __init__(self, module, inputs):
+        super().__init__(module, garbage_collect_values=True)
+        self.pinned = _storages(inputs, {})
+        self.peak_bytes = sum(self.pinned.values())
+
+    def run_node(self, n):
+        result = super().run_node(n)
+        live = dict(self.pinned)
+        _storages(list(self.env.values()), live)
+        _storages([result], live)
+        self.peak_bytes = max(self.peak_bytes, sum(live.values()))
+        return result
+
+
+def _storages(values, into):
+    stack = list(values)
+    while stack:
+        x = stack.pop()
+        if isinstance(x, torch.Tensor):
+            key, nbytes = _compat.storage_key_and_bytes(x)
+            if key is not None:
+                into[key] = nbytes
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, dict):
+            stack.extend(x.values())
+    return into

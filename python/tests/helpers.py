@@ -1,0 +1,73 @@
+"""Shared pieces of the remat.torch tests: small models, eager reference, a hand-made plan."""
+
+import copy
+
+import torch
+
+import remat
+
+
+def eager_step(model, batch, loss_fn, seed):
+    """Loss, gradients and buffers of one plain PyTorch step on a copy of `model`."""
+    model = copy.deepcopy(model)
+    torch.manual_seed(seed)
+    loss = loss_fn(model(batch[0]), *batch[1:])
+    loss.backward()
+    grads = {n: p.grad for n, p in model.named_parameters() if p.requires_grad}
+    return loss.detach(), grads, {n: b.clone() for n, b in model.named_buffers()}
+
+
+def planned_step(model, step, batch, seed, measure=True):
+    """Loss, gradients and buffers of one remat step on a copy of `model`."""
+    model = copy.deepcopy(model)
+    step.model = model
+    torch.manual_seed(seed)
+    loss = step(*batch, measure=measure)
+    grads = {n: p.grad for n, p in model.named_parameters() if p.requires_grad}
+    return loss.detach(), grads, {n: b.clone() for n, b in model.named_buffers()}
+
+
+def recompute_sequence(graph, keep_every=3):
+    """A valid plan that recomputes: the forward as traced, then before each backward node the
+    forward values it reads are recomputed (with whatever they need), except every
+    `keep_every`-th recomputable forward node and the non-recomputable ones, which are kept.
+    Each forward node is recomputed at most once, right before its first backward use, so its
+    forward copy is released at the end of the forward's own uses."""
+    forward = [n for n in range(graph.num_nodes) if graph.node(n)["phase"] == "forward"]
+    backward = [n for n in range(graph.num_nodes) if graph.node(n)["phase"] != "forward"]
+    recomputable = [n for n in forward if graph.node(n)["recomputable"]]
+    kept = set(recomputable[::keep_every]) | (set(forward) - set(recomputable))
+    is_forward = set(forward)
+    sequence = list(forward)
+    recomputed = set()
+
+    def need(value):
+        p = graph.producer(value)
+        if p is None or p not in is_forward or p in kept or p in recomputed:
+            return
+        recomputed.add(p)
+        for v in graph.node(p)["inputs"]:
+            need(v)
+        sequence.append(p)
+
+    for b in backward:
+        for v in graph.node(b)["inputs"]:
+            need(v)
+        sequence.append(b)
+    evaluation = remat.simulate(graph, sequence)
+    assert evaluation.valid, evaluation.error
+    return sequence
+
+
+def lowest_peak_recompute_sequence(graph):
+    """The recompute_sequence (over a few checkpoint spacings) with the lowest simulated peak."""
+    candidates = [recompute_sequence(graph, k) for k in range(2, 9)]
+    return min(candidates, key=lambda s: (remat.simulate(graph, s).peak_bytes, len(s)))
+
+
+def recomputing_solver():
+    """The first registered solver that recomputes (fastsa, then mincut), or None."""
+    for name in ("fastsa", "mincut"):
+        if name in remat.solvers():
+            return name
+    return None

@@ -1,0 +1,207 @@
+"""remat.torch: traced graphs, and plans executed with the gradients of plain PyTorch.
+
+Equality is bitwise (torch.equal): a plan only changes which values are kept and in which order
+independent calls run, each aten call sees the same inputs as in eager mode, and random calls run
+once in their eager order from the same seed. Memory: the CPU accounting of live storages is
+compared with the simulator's peak of the same sequence.
+"""
+
+import subprocess
+import sys
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import remat
+import remat.torch as rt
+from helpers import (eager_step, lowest_peak_recompute_sequence, planned_step,
+                     recomputing_solver)
+from models import MODELS, DataDependent
+
+SEED = 1234
+_traced = {}
+
+
+def traced(name):
+    """(model, batch, loss_fn, TracedStep), traced once per model for the whole module."""
+    if name not in _traced:
+        model, batch, loss_fn = MODELS[name]()
+        _traced[name] = (model, batch, loss_fn, rt.trace(model, batch, loss_fn))
+    return _traced[name]
+
+
+def assert_same_step(expected, got):
+    loss, grads, buffers = expected
+    got_loss, got_grads, got_buffers = got
+    assert torch.equal(loss, got_loss), f"loss {loss.item()} != {got_loss.item()}"
+    assert grads.keys() == got_grads.keys()
+    for name in grads:
+        assert torch.equal(grads[name], got_grads[name]), f"gradient of {name} differs"
+    for name in buffers:
+        assert torch.equal(buffers[name], got_buffers[name]), f"buffer {name} differs"
+
+
+def run_plan(name, sequence):
+    model, batch, loss_fn, t = traced(name)
+    step = rt.Step(model, t, sequence)
+    got = planned_step(model, step, batch, SEED, measure=True)
+    assert_same_step(eager_step(model, batch, loss_fn, SEED), got)
+    return step
+
+
+# -- the traced graph -------------------------------------------------------------------------
+
+def test_mlp_graph_has_parameters_and_data_in_loss_and_gradients_out():
+    model, batch, _, t = traced("mlp")
+    g = t.graph
+    n_params = len(list(model.parameters()))
+    assert len(g.graph_inputs) == n_params + len(batch)
+    outputs = [t.value_fx[o] for o in t.output_fx]  # loss and one gradient per parameter
+    assert len(outputs) == 1 + n_params and all(g.value(v)["output"] for v in outputs)
+    assert set(outputs) <= set(g.graph_outputs)  # (plus the storages of gradients that are views)
+    nodes = [g.node(i) for i in range(g.num_nodes)]
+    assert not any("getitem" in n["op"] for n in nodes)
+    assert {n["phase"] for n in nodes} == {"forward", "backward"}
+    # First layer: x (1024x64) @ W^T (64x256): 2*M*K*N FLOPs plus the bias add.
+    first = next(n for n in nodes if n["op"] == "aten.addmm.default")
+    assert first["kind"] == "compute" and first["cost"] == 2 * 1024 * 64 * 256 + 1024 * 256
+    views = [n for n in nodes if n["kind"] == "view"]
+    assert views and all(n["cost"] == 0 for n in views)
+    for n in views:  # a view's outputs share storage: size 0 and an alias
+        assert all(g.value(v)["size"] == 0 and g.value(v)["alias_of"] is not None
+                   for v in n["outputs"])
+    relu = next(n for n in nodes if n["op"] == "aten.relu.default")
+    assert g.value(relu["outputs"][0])["size"] == 1024 * 256 * 4 and relu["kind"] == "pointwise"
+
+
+def test_cnn_batch_norm_is_one_node_with_three_outputs_and_stays_recomputable():
+    _, _, _, t = traced("cnn")
+    g = t.graph
+    bn = [g.node(i) for i in range(g.num_nodes) if "native_batch_norm.default" in g.node(i)["op"]]
+    assert len(bn) == 3
+    assert all(len(n["outputs"]) == 3 and n["recomputable"] for n in bn)
+    # ReLU(inplace=True) was rewritten out of place; the buffer counter add_ stays a side effect.
+    ops = [g.node(i)["op"] for i in range(g.num_nodes)]
+    assert "aten.relu_.default" not in ops and "aten.relu.default" in ops
+    counters = [g.node(i) for i in range(g.num_nodes) if g.node(i)["op"] == "aten.add_.Tensor"]
+    assert len(counters) == 3 and not any(n["recomputable"] for n in counters)
+
+
+def test_transformer_random_calls_are_not_recomputable_and_stay_in_order():
+    _, _, _, t = traced("transformer")
+    g = t.graph
+    random = [i for i in range(g.num_nodes) if g.node(i)["kind"] == "random"]
+    assert len(random) == 3  # three dropouts
+    assert not any(g.node(i)["recomputable"] for i in random)
+    # Each random call reads the effect value of the previous one, so no plan can swap them.
+    for earlier, later in zip(random, random[1:]):
+        token = g.node(earlier)["outputs"][-1]
+        assert g.value(token)["name"].startswith("effect.") and token in g.node(later)["inputs"]
+
+
+def test_measured_cost_is_microseconds_per_op():
+    model, batch, loss_fn = MODELS["mlp"]()
+    t = rt.trace(model, batch, loss_fn, cost="measure")
+    costs = [t.graph.node(i)["cost"] for i in range(t.graph.num_nodes)]
+    assert all(c >= 0 for c in costs) and sum(costs) > 0
+
+
+def test_trace_leaves_model_state_and_random_generator_alone():
+    model, batch, loss_fn = MODELS["cnn"]()
+    before = {n: b.clone() for n, b in model.named_buffers()}
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    rt.trace(model, batch, loss_fn)
+    assert torch.equal(torch.rand(3), expected)
+    assert all(torch.equal(before[n], b) for n, b in model.named_buffers())
+
+
+def test_untraceable_model_names_the_model_and_the_reason():
+    model = DataDependent()
+    with pytest.raises(rt.TraceError) as error:
+        rt.trace(model, (torch.randn(4, 8), torch.randn(4, 8)), F.mse_loss)
+    message = str(error.value)
+    assert "DataDependent" in message and "data-dependent control flow" in message
+
+
+# -- plans executed: identical gradients ------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_none_plan_gives_eager_gradients(name):
+    model, batch, loss_fn, t = traced(name)
+    step = rt.optimize(model, batch, loss_fn, budget="100%", solver="none")
+    assert step.planned_peak_bytes == step.baseline_peak_bytes
+    got = planned_step(model, step, batch, SEED)
+    assert_same_step(eager_step(model, batch, loss_fn, SEED), got)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_recomputing_plan_gives_eager_gradients(name):
+    _, _, _, t = traced(name)
+    sequence = lowest_peak_recompute_sequence(t.graph)
+    assert len(sequence) > t.graph.num_nodes  # it recomputes
+    run_plan(name, sequence)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_solver_plan_below_baseline_gives_eager_gradients(name):
+    solver = recomputing_solver()
+    if solver is None:
+        pytest.skip(f"no recomputing solver registered (have: {', '.join(remat.solvers())})")
+    model, batch, loss_fn, t = traced(name)
+    base, _ = remat.baseline(t.graph)
+    lower = remat.memory_lower_bound(t.graph)
+    budget = max(lower, int(0.6 * base))  # ResNet-18 at batch 2 is mostly weights: near lb
+    plan = remat.solve(t.graph, budget, solver, time_limit=2.0, seed=1)
+    assert plan.peak_bytes < base
+    step = run_plan(name, plan.sequence)
+    assert abs(step.measured_peak_bytes - plan.peak_bytes) <= 0.10 * plan.peak_bytes
+
+
+# -- measured memory follows the simulator ----------------------------------------------------
+
+@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
+def test_measured_peak_within_10_percent_of_simulated(name):
+    _, _, _, t = traced(name)
+    none_step = run_plan(name, remat.default_schedule(t.graph))
+    recompute_step = run_plan(name, lowest_peak_recompute_sequence(t.graph))
+    for step in (none_step, recompute_step):
+        error = abs(step.measured_peak_bytes - step.planned_peak_bytes) / step.planned_peak_bytes
+        assert error <= 0.10, f"{step}: measured differs from simulated by {error:.1%}"
+    assert recompute_step.planned_peak_bytes < none_step.planned_peak_bytes
+    assert recompute_step.measured_peak_bytes < none_step.measured_peak_bytes
+
+
+def test_stale_views_are_rederived_from_the_latest_copy():
+    # The hand plan recomputes activations whose forward copy has detach() views read in the
+    # backward; reading the old view would keep the old storage and break the equality above.
+    _, _, _, t = traced("mlp")
+    sequence = lowest_peak_recompute_sequence(t.graph)
+    step = rt.Step(traced("mlp")[0], t, sequence)
+    calls = [n for n in step.module.graph.nodes if n.op == "call_function"
+             and "aten" in str(n.target)]
+    assert len(calls) > len(sequence)  # the re-derived views
+
+
+# -- command line -----------------------------------------------------------------------------
+
+def test_python_m_remat_torch_trace_writes_a_graph(tmp_path):
+    out = tmp_path / "resnet18.json"
+    result = subprocess.run(
+        [sys.executable, "-m", "remat.torch", "trace", "torchvision:resnet18", "-o", str(out),
+         "--batch", "2", "--image-size", "32", "--num-classes", "10"],
+        capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    g = remat.load(str(out))
+    assert g.num_nodes == traced("resnet18")[3].graph.num_nodes
+    assert remat.baseline(g) == remat.baseline(traced("resnet18")[3].graph)
+
+
+def test_python_m_remat_torch_trace_bad_model_exits_2(tmp_path):
+    out = tmp_path / "x.json"
+    result = subprocess.run([sys.executable, "-m", "remat.torch", "trace", "torchvision:nosuch",
+                             "-o", str(out)], capture_output=True, text=True, check=False)
+    assert result.returncode == 2 and "no model 'nosuch'" in result.stderr
+    assert not out.exists()
