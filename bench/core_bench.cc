@@ -66,7 +66,8 @@ void bench_simulate() {
 void bench_info() {
   const char* env = std::getenv("REMAT_BENCH_DATA");
   const std::filesystem::path dir =
-      env != nullptr ? env : std::filesystem::path(REMAT_SOURCE_DIR) / "../shared/benchmarks/moccasin";
+      env != nullptr ? env
+                     : std::filesystem::path(REMAT_SOURCE_DIR) / "../shared/benchmarks/moccasin";
   const auto file = dir / "random_layered_n1000_w0.31_nlv0.75_ed0.2_scd0.14.json";
   if (!std::filesystem::exists(file)) {
     fmt::print("info: skipped, {} not found (set REMAT_BENCH_DATA)\n", file.string());

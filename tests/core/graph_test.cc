@@ -1,11 +1,12 @@
 // Graph validation: every kind of bad input is rejected with a message naming the offender.
+#include "remat/graph.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "remat/error.h"
-#include "remat/graph.h"
 #include "testing/testing.h"
 
 namespace remat {

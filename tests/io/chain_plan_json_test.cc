@@ -25,13 +25,15 @@ TEST(ChainJson, RoundTrip) {
 
 TEST(ChainJson, DefaultsAndErrors) {
   const Chain c = parse_chain_json(R"({"format": "remat-chain", "version": 1, "input": {"a": 4},
-      "stages": [{"u_f": 1, "a": 2}, {"a": 0}]})", "c.json");
+      "stages": [{"u_f": 1, "a": 2}, {"a": 0}]})",
+                                   "c.json");
   EXPECT_EQ(c.input.abar, 4);
   EXPECT_EQ(c.input.delta, 4);
   EXPECT_EQ(c.stages[0].name, "F1");
   try {
     parse_chain_json(R"({"format": "remat-chain", "version": 1, "input": {"a": 4},
-      "stages": [{"u_f": -1, "a": 2}, {"a": 0}]})", "c.json");
+      "stages": [{"u_f": -1, "a": 2}, {"a": 0}]})",
+                     "c.json");
     FAIL();
   } catch (const InputError& e) {
     EXPECT_STREQ(e.what(), "c.json: stage 1: field 'u_f' is negative (-1)");
@@ -58,8 +60,9 @@ TEST(PlanJson, RoundTripAndMismatch) {
     parse_plan_json(other, text, "plan.json");
     FAIL();
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "plan.json: step 0: node 0 is 'p' in the graph but 'f' in the plan (was "
-                           "the plan made for another graph?)");
+    EXPECT_STREQ(e.what(),
+                 "plan.json: step 0: node 0 is 'p' in the graph but 'f' in the plan (was "
+                 "the plan made for another graph?)");
   }
 }
 
