@@ -25,12 +25,7 @@ GraphSpec chain_spec() {
 }
 
 std::string build_error(GraphSpec spec) {
-  try {
-    Graph::build(std::move(spec), "test.json");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::input_error_of([&] { Graph::build(std::move(spec), "test.json"); });
 }
 
 TEST(Graph, BuildsAndIndexes) {

@@ -10,12 +10,7 @@ namespace remat {
 namespace {
 
 std::string parse_error(std::string_view text) {
-  try {
-    parse_graph_json(text, "g.json");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::input_error_of([&] { parse_graph_json(text, "g.json"); });
 }
 
 void expect_same_graph(const Graph& a, const Graph& b) {

@@ -66,12 +66,7 @@ TEST(Networkx, CheckmateFlavourHasPhases) {
 }
 
 std::string import_error(std::string_view text) {
-  try {
-    import_networkx_json(text, "nx.json");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::input_error_of([&] { import_networkx_json(text, "nx.json"); });
 }
 
 TEST(Networkx, BadFilesAreNamed) {

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "remat/error.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
 
@@ -49,6 +50,15 @@ SolveResult solve_and_check(const Graph& g, int64_t budget_bytes, std::string_vi
   }
   EXPECT_GE(e.cost, cost_lower_bound(g) * (1 - 1e-12));
   return r;
+}
+
+std::string input_error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 int count_runs(const Graph& g, const Sequence& sequence, std::string_view name) {
