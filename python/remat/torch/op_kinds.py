@@ -58,8 +58,17 @@ POINTWISE = frozenset({
 # argument position, when a condition on the arguments holds. Training-mode batch norm updates its
 # running statistics in place; it computes its output from the batch statistics, so a
 # recomputation that passes no running statistics gives the same output without the update.
+# The same holds for the backend variants PyTorch 2.x may trace instead; when their schema does
+# not accept None there, the recomputation cannot drop the update and they stay side effects.
+def _training(args):
+    return len(args) > 5 and bool(args[5])
+
+
 HIDDEN_WRITES = {
-    "native_batch_norm": ((3, 4), lambda args: len(args) > 5 and bool(args[5])),
+    "native_batch_norm": ((3, 4), _training),
+    "_native_batch_norm_legit": ((3, 4), _training),
+    "cudnn_batch_norm": ((3, 4), _training),
+    "miopen_batch_norm": ((3, 4), _training),
 }
 
 

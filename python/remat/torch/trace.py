@@ -461,7 +461,7 @@ class _Effects:
             elif hidden[n]:
                 shared = any(len(hidden_storages.get(storage[w], ())) > 1 or storage[w] in
                              self.mutations for w in hidden[n])
-                if shared:
+                if shared or not _accepts_none(n.target, op_kinds.hidden_writes(packet, n.args)):
                     self.effect.add(index)
                 else:
                     self.recompute_args[index] = _without_hidden_writes(packet, n)
@@ -496,6 +496,15 @@ class _Effects:
                 node_dicts[index]["inputs"].append(previous)
             node_dicts[index]["outputs"].append(token)
             previous = token
+
+
+def _accepts_none(target, positions):
+    schema = _schema(target)
+    if schema is None:
+        return False
+    arguments = schema.arguments
+    return all(p < len(arguments) and isinstance(arguments[p].type, torch._C.OptionalType)
+               for p in positions)
 
 
 def _without_hidden_writes(packet, n):
