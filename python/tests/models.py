@@ -79,3 +79,16 @@ class DataDependent(nn.Module):
 
 
 MODELS = {"mlp": mlp, "cnn": cnn, "transformer": transformer, "resnet18": resnet18}
+
+
+class TiedEmbedding(nn.Module):
+    """Output layer sharing the embedding's weight (listed once by named_parameters)."""
+
+    def __init__(self, vocab=20, dim=8):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, dim)
+        self.head = nn.Linear(dim, vocab, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, x):
+        return self.head(torch.tanh(self.emb(x)))

@@ -17,7 +17,7 @@ import remat
 import remat.torch as rt
 from helpers import (eager_step, lowest_peak_recompute_sequence, planned_step,
                      recomputing_solver)
-from models import MODELS, DataDependent
+from models import MODELS, DataDependent, TiedEmbedding
 
 SEED = 1234
 _traced = {}
@@ -158,6 +158,18 @@ def test_solver_plan_below_baseline_gives_eager_gradients(name):
     assert plan.peak_bytes < base
     step = run_plan(name, plan.sequence)
     assert abs(step.measured_peak_bytes - plan.peak_bytes) <= 0.10 * plan.peak_bytes
+
+
+def test_tied_weights_get_the_gradient_of_both_uses():
+    torch.manual_seed(0)
+    model = TiedEmbedding()
+    batch = (torch.randint(0, 20, (4, 5)), torch.randint(0, 20, (4, 5)))
+
+    def loss_fn(logits, targets):
+        return F.cross_entropy(logits.reshape(-1, 20), targets.reshape(-1))
+
+    step = rt.optimize(model, batch, loss_fn, budget="100%", solver="none")
+    assert_same_step(eager_step(model, batch, loss_fn, SEED), planned_step(model, step, batch, SEED))
 
 
 # -- measured memory follows the simulator ----------------------------------------------------

@@ -116,10 +116,30 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, cost="flops", name=
                                            [n for n, _ in fixed], len(batch), model_inputs)
 
 
+def _tied_names(model):
+    """name -> every name of the same tensor (tied weights appear once in named_parameters)."""
+    names_of = {}
+    for prefix, module in model.named_modules(remove_duplicate=False):
+        for table in (module._parameters, module._buffers):
+            for name, tensor in table.items():
+                if tensor is not None:
+                    full = f"{prefix}.{name}" if prefix else name
+                    names_of.setdefault(id(tensor), []).append(full)
+    tied = {}
+    for names in names_of.values():
+        for name in names:
+            tied[name] = names
+    return tied
+
+
 def _make_step_fn(model, param_names, fixed_names, model_inputs, loss_fn):
+    tied = _tied_names(model)
+
     def step(param_list, fixed_list, *data):
-        tensors = dict(zip(param_names, param_list))
-        tensors.update(zip(fixed_names, fixed_list))
+        tensors = {}
+        for name, tensor in zip(param_names + fixed_names, list(param_list) + list(fixed_list)):
+            for alias in tied.get(name, [name]):
+                tensors[alias] = tensor
         output = _compat.functional_call(model, tensors, data[:model_inputs])
         loss = loss_fn(output, *data[model_inputs:])
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
@@ -227,7 +247,7 @@ def _is_view(n):
 def _out_of_place(target):
     """The out-of-place overload of an in-place aten overload (relu_ -> relu), or None."""
     name = _packet_name(target)
-    if not name.endswith("_") or name.startswith("_") and name.endswith("__"):
+    if not name.endswith("_") or name.endswith("__"):
         return None
     packet = getattr(torch.ops.aten, name[:-1], None)
     overload = getattr(packet, target._overloadname, None) if packet is not None else None
@@ -363,9 +383,8 @@ class _Builder:
         for i, element in enumerate(result):
             if isinstance(element, torch.Tensor):
                 name = by_index[i].name if i in by_index else f"{n.name}.{i}"
-                outputs.append(self.add_value(name, element, index, by_index.get(i, n)))
-                if i not in by_index:
-                    del self.value_fx[n]  # an unused output has no fx node of its own
+                # An unused output has no getitem, hence no fx node of its own.
+                outputs.append(self.add_value(name, element, index, by_index.get(i)))
         return outputs
 
     # -- nodes -------------------------------------------------------------------------------
