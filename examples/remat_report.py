@@ -3,7 +3,8 @@
 For every budget it prints nodes, values, the simulator's baseline and planned peaks, the peak
 measured while the plan runs (CPU: bytes of live tensor storages; GPU: torch.cuda's peak), the
 extra compute the plan does, whether loss and gradients equal plain PyTorch bit for bit, and the
-median step time against a plain PyTorch step (forward, loss, backward).
+median step time against a plain PyTorch step (forward, loss, backward), the two timed
+alternately.
 """
 
 import argparse
@@ -46,15 +47,21 @@ def _sync(device):
         torch.cuda.synchronize()
 
 
-def _median_seconds(fn, steps, device):
-    times = []
+def _seconds(fn, device):
+    _sync(device)
+    start = time.perf_counter()
+    fn()
+    _sync(device)
+    return time.perf_counter() - start
+
+
+def _median_seconds_interleaved(fns, steps, device):
+    """Median time of each function, run alternately so load changes hit all of them alike."""
+    times = [[] for _ in fns]
     for _ in range(steps):
-        _sync(device)
-        start = time.perf_counter()
-        fn()
-        _sync(device)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        for fn, spent in zip(fns, times):
+            spent.append(_seconds(fn, device))
+    return [statistics.median(t) for t in times]
 
 
 def _eager_step(model, batch, loss_fn):
@@ -93,9 +100,8 @@ def run(title, model, batch, loss_fn, args):
     print(f"{title}: {g.num_nodes} nodes, {g.num_values} values, traced in {trace_s:.1f} s; "
           f"baseline peak {remat.format_bytes(base_peak)}, memory lower bound "
           f"{remat.format_bytes(remat.memory_lower_bound(g))}; solver {solver}; device {device}")
-    eager_s = _median_seconds(lambda: _eager_step(model, batch, loss_fn), args.steps, device)
     header = (f"{'budget':>7} {'status':>11} {'baseline':>10} {'planned':>10} {'measured':>10} "
-              f"{'recomp':>6} {'extra':>7} {'same':>4} {'step ms':>8} {'eager ms':>8} {'ratio':>6}")
+              f"{'reruns':>6} {'extra':>7} {'same':>4} {'step ms':>8} {'eager ms':>8} {'ratio':>6}")
     print(header)
     rows = []
     for budget in [b.strip() for b in args.budgets.split(",") if b.strip()]:
@@ -107,7 +113,8 @@ def run(title, model, batch, loss_fn, args):
             model.zero_grad(set_to_none=True)
             return step(*batch)
 
-        step_s = _median_seconds(planned_step, args.steps, device)
+        eager_s, step_s = _median_seconds_interleaved(
+            [lambda: _eager_step(model, batch, loss_fn), planned_step], args.steps, device)
         if device.startswith("cuda"):
             planned_step()  # on a GPU every call records torch.cuda's peak
         extra = 100.0 * (step.planned_cost - base_cost) / base_cost if base_cost else 0.0

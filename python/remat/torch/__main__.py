@@ -28,6 +28,7 @@ def _load_factory(spec):
     if where.endswith(".py"):
         if not os.path.isfile(where):
             raise ValueError(f"model file '{where}' does not exist")
+        sys.path.insert(0, os.path.dirname(os.path.abspath(where)))  # as if run as a script
         module_spec = importlib.util.spec_from_file_location("remat_user_model", where)
         module = importlib.util.module_from_spec(module_spec)
         module_spec.loader.exec_module(module)
