@@ -153,9 +153,9 @@ def test_solver_plan_below_baseline_gives_eager_gradients(name):
     model, batch, loss_fn, t = traced(name)
     base, _ = remat.baseline(t.graph)
     lower = remat.memory_lower_bound(t.graph)
-    budget = max(lower, int(0.6 * base))  # ResNet-18 at batch 2 is mostly weights: near lb
+    budget = max(lower, int(0.6 * base))
     plan = remat.solve(t.graph, budget, solver, time_limit=2.0, seed=1)
-    assert plan.peak_bytes < base
+    assert plan.peak_bytes <= 0.8 * base  # well below the baseline, within budget or not
     step = run_plan(name, plan.sequence)
     assert abs(step.measured_peak_bytes - plan.peak_bytes) <= 0.10 * plan.peak_bytes
 
@@ -174,7 +174,7 @@ def test_tied_weights_get_the_gradient_of_both_uses():
 
 # -- measured memory follows the simulator ----------------------------------------------------
 
-@pytest.mark.parametrize("name", ["mlp", "cnn", "transformer"])
+@pytest.mark.parametrize("name", list(MODELS))
 def test_measured_peak_within_10_percent_of_simulated(name):
     _, _, _, t = traced(name)
     none_step = run_plan(name, remat.default_schedule(t.graph))
@@ -203,7 +203,7 @@ def test_python_m_remat_torch_trace_writes_a_graph(tmp_path):
     out = tmp_path / "resnet18.json"
     result = subprocess.run(
         [sys.executable, "-m", "remat.torch", "trace", "torchvision:resnet18", "-o", str(out),
-         "--batch", "2", "--image-size", "32", "--num-classes", "10"],
+         "--batch", "16", "--image-size", "96", "--num-classes", "10"],
         capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr
     g = remat.load(str(out))
