@@ -56,10 +56,14 @@ def solvers():
     return [name for name, _ in _remat.solvers()]
 
 
-def solve(graph, budget, solver="none", *, time_limit=60.0, seed=1, threads=1, **params):
+def solve(graph, budget, solver="none", *, time_limit=60.0, seed=1, threads=1, progress=None,
+          **params):
     """Runs `solver` on `graph` under `budget` (bytes, or text like "50%" of the baseline peak).
 
     Solver-specific parameters go as keyword arguments (converted to text for the core, which
-    rejects unknown keys). The result's peak and cost come from the simulator.
+    rejects unknown keys). `progress(stage, fraction, iterations, best_objective)` is called as
+    the solver reports (fraction -1 when unknown); an exception it raises is re-raised after the
+    solver returns. The result's peak and cost come from the simulator.
     """
-    return _remat.solve(graph, budget, solver, float(time_limit), int(seed), int(threads), params)
+    return _remat.solve(graph, budget, solver, float(time_limit), int(seed), int(threads), params,
+                        progress)

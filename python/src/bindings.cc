@@ -4,12 +4,15 @@
 // simulator. InputError derives from std::invalid_argument, so Python receives ValueError with the
 // core's message.
 //   g = _remat.Graph.build("mlp", values=[{"name": "x", "size": 64}, ...], nodes=[...])
-//   r = _remat.solve(g, "50%", "none", time_limit=1.0, seed=1, threads=1, params={})
+//   r = _remat.solve(g, "50%", "none", time_limit=1.0, seed=1, threads=1, params={},
+//                    progress=lambda stage, fraction, iterations, best: print(stage, fraction))
 #include <fmt/format.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "remat/error.h"
@@ -195,19 +198,51 @@ struct PySolveResult {
   std::vector<std::pair<std::string, double>> counters;
 };
 
+// Calls a Python progress callback from solver threads: takes the GIL, and keeps the first
+// Python error to raise once the solver has returned (a solver cannot be unwound through).
+class ProgressRelay {
+ public:
+  explicit ProgressRelay(py::object callback) : callback_(std::move(callback)) {}
+  void operator()(const Progress& p) {
+    py::gil_scoped_acquire gil;
+    if (failed_) return;
+    try {
+      callback_(std::string(p.stage), p.fraction, p.iterations, p.best_objective);
+    } catch (py::error_already_set& e) {
+      error_ = std::move(e);
+      failed_ = true;
+    }
+  }
+  void rethrow() {
+    if (failed_) throw std::move(*error_);
+  }
+
+ private:
+  py::object callback_;
+  bool failed_ = false;
+  std::optional<py::error_already_set> error_;
+};
+
 PySolveResult solve_py(const Graph& g, const py::object& budget, const std::string& solver,
-                       double time_limit, uint64_t seed, int threads, const py::dict& params) {
+                       double time_limit, uint64_t seed, int threads, const py::dict& params,
+                       const py::object& progress) {
   SolveOptions options;
   options.budget = to_budget(g, budget);
   options.time_limit_s = time_limit;
   options.seed = seed;
   options.threads = threads;
   for (const auto& item : params) options.params[py::str(item.first)] = param_text(item.second);
+  std::optional<ProgressRelay> relay;
+  if (!progress.is_none()) {
+    relay.emplace(progress);
+    options.on_progress = [&relay](const Progress& p) { (*relay)(p); };
+  }
   SolveResult r;
   {
     py::gil_scoped_release release;
     r = solve(g, solver, options);
   }
+  if (relay) relay->rethrow();
   const Baseline base = baseline(g);
   PySolveResult out;
   out.sequence = from_sequence(r.plan.sequence);
@@ -343,5 +378,6 @@ PYBIND11_MODULE(_remat, m) {
   m.def("format_bytes", &format_bytes, py::arg("bytes"));
   m.def("solvers", &solver_list, "(name, description) of every registered solver.");
   m.def("solve", &solve_py, py::arg("graph"), py::arg("budget"), py::arg("solver"),
-        py::arg("time_limit"), py::arg("seed"), py::arg("threads"), py::arg("params"));
+        py::arg("time_limit"), py::arg("seed"), py::arg("threads"), py::arg("params"),
+        py::arg("progress") = py::none());
 }
