@@ -20,7 +20,7 @@ def make(batch_size, image_size=128, num_classes=1000):
 
 
 def main():
-    args = parse_args(__doc__.splitlines()[0], {"batch": 8, "image_size": 128, "num_classes": 100})
+    args = parse_args(__doc__.splitlines()[0], {"batch": 32, "image_size": 128, "num_classes": 100})
     model, batch, loss_fn = make(args.batch, args.image_size, args.num_classes)
     run(f"ResNet-18, batch {args.batch}x3x{args.image_size}x{args.image_size}", model, batch,
         loss_fn, args)

@@ -1,8 +1,12 @@
 """The bound core: graphs from dicts, simulate, solve, load/save, errors as ValueError."""
 
+import os
+
 import pytest
 
 import remat
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "rl100.json")
 
 VALUES = [{"name": "x", "size": 64}, {"name": "a", "size": 32}, {"name": "b", "size": 16},
           {"name": "y", "size": 8, "output": True}]
@@ -65,3 +69,22 @@ def test_save_and_load_round_trip(tmp_path):
     assert (h.num_nodes, h.num_values) == (3, 4)
     assert remat.baseline(h) == remat.baseline(g)
     assert h.node(2)["name"] == "h" and h.value(3)["output"]
+
+
+def test_progress_callback_is_called_and_its_errors_are_raised():
+    from helpers import recomputing_solver
+
+    solver = recomputing_solver()
+    if solver is None:
+        pytest.skip(f"no solver that reports progress registered (have: {remat.solvers()})")
+    g = remat.load(EXAMPLE)
+    calls = []
+    tight = remat.memory_lower_bound(g)  # hard to meet, so the solver runs long enough to report
+    remat.solve(g, tight, solver, time_limit=1.0, progress=lambda *a: calls.append(a))
+    assert calls and all(isinstance(c[0], str) and c[1] <= 1.0 for c in calls)
+
+    def fail(*args):
+        raise KeyError("stop")
+
+    with pytest.raises(KeyError, match="stop"):
+        remat.solve(g, tight, solver, time_limit=1.0, progress=fail)
