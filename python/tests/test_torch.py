@@ -6,6 +6,7 @@ once in their eager order from the same seed. Memory: the CPU accounting of live
 compared with the simulator's peak of the same sequence.
 """
 
+import copy
 import subprocess
 import sys
 
@@ -158,6 +159,19 @@ def test_solver_plan_below_baseline_gives_eager_gradients(name):
     assert plan.peak_bytes <= 0.8 * base  # well below the baseline, within budget or not
     step = run_plan(name, plan.sequence)
     assert abs(step.measured_peak_bytes - plan.peak_bytes) <= 0.10 * plan.peak_bytes
+
+
+def test_first_call_measures_and_gradients_accumulate_like_backward():
+    model, batch, loss_fn, _ = traced("mlp")
+    model = copy.deepcopy(model)
+    step = rt.optimize(model, batch, loss_fn, budget="100%", solver="none")
+    assert step.measured_peak_bytes is None
+    step(*batch)
+    assert step.measured_peak_bytes == step.planned_peak_bytes
+    first = {n: p.grad.clone() for n, p in model.named_parameters()}
+    step(*batch)  # a second step without zero_grad: .grad doubles, as with loss.backward()
+    for n, p in model.named_parameters():
+        assert torch.equal(p.grad, first[n] + first[n])
 
 
 def test_tied_weights_get_the_gradient_of_both_uses():

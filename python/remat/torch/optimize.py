@@ -2,12 +2,12 @@
 
     step = remat.torch.optimize(model, (x, y), F.cross_entropy, budget="50%", solver="fastsa")
     loss = step(x, y)                   # runs the plan, writes p.grad of every parameter
-    loss = step(x, y, measure=True)     # same, and step.measured_peak_bytes is set
+    step.measured_peak_bytes            # set by the first call (and by any with measure=True)
     step.baseline_peak_bytes, step.planned_peak_bytes   # from the simulator
 
 Gradients accumulate into `.grad` as loss.backward() does. Buffers (batch-norm statistics) are
 updated in place as in eager training. On a GPU every call measures torch.cuda's peak; on the CPU
-measure=True runs the plan in an interpreter that counts the bytes of live tensor storages.
+a measured call runs the plan in an interpreter that counts the bytes of live tensor storages.
 """
 
 import torch
@@ -41,10 +41,14 @@ class Step:
         fixed = [buffers[n] if n in buffers else params[n].detach() for n in self.traced.fixed_names]
         return [params[n].detach() for n in self.traced.param_names] + fixed + list(batch)
 
-    def __call__(self, *batch, measure=False):
+    def __call__(self, *batch, measure=None):
+        """Runs the plan on `batch`, accumulates .grad, returns the loss. On the CPU the first
+        call (or any with measure=True) runs with live-bytes accounting, which is slower."""
         if len(batch) != self.traced.num_data:
             raise ValueError(f"{self.traced.model_name} step: expected {self.traced.num_data} "
                              f"batch tensors, got {len(batch)}")
+        if measure is None:
+            measure = self.measured_peak_bytes is None
         inputs = self.flat_inputs(batch)
         on_cuda = any(x.is_cuda for x in inputs if isinstance(x, torch.Tensor))
         if on_cuda:

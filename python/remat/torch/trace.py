@@ -92,7 +92,7 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, cost="flops", name=
 
     def fresh_args():
         return ([p.detach().clone().requires_grad_(True) for _, p in params],
-                [t.detach().clone() for _, t in fixed], *[x.detach() for x in batch])
+                [t.detach().clone() for _, t in fixed], *[x.detach().clone() for x in batch])
 
     devices = {t.device.type for _, t in params + fixed}
     saved_rng = _compat.rng_state(devices)
