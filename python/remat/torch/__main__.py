@@ -1,4 +1,4 @@
-"""python -m remat.torch trace MODEL -o graph.json: a real model's training step as remat-graph JSON.
+"""python -m remat.torch trace MODEL -o graph.json: a model's training step as remat-graph JSON.
 
 MODEL is either
   torchvision:NAME          a torchvision.models builder (random images, cross-entropy), or

@@ -38,7 +38,8 @@ class Step:
     def flat_inputs(self, batch):
         params = dict(self.model.named_parameters())
         buffers = dict(self.model.named_buffers())
-        fixed = [buffers[n] if n in buffers else params[n].detach() for n in self.traced.fixed_names]
+        fixed = [buffers[n] if n in buffers else params[n].detach()
+                 for n in self.traced.fixed_names]
         return [params[n].detach() for n in self.traced.param_names] + fixed + list(batch)
 
     def __call__(self, *batch, measure=None):

@@ -61,7 +61,7 @@ class TracedStep:
     value_fx: dict  # fx node (placeholder, constant, single-output call, getitem) -> value
     value_root: list  # value -> value owning its storage (itself for roots), -1 for effect values
     value_producer: list  # value -> remat node producing it, -1 for graph inputs
-    node_pure_view: list  # remat node -> a recomputable view, re-derived from its root's latest copy
+    node_pure_view: list  # remat node -> a recomputable view (re-derived from the latest root)
     recompute_args: dict  # remat node -> fn(args) giving the arguments of a recomputation
     output_fx: list  # fx nodes (or None) returned by the step: loss, then one gradient per param
 
@@ -81,7 +81,8 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, cost="flops", name=
     if cost not in ("flops", "measure"):
         raise ValueError(f"remat.torch.trace: cost must be 'flops' or 'measure' (got {cost!r})")
     model_name = name or type(model).__name__
-    batch = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+    is_tuple = isinstance(example_inputs, (tuple, list))
+    batch = tuple(example_inputs) if is_tuple else (example_inputs,)
     params = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
     if not params:
         raise TraceError(f"cannot trace {model_name}: it has no parameter with requires_grad")
@@ -346,7 +347,8 @@ class _Builder:
                 self.add_value(n.name, env[n], -1, n)
         node_getitems, node_outputs = [], []
         for index, n in enumerate(calls):
-            getitems = [u for u in n.users if u.op == "call_function" and u.target is operator.getitem]
+            getitems = [u for u in n.users
+                        if u.op == "call_function" and u.target is operator.getitem]
             getitems.sort(key=self.position.__getitem__)
             node_getitems.append(getitems)
             node_outputs.append(self.add_outputs(index, n, env[n], getitems))
@@ -420,6 +422,12 @@ def _numel(x):
     return x.numel() if isinstance(x, torch.Tensor) else 0
 
 
+def _conv_macs_per_output(weight, transposed):
+    """Multiply-adds per output element (per input element when transposed)."""
+    channels = weight.shape[0] if transposed else weight.shape[1]
+    return channels * math.prod(weight.shape[2:])
+
+
 def _flops(packet, kind, n, env):
     """Matmul and convolution FLOPs from shapes; element count otherwise; views cost nothing."""
     if kind == "view":
@@ -435,12 +443,12 @@ def _flops(packet, kind, n, env):
         return 2 * a.shape[0] * a.shape[1] * a.shape[2] * b.shape[2]
     if packet == "convolution":
         weight, transposed = args[1], bool(args[6])
-        per_output = (weight.shape[0] if transposed else weight.shape[1]) * math.prod(weight.shape[2:])
+        per_output = _conv_macs_per_output(weight, transposed)
         elements = _numel(args[0]) if transposed else _numel(result)
         return 2 * elements * per_output + (_numel(result) if args[2] is not None else 0)
     if packet == "convolution_backward":
         grad_out, weight, transposed, mask = args[0], args[2], bool(args[7]), args[10]
-        per_output = (weight.shape[0] if transposed else weight.shape[1]) * math.prod(weight.shape[2:])
+        per_output = _conv_macs_per_output(weight, transposed)
         forward = 2 * (_numel(args[1]) if transposed else _numel(grad_out)) * per_output
         return forward * (int(mask[0]) + int(mask[1])) + _numel(grad_out) * int(mask[2])
     outputs = [t for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor)]
