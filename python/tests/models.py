@@ -94,3 +94,15 @@ class TiedEmbedding(nn.Module):
 
     def forward(self, x):
         return self.head(torch.tanh(self.emb(x)))
+
+
+def silu_cnn():
+    """SiLU: make_fx (PyTorch 1.13) records its backward decomposed (sigmoid, mul, add), because a
+    dispatch mode is active while tracing; eager runs the fused silu_backward kernel, which rounds
+    differently. Loss is bitwise equal, gradients only to float tolerance."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.SiLU(inplace=True),
+                          nn.Conv2d(16, 16, 3, padding=1), nn.SiLU(), nn.AdaptiveAvgPool2d(1),
+                          nn.Flatten(), nn.Linear(16, 10))
+    batch = (torch.randn(8, 3, 16, 16), torch.randint(0, 10, (8,)))
+    return model, batch, F.cross_entropy
