@@ -66,8 +66,5 @@ def lowest_peak_recompute_sequence(graph):
 
 
 def recomputing_solver():
-    """The first registered solver that recomputes (fastsa, then mincut), or None."""
-    for name in ("fastsa", "mincut"):
-        if name in remat.solvers():
-            return name
-    return None
+    """The first of fastsa, mincut that the registry lists, or None."""
+    return next((name for name in remat.solvers() if name in ("fastsa", "mincut")), None)

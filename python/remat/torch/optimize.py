@@ -10,6 +10,8 @@ updated in place as in eager training. On a GPU every call measures torch.cuda's
 a measured call runs the plan in an interpreter that counts the bytes of live tensor storages.
 """
 
+import warnings
+
 import torch
 
 import remat
@@ -96,4 +98,10 @@ def optimize(model, example_inputs, loss_fn, budget="50%", solver="fastsa", *, t
     traced = trace(model, example_inputs, loss_fn, model_inputs=model_inputs, cost=cost)
     plan = remat.solve(traced.graph, budget, solver, time_limit=time_limit, seed=seed,
                        threads=threads, **params)
+    if not plan.feasible:
+        warnings.warn(f"remat: {traced.model_name}: {solver} found no plan within "
+                      f"{remat.format_bytes(plan.budget_bytes)} ({plan.status}); running the "
+                      f"lowest-peak plan found, {remat.format_bytes(plan.peak_bytes)} (memory "
+                      f"lower bound {remat.format_bytes(remat.memory_lower_bound(traced.graph))})",
+                      stacklevel=2)
     return Step(model, traced, plan.sequence, solver=plan.solver, status=plan.status)
