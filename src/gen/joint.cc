@@ -55,7 +55,9 @@ class JointBuilder {
   }
 
  private:
-  int64_t planned_nodes() const { return static_cast<int64_t>(spec_.nodes.size()) + planned_backward_; }
+  int64_t planned_nodes() const {
+    return static_cast<int64_t>(spec_.nodes.size()) + planned_backward_;
+  }
 
   int64_t random_width() {
     std::vector<int64_t> widths;
@@ -67,7 +69,8 @@ class JointBuilder {
 
   ValueId add_value(std::string name, int64_t bytes, ValueId alias_of = kNoValue) {
     const ValueId id{static_cast<int32_t>(spec_.values.size())};
-    spec_.values.push_back(Value{.name = std::move(name), .size_bytes = bytes, .alias_of = alias_of});
+    spec_.values.push_back(
+        Value{.name = std::move(name), .size_bytes = bytes, .alias_of = alias_of});
     needs_grad_.push_back(false);
     grad_.push_back(kNoValue);
     return id;
@@ -78,10 +81,16 @@ class JointBuilder {
   bool needs_grad(ValueId v) const { return needs_grad_[static_cast<size_t>(v.value())]; }
 
   void add_node(std::string name, std::string op, OpKind kind, Phase phase, double cost,
-                std::vector<ValueId> inputs, std::vector<ValueId> outputs, bool recomputable = true) {
-    spec_.nodes.push_back(Node{.name = std::move(name), .cost = cost, .inputs = std::move(inputs),
-                               .outputs = std::move(outputs), .op = std::move(op), .kind = kind,
-                               .phase = phase, .recomputable = recomputable});
+                std::vector<ValueId> inputs, std::vector<ValueId> outputs,
+                bool recomputable = true) {
+    spec_.nodes.push_back(Node{.name = std::move(name),
+                               .cost = cost,
+                               .inputs = std::move(inputs),
+                               .outputs = std::move(outputs),
+                               .op = std::move(op),
+                               .kind = kind,
+                               .phase = phase,
+                               .recomputable = recomputable});
   }
   void forward(std::string op, OpKind kind, double cost, std::vector<ValueId> inputs,
                std::vector<ValueId> outputs, bool recomputable = true) {
@@ -158,8 +167,11 @@ class JointBuilder {
     const bool grad_x = needs_grad(x.id);
     on_backward(1 + (grad_x ? 1 : 0), [=, this] {
       const ValueId g = grad(y.id);
-      if (grad_x) add_grad(x.id, backward("linear_grad_x", OpKind::kCompute, flops, {g, w}, bytes(x)), bytes(x));
-      const ValueId gw = backward("linear_grad_w", OpKind::kCompute, flops, {g, x.id}, in_width * out_width * 4);
+      if (grad_x)
+        add_grad(x.id, backward("linear_grad_x", OpKind::kCompute, flops, {g, w}, bytes(x)),
+                 bytes(x));
+      const ValueId gw =
+          backward("linear_grad_w", OpKind::kCompute, flops, {g, x.id}, in_width * out_width * 4);
       param_grads_.push_back(gw);
     });
   }
@@ -178,7 +190,10 @@ class JointBuilder {
     if (!needs_grad(x.id)) return;
     on_backward(1, [=, this] {
       const ValueId saved = from_output ? y.id : x.id;
-      add_grad(x.id, backward(fmt::format("{}_backward", op), OpKind::kPointwise, 4 * n, {grad(y.id), saved}, bytes(x)), bytes(x));
+      add_grad(x.id,
+               backward(fmt::format("{}_backward", op), OpKind::kPointwise, 4 * n,
+                        {grad(y.id), saved}, bytes(x)),
+               bytes(x));
     });
   }
 
@@ -194,7 +209,8 @@ class JointBuilder {
     if (!needs_grad(x.id)) return;
     on_backward(2, [=, this] {
       const ValueId s = backward("sin", OpKind::kPointwise, 4 * n, {x.id}, bytes(x));
-      add_grad(x.id, backward("cos_backward", OpKind::kPointwise, n, {grad(y.id), s}, bytes(x)), bytes(x));
+      add_grad(x.id, backward("cos_backward", OpKind::kPointwise, n, {grad(y.id), s}, bytes(x)),
+               bytes(x));
     });
   }
 
@@ -225,8 +241,12 @@ class JointBuilder {
     const int64_t planned = (needs_grad(x.id) ? 1 : 0) + (needs_grad(z.id) ? 1 : 0);
     on_backward(planned, [=, this] {
       const ValueId g = grad(y.id);
-      if (needs_grad(x.id)) add_grad(x.id, backward("mul_grad_a", OpKind::kPointwise, n, {g, z.id}, bytes(x)), bytes(x));
-      if (needs_grad(z.id)) add_grad(z.id, backward("mul_grad_b", OpKind::kPointwise, n, {g, x.id}, bytes(z)), bytes(z));
+      if (needs_grad(x.id))
+        add_grad(x.id, backward("mul_grad_a", OpKind::kPointwise, n, {g, z.id}, bytes(x)),
+                 bytes(x));
+      if (needs_grad(z.id))
+        add_grad(z.id, backward("mul_grad_b", OpKind::kPointwise, n, {g, x.id}, bytes(z)),
+                 bytes(z));
     });
   }
 
@@ -245,7 +265,9 @@ class JointBuilder {
     acts_.push_back(y);
     if (!needs_grad(x.id)) return;
     on_backward(1, [=, this] {
-      add_grad(x.id, backward("dropout_backward", OpKind::kPointwise, n, {grad(y.id), mask}, bytes(x)), bytes(x));
+      add_grad(x.id,
+               backward("dropout_backward", OpKind::kPointwise, n, {grad(y.id), mask}, bytes(x)),
+               bytes(x));
     });
   }
 
@@ -264,8 +286,10 @@ class JointBuilder {
     // The scale's gradient to r is a reduction; r's own gradient flows back to x through sumsq.
     on_backward(2, [=, this] {
       const ValueId g = grad(y.id);
-      const ValueId gr = backward("rms_grad_r", OpKind::kReduction, 2 * n, {g, x.id, r}, p_.rows * 4);
-      add_grad(x.id, backward("rms_grad_x", OpKind::kPointwise, 4 * n, {g, x.id, r, gr}, bytes(x)), bytes(x));
+      const ValueId gr =
+          backward("rms_grad_r", OpKind::kReduction, 2 * n, {g, x.id, r}, p_.rows * 4);
+      add_grad(x.id, backward("rms_grad_x", OpKind::kPointwise, 4 * n, {g, x.id, r, gr}, bytes(x)),
+               bytes(x));
     });
   }
 
@@ -307,7 +331,10 @@ class JointBuilder {
     acts_.push_back(y);
     if (!needs_grad(x.id)) return;
     on_backward(1, [=, this] {
-      add_grad(x.id, backward("softmax_backward", OpKind::kReduction, 4 * n, {grad(y.id), y.id}, bytes(x)), bytes(x));
+      add_grad(
+          x.id,
+          backward("softmax_backward", OpKind::kReduction, 4 * n, {grad(y.id), y.id}, bytes(x)),
+          bytes(x));
     });
   }
 
@@ -336,7 +363,8 @@ class JointBuilder {
     acts_.push_back(y);
     if (!needs_grad(x.id)) return;
     on_backward(1, [=, this] {
-      add_grad(x.id, backward("cast_backward", OpKind::kPointwise, n, {grad(y.id)}, bytes(x)), bytes(x));
+      add_grad(x.id, backward("cast_backward", OpKind::kPointwise, n, {grad(y.id)}, bytes(x)),
+               bytes(x));
     });
   }
 
@@ -358,10 +386,10 @@ class JointBuilder {
   Rng rng_;
   GraphSpec spec_;
   std::vector<Act> acts_;
-  std::vector<bool> needs_grad_;                         // by value id
-  std::vector<ValueId> grad_;                            // by value id: current gradient
-  std::unordered_map<int32_t, int32_t> grad_uses_;       // differentiable reads per value id
-  std::vector<std::function<void()>> backward_;          // one closure per forward pattern
+  std::vector<bool> needs_grad_;                    // by value id
+  std::vector<ValueId> grad_;                       // by value id: current gradient
+  std::unordered_map<int32_t, int32_t> grad_uses_;  // differentiable reads per value id
+  std::vector<std::function<void()>> backward_;     // one closure per forward pattern
   std::vector<ValueId> param_grads_;
   int64_t planned_backward_ = 0;
 };
