@@ -115,13 +115,15 @@ class JointBuilder {
   }
   // Adds a gradient contribution to v (an `add` node when one is already there).
   void add_grad(ValueId v, ValueId g, int64_t v_bytes) {
-    ValueId& current = grad_[static_cast<size_t>(v.value())];
-    if (!current.valid()) {
-      current = g;
+    const auto slot = static_cast<size_t>(v.value());
+    if (!grad_[slot].valid()) {
+      grad_[slot] = g;
       return;
     }
-    current = backward("grad_add", OpKind::kPointwise, static_cast<double>(v_bytes) / 4,
-                       {current, g}, v_bytes);
+    // backward() appends to grad_, so no reference into it may live across the call.
+    const ValueId sum = backward("grad_add", OpKind::kPointwise, static_cast<double>(v_bytes) / 4,
+                                 {grad_[slot], g}, v_bytes);
+    grad_[slot] = sum;
   }
   ValueId grad(ValueId v) const { return grad_[static_cast<size_t>(v.value())]; }
 

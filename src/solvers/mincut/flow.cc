@@ -128,27 +128,29 @@ class AuxiliaryGraph {
     }
   }
 
-  // V_saved: values whose in-vertex is reachable from s in the residual graph and whose
-  // out-vertex is not (the cut with the smallest source side).
+  // V_saved: values whose out-vertex reaches t in the residual graph and whose in-vertex does
+  // not (the cut with the largest source side: values are saved as late as the cut allows, and a
+  // zero-capacity value is saved only when the backward needs it through no cheaper route).
   Cut saved_set() const {
-    std::vector<uint8_t> reached(static_cast<size_t>(num_vertices_), 0);
-    std::vector<Vertex> stack = {kSource};
-    reached[kSource] = 1;
+    std::vector<uint8_t> reaches_sink(static_cast<size_t>(num_vertices_), 0);
+    std::vector<Vertex> stack = {kSink};
+    reaches_sink[kSink] = 1;
     while (!stack.empty()) {
-      const Vertex u = stack.back();
+      const Vertex w = stack.back();
       stack.pop_back();
-      for (const auto& e : boost::make_iterator_range(boost::out_edges(u, g_))) {
-        const Vertex w = boost::target(e, g_);
-        if (g_[e].residual > 0 && !reached[w]) {
-          reached[w] = 1;
-          stack.push_back(w);
+      // Every edge u -> w is the reverse of one of w's out-edges.
+      for (const auto& e : boost::make_iterator_range(boost::out_edges(w, g_))) {
+        const Vertex u = boost::target(e, g_);
+        if (g_[g_[e].reverse].residual > 0 && !reaches_sink[u]) {
+          reaches_sink[u] = 1;
+          stack.push_back(u);
         }
       }
     }
     Cut result;
     for (int32_t i = 0; i < graph_.num_values(); ++i) {
       const ValueId v{i};
-      if (a_.in_vf[v] && reached[in(v)] && !reached[out(v)]) result.saved.push_back(v);
+      if (a_.in_vf[v] && !reaches_sink[in(v)] && reaches_sink[out(v)]) result.saved.push_back(v);
     }
     return result;
   }

@@ -89,11 +89,11 @@ class Lowerer {
     for (ValueId y : graph_.node(n).outputs) available_[y] = 1;
     // A directly read value is held until its last direct read; a value recomputed only on the
     // way to one is dropped at once under kRelease.
+    if (lowering_ == Lowering::kKeep) return;
     for (ValueId v : graph_.node(n).inputs)
       if (recomputable_value(v) && --direct_uses_left_[v] == 0) available_[v] = 0;
-    if (lowering_ == Lowering::kRelease)
-      for (ValueId v : transient_)
-        if (read_by_step_[v] != step) available_[v] = 0;
+    for (ValueId v : transient_)
+      if (read_by_step_[v] != step) available_[v] = 0;
   }
 
   // Recomputes v and its unavailable ancestors, depth first in input order.
