@@ -226,6 +226,8 @@ TEST(MincutSolve, PlanListsSavedValuesBytesAndRecomputedNodes) {
   const SolveResult r = solve_mincut(g);
   EXPECT_EQ(r.plan.stats.counter("saved_values"), 1);
   EXPECT_EQ(r.plan.stats.counter("saved_bytes"), 1000);
+  ASSERT_EQ(r.plan.stats.series.size(), 1u);
+  EXPECT_EQ(r.plan.stats.series[0].second, std::vector<double>{1000});
   EXPECT_EQ(r.plan.stats.counter("recomputed_nodes"), 1);
   bool found = false;
   for (const auto& [key, list] : r.plan.stats.lists)

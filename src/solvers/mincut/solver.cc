@@ -94,9 +94,11 @@ class MincutSolver final : public Solver {
  private:
   static void add_stats(const Graph& graph, const Candidate& c, Objective asked, SolveStats& s) {
     std::vector<std::string> saved, recomputed;
+    std::vector<double> bytes_each;  // aligned with the "saved" list
     int64_t saved_bytes = 0;
     for (ValueId v : c.cut.saved) {
       saved.push_back(graph.value(v).name);
+      bytes_each.push_back(static_cast<double>(graph.value(v).size_bytes));
       saved_bytes += graph.value(v).size_bytes;
     }
     for (NodeId n : c.lowered.recomputed) recomputed.push_back(graph.node(n).name);
@@ -113,6 +115,7 @@ class MincutSolver final : public Solver {
     s.add_counter("memory_fallback", c.objective != asked ? 1 : 0);
     s.add_counter("lowering_keep", c.lowering == Lowering::kKeep ? 1 : 0);
     s.lists.emplace_back("saved", std::move(saved));
+    s.series.emplace_back("saved_bytes", std::move(bytes_each));
     s.lists.emplace_back("recomputed", std::move(recomputed));
   }
 };
