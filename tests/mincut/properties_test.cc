@@ -137,6 +137,19 @@ TEST_P(MincutLemma34, LoweredPlansKeepTheCutsPromises) {
   }
 }
 
+TEST(MincutLowering, StepLimitStopsTheReleaseLowering) {
+  // The memory cut of a chain recomputes quadratically under kRelease; a limit marks the
+  // lowering incomplete so the solver can use kKeep instead.
+  const Graph g = joint(300, 6);
+  const JointAnalysis a = analyze_joint(g, MincutParams{.objective = Objective::kMemory});
+  const mincut::Cut cut = find_min_cut(g, a, MaxFlowAlgorithm::kBoykovKolmogorov);
+  const mincut::Lowered full = mincut::lower_cut(g, a, cut.saved, mincut::Lowering::kRelease);
+  ASSERT_TRUE(full.complete);
+  const auto limit = static_cast<int64_t>(full.sequence.size()) / 2;
+  EXPECT_FALSE(mincut::lower_cut(g, a, cut.saved, mincut::Lowering::kRelease, limit).complete);
+  EXPECT_TRUE(mincut::lower_cut(g, a, cut.saved, mincut::Lowering::kKeep, limit).complete);
+}
+
 INSTANTIATE_TEST_SUITE_P(Generated, MincutLemma34,
                          ::testing::Values(Case{30, 1}, Case{30, 2}, Case{60, 3}, Case{120, 4},
                                            Case{120, 5}, Case{300, 6}, Case{300, 7}, Case{600, 8}));

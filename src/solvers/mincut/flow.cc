@@ -55,7 +55,10 @@ class AuxiliaryGraph {
     for (ValueId v : result.saved) cut_value += scaled_[v];
     REMAT_CHECK(cut_value == flow,
                 fmt::format("mincut: cut value {} differs from max flow {}", cut_value, flow));
-    std::erase_if(result.saved, [&](ValueId v) { return !a_.backward_relevant[v]; });
+    for (ValueId v : result.saved)
+      REMAT_CHECK(a_.backward_relevant[v],
+                  fmt::format("mincut: the cut saves {}, which no backward node needs",
+                              graph_.describe(v)));
     result.capacity = cut_capacity(a_, result.saved);
     result.num_vertices = num_vertices_;
     result.num_edges = num_edges_;

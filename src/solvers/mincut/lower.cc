@@ -15,8 +15,8 @@ namespace {
 class Lowerer {
  public:
   Lowerer(const Graph& graph, const JointAnalysis& a, std::span<const ValueId> saved,
-          Lowering lowering)
-      : graph_(graph), a_(a), lowering_(lowering) {
+          Lowering lowering, int64_t max_steps, const Deadline* deadline)
+      : graph_(graph), a_(a), lowering_(lowering), max_steps_(max_steps), deadline_(deadline) {
     const auto num_values = static_cast<size_t>(graph.num_values());
     saved_.assign(num_values, 0);
     for (ValueId v : saved) {
@@ -75,8 +75,17 @@ class Lowerer {
     for (NodeId n : backward)
       for (ValueId v : graph_.node(n).inputs)
         if (recomputable_value(v)) ++direct_uses_left_[v];
-    for (int32_t step = 0; step < static_cast<int32_t>(backward.size()); ++step)
+    for (int32_t step = 0; step < static_cast<int32_t>(backward.size()); ++step) {
       emit_backward_node(backward[static_cast<size_t>(step)], step);
+      if (out_of_budget()) return;
+    }
+  }
+
+  bool out_of_budget() {
+    if (static_cast<int64_t>(sequence_.size()) > max_steps_) complete_ = false;
+    if (deadline_ != nullptr && (step_checks_++ & 255) == 0 && deadline_->expired())
+      complete_ = false;
+    return !complete_;
   }
 
   void emit_backward_node(NodeId n, int32_t step) {
@@ -137,12 +146,17 @@ class Lowerer {
       out.extra_runs += std::max(0, runs[static_cast<size_t>(i)] - 1);
     }
     out.sequence = std::move(sequence_);
+    out.complete = complete_;
     return out;
   }
 
   const Graph& graph_;
   const JointAnalysis& a_;
   const Lowering lowering_;
+  const int64_t max_steps_;
+  const Deadline* deadline_;
+  bool complete_ = true;
+  uint32_t step_checks_ = 0;
   IdVector<ValueId, uint8_t> saved_;
   IdVector<ValueId, uint8_t> available_;
   IdVector<ValueId, int32_t> direct_uses_left_;
@@ -155,9 +169,9 @@ class Lowerer {
 }  // namespace
 
 Lowered lower_cut(const Graph& graph, const JointAnalysis& analysis, std::span<const ValueId> saved,
-                  Lowering lowering) {
+                  Lowering lowering, int64_t max_steps, const Deadline* deadline) {
   REMAT_CHECK(lowering != Lowering::kAuto, "mincut: lower_cut needs kRelease or kKeep");
-  return Lowerer(graph, analysis, saved, lowering).run();
+  return Lowerer(graph, analysis, saved, lowering, max_steps, deadline).run();
 }
 
 }  // namespace remat::mincut

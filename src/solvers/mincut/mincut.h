@@ -81,8 +81,8 @@ struct JointAnalysis {
   IdVector<ValueId, uint8_t> materialized;   // Alg. 2 is_materialized
   IdVector<ValueId, int32_t> distance;       // hops to the backward (re-weighting)
   IdVector<ValueId, double> capacity;        // the (in, out) edge of G'; 0 outside V_f
-  // V_f values that some backward node needs, directly or through V_f nodes; only these can be
-  // worth saving (a zero-capacity edge elsewhere may lie on a min cut without mattering).
+  // V_f values that some backward node needs, directly or through V_f nodes; a cut saves only
+  // these (checked), since no other out-vertex reaches t.
   IdVector<ValueId, uint8_t> backward_relevant;
   bool banned(NodeId n) const { return ban[n] != BanReason::kNone; }
 };
@@ -104,13 +104,18 @@ struct Lowered {
   Sequence sequence;
   std::vector<NodeId> recomputed;  // nodes that run more than once, ascending ids
   int64_t extra_runs = 0;          // runs beyond the first, over all nodes
+  bool complete = true;            // false: stopped at the step limit or deadline (unusable)
 };
+// kRelease may recompute quadratically many nodes on long unsaved chains; the solver stops it
+// here (or at its deadline) and uses kKeep instead.
+inline constexpr int64_t kMaxLoweredSteps = 20'000'000;
 // Forward nodes needed for the forward outputs, the saved values and the non-recomputable nodes,
 // in graph order; then the backward nodes in graph order, each preceded by the recomputation of
 // its unsaved V_f inputs (with their unsaved ancestors). REMAT_CHECKs that `saved` is valid.
 // `lowering` is kRelease or kKeep (kAuto is the solver's choice between them).
 Lowered lower_cut(const Graph& graph, const JointAnalysis& analysis, std::span<const ValueId> saved,
-                  Lowering lowering);
+                  Lowering lowering, int64_t max_steps = INT64_MAX,
+                  const Deadline* deadline = nullptr);
 
 std::unique_ptr<Solver> make();
 

@@ -48,7 +48,7 @@ bool better(const Candidate& a, const Candidate& b, int64_t budget) {
 
 // The cut for one objective, lowered as asked (both ways under kAuto); the best by `better`.
 Candidate solve_objective(const Graph& graph, const MincutParams& params, Objective objective,
-                          int64_t budget) {
+                          int64_t budget, const Deadline& deadline) {
   MincutParams p = params;
   p.objective = objective;
   const auto start = std::chrono::steady_clock::now();
@@ -58,9 +58,15 @@ Candidate solve_objective(const Graph& graph, const MincutParams& params, Object
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::optional<Candidate> best;
   for (Lowering lowering : {Lowering::kRelease, Lowering::kKeep}) {
-    if (p.lowering != Lowering::kAuto && p.lowering != lowering) continue;
+    // kKeep (linear in size) is the stand-in when a requested kRelease hits its limits.
+    const bool wanted = p.lowering == Lowering::kAuto || p.lowering == lowering ||
+                        (lowering == Lowering::kKeep && !best);
+    if (!wanted) continue;
     Candidate c{.cut = cut, .objective = objective, .lowering = lowering, .cut_time_s = cut_time_s};
-    c.lowered = lower_cut(graph, analysis, cut.saved, lowering);
+    c.lowered = lowering == Lowering::kRelease
+                    ? lower_cut(graph, analysis, cut.saved, lowering, kMaxLoweredSteps, &deadline)
+                    : lower_cut(graph, analysis, cut.saved, lowering);
+    if (!c.lowered.complete) continue;
     c.eval = simulate(graph, c.lowered.sequence);
     REMAT_CHECK(c.eval.valid, fmt::format("mincut: lowered plan is invalid: {}", c.eval.error));
     for (int32_t i = 0; i < graph.num_nodes(); ++i) c.banned += analysis.banned(NodeId{i});
@@ -77,10 +83,11 @@ class MincutSolver final : public Solver {
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const MincutParams params = parse_mincut_params(options.params);
     const int64_t budget = options.budget.bytes;
-    Candidate best = solve_objective(graph, params, params.objective, budget);
+    const Deadline deadline(options.time_limit_s);
+    Candidate best = solve_objective(graph, params, params.objective, budget, deadline);
     if (params.fallback && params.objective == Objective::kRuntime &&
         best.eval.peak_bytes > budget) {
-      Candidate memory = solve_objective(graph, params, Objective::kMemory, budget);
+      Candidate memory = solve_objective(graph, params, Objective::kMemory, budget, deadline);
       if (better(memory, best, budget)) best = std::move(memory);
     }
     Plan plan;
