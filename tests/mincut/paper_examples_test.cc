@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "mincut.h"
+#include "mincut/validity.h"
 #include "remat/io.h"
 #include "testing/testing.h"
 
@@ -54,10 +55,15 @@ TEST(MincutPaper, F1SavesOnlyAdd3) {
   EXPECT_EQ(names(g, cut.saved), std::vector<std::string>{"add3"});
   // Naive AD saves x and cos(x); naive checkpointing saves the four inputs (§3.2). Both are valid
   // cuts of G' and both cost more than the chosen one.
-  const double naive_ad = cut_capacity(a, values(g, {"add3", "cos1"}));
-  const double naive_checkpoint = cut_capacity(a, values(g, {"a", "b", "c", "d"}));
-  EXPECT_GT(naive_ad, cut.capacity);
-  EXPECT_GT(naive_checkpoint, cut.capacity);
+  const testing::ForwardSet f = testing::forward_set(g);
+  const std::vector<ValueId> naive_ad = values(g, {"add3", "cos1"});
+  const std::vector<ValueId> naive_checkpoint = values(g, {"a", "b", "c", "d"});
+  EXPECT_TRUE(testing::valid_saved(g, f, a, naive_ad));
+  EXPECT_TRUE(testing::valid_saved(g, f, a, naive_checkpoint));
+  EXPECT_TRUE(testing::valid_saved(g, f, a, cut.saved));
+  EXPECT_FALSE(testing::valid_saved(g, f, a, values(g, {"add2"})));  // d is missing
+  EXPECT_GT(cut_capacity(a, naive_ad), cut.capacity);
+  EXPECT_GT(cut_capacity(a, naive_checkpoint), cut.capacity);
   // add3 is not materialised (all its users fuse): it costs a write and a read, x1.1 reweighted.
   EXPECT_DOUBLE_EQ(cut.capacity, 2 * 1000 * 1.1);
 
@@ -75,7 +81,9 @@ TEST(MincutPaper, GeluSavesTheInputNotTheIntermediates) {
   EXPECT_EQ(count_runs(g, r.plan.sequence, "tanh"), 2);
   // Naive AD would save every forward value the backward reads (t5, t6, t7 and x).
   const JointAnalysis a = analyze_joint(g, MincutParams{});
-  EXPECT_GT(cut_capacity(a, values(g, {"x", "t5", "t6", "t7"})), cut_capacity(a, values(g, {"x"})));
+  const std::vector<ValueId> naive_ad = values(g, {"x", "t5", "t6", "t7"});
+  EXPECT_TRUE(testing::valid_saved(g, testing::forward_set(g), a, naive_ad));
+  EXPECT_GT(cut_capacity(a, naive_ad), cut_capacity(a, values(g, {"x"})));
 }
 
 TEST(MincutPaper, DropoutSavesTheMaskAndNeverRecomputesTheRandomOp) {
@@ -85,6 +93,11 @@ TEST(MincutPaper, DropoutSavesTheMaskAndNeverRecomputesTheRandomOp) {
        {ParamMap{}, ParamMap{{"objective", "memory"}}, ParamMap{{"ban_random", "false"}}}) {
     const SolveResult r = solve_mincut(g, params);
     EXPECT_EQ(saved_list(r), std::vector<std::string>{"mask"});
+    // Saving the float random tensor is valid too, but costs four times the bytes.
+    const JointAnalysis a = analyze_joint(g, mincut::parse_mincut_params(params));
+    const std::vector<ValueId> rand = values(g, {"rand"});
+    EXPECT_TRUE(testing::valid_saved(g, testing::forward_set(g), a, rand));
+    EXPECT_GT(cut_capacity(a, rand), cut_capacity(a, values(g, {"mask"})));
     EXPECT_EQ(count_runs(g, r.plan.sequence, "rand_like"), 1);
   }
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "mincut.h"
+#include "mincut/validity.h"
 #include "remat/generate.h"
 #include "remat/simulate.h"
 #include "testing/testing.h"
@@ -20,52 +21,9 @@ using mincut::JointAnalysis;
 using mincut::MaxFlowAlgorithm;
 using mincut::MincutParams;
 using mincut::Objective;
-
-// V_f by its definition: forward-phase nodes, and backward nodes with inputs, all in V_f;
-// graph inputs read by a forward node.
-struct ForwardSet {
-  std::vector<bool> value, node;
-};
-ForwardSet forward_set(const Graph& g) {
-  ForwardSet f{std::vector<bool>(static_cast<size_t>(g.num_values()), false),
-               std::vector<bool>(static_cast<size_t>(g.num_nodes()), false)};
-  for (int32_t i = 0; i < g.num_nodes(); ++i) {
-    const Node& node = g.node(NodeId{i});
-    bool all = !node.inputs.empty();
-    for (ValueId v : node.inputs) {
-      const bool forward_input = g.is_graph_input(v) && node.phase == Phase::kForward;
-      if (forward_input) f.value[static_cast<size_t>(v.value())] = true;
-      all = all && f.value[static_cast<size_t>(v.value())];
-    }
-    f.node[static_cast<size_t>(i)] = node.phase == Phase::kForward || all;
-    for (ValueId v : node.outputs)
-      f.value[static_cast<size_t>(v.value())] = f.node[static_cast<size_t>(i)];
-  }
-  return f;
-}
-
-// Valid V_saved (§3.2): a subset of V_f from which, with the gradient seeds, every node outside
-// V_f can run, recomputing only unbanned V_f nodes.
-bool valid_saved(const Graph& g, const ForwardSet& f, const JointAnalysis& a,
-                 const std::vector<ValueId>& saved) {
-  std::vector<bool> have(static_cast<size_t>(g.num_values()), false);
-  for (ValueId v : saved) {
-    if (!f.value[static_cast<size_t>(v.value())]) return false;
-    have[static_cast<size_t>(v.value())] = true;
-  }
-  for (ValueId v : g.graph_inputs())
-    if (!f.value[static_cast<size_t>(v.value())]) have[static_cast<size_t>(v.value())] = true;
-  for (int32_t i = 0; i < g.num_nodes(); ++i) {
-    const Node& node = g.node(NodeId{i});
-    bool ready = true;
-    for (ValueId v : node.inputs) ready = ready && have[static_cast<size_t>(v.value())];
-    const bool in_vf = f.node[static_cast<size_t>(i)];
-    if (!in_vf && !ready) return false;
-    if (ready && (!in_vf || !a.banned(NodeId{i})))
-      for (ValueId v : node.outputs) have[static_cast<size_t>(v.value())] = true;
-  }
-  return true;
-}
+using testing::forward_set;
+using testing::ForwardSet;
+using testing::valid_saved;
 
 Graph joint(int32_t nodes, uint64_t seed) {
   return generate_joint(
