@@ -7,10 +7,10 @@
 // unsaved value recomputed before its first backward use) that the simulator judges like every
 // other plan.
 //
-// What it does not do: it never looks at the budget when choosing the cut (the cut minimises the
-// paper's memory traffic, or saved bytes with objective=memory); the budget only decides the
-// status, and with `fallback` whether the memory-objective cut replaces an over-budget plan. It
-// never reorders the forward or the backward.
+// What it does not do: it never looks at the budget when choosing a cut (a cut minimises the
+// paper's memory traffic, or saved bytes with objective=memory); the budget only picks between
+// lowerings and, with `fallback`, between cuts with fewer bans. It never reorders the forward or
+// the backward.
 //
 //   const JointAnalysis a = analyze_joint(graph, MincutParams{});   // InputError without phases
 //   const Cut cut = find_min_cut(graph, a, MaxFlowAlgorithm::kBoykovKolmogorov);
@@ -52,7 +52,7 @@ struct MincutParams {
   double reweight_base = 1.1;  // PyTorch's partitioner ("complete guess")
   MaxFlowAlgorithm max_flow = MaxFlowAlgorithm::kBoykovKolmogorov;  // max_flow=bk|push_relabel
   Lowering lowering = Lowering::kAuto;                              // lowering=auto|release|keep
-  bool fallback = true;  // runtime plan over budget: also try the memory cut, keep the better
+  bool fallback = true;  // runtime plan over budget: relax bans step by step (solver.cc)
 };
 // Throws InputError naming an unknown key or a bad value.
 MincutParams parse_mincut_params(const ParamMap& params);

@@ -46,11 +46,9 @@ bool better(const Candidate& a, const Candidate& b, int64_t budget) {
   return a.eval.peak_bytes < b.eval.peak_bytes;
 }
 
-// The cut for one objective, lowered as asked (both ways under kAuto); the best by `better`.
-Candidate solve_objective(const Graph& graph, const MincutParams& params, Objective objective,
-                          int64_t budget, const Deadline& deadline) {
-  MincutParams p = params;
-  p.objective = objective;
+// The cut for `p`, lowered as asked (both ways under kAuto); the best by `better`.
+Candidate solve_with(const Graph& graph, const MincutParams& p, int64_t budget,
+                     const Deadline& deadline) {
   const auto start = std::chrono::steady_clock::now();
   const JointAnalysis analysis = analyze_joint(graph, p);
   const Cut cut = find_min_cut(graph, analysis, p.max_flow);
@@ -62,7 +60,8 @@ Candidate solve_objective(const Graph& graph, const MincutParams& params, Object
     const bool wanted = p.lowering == Lowering::kAuto || p.lowering == lowering ||
                         (lowering == Lowering::kKeep && !best);
     if (!wanted) continue;
-    Candidate c{.cut = cut, .objective = objective, .lowering = lowering, .cut_time_s = cut_time_s};
+    Candidate c{
+        .cut = cut, .objective = p.objective, .lowering = lowering, .cut_time_s = cut_time_s};
     c.lowered = lowering == Lowering::kRelease
                     ? lower_cut(graph, analysis, cut.saved, lowering, kMaxLoweredSteps, &deadline)
                     : lower_cut(graph, analysis, cut.saved, lowering);
@@ -76,6 +75,32 @@ Candidate solve_objective(const Graph& graph, const MincutParams& params, Object
   return std::move(*best);
 }
 
+// With `fallback`, a runtime plan over budget is retried with more recomputation allowed, one
+// step at a time: without the unfusible ban, then also without the reduction ban, then the memory
+// objective. The random and compute bans stay (their nodes are the costly or unsafe ones to run
+// twice); the memory objective still bans non-recomputable nodes.
+struct Rung {
+  MincutParams params;
+  std::string relaxes;  // what this rung gives up, for the plan's "relaxed" list
+};
+std::vector<Rung> fallback_ladder(const MincutParams& asked) {
+  std::vector<Rung> ladder = {{asked, ""}};
+  if (!asked.fallback || asked.objective != Objective::kRuntime) return ladder;
+  MincutParams p = asked;
+  if (p.ban_unfusible) {
+    p.ban_unfusible = false;
+    ladder.push_back({p, "ban_unfusible"});
+  }
+  if (p.ban_reductions) {
+    p.ban_reductions = false;
+    ladder.push_back({p, "ban_reductions"});
+  }
+  p = asked;
+  p.objective = Objective::kMemory;
+  ladder.push_back({p, "objective=memory"});
+  return ladder;
+}
+
 class MincutSolver final : public Solver {
  public:
   std::string_view name() const override { return kName; }
@@ -84,17 +109,25 @@ class MincutSolver final : public Solver {
     const MincutParams params = parse_mincut_params(options.params);
     const int64_t budget = options.budget.bytes;
     const Deadline deadline(options.time_limit_s);
-    Candidate best = solve_objective(graph, params, params.objective, budget, deadline);
-    if (params.fallback && params.objective == Objective::kRuntime &&
-        best.eval.peak_bytes > budget) {
-      Candidate memory = solve_objective(graph, params, Objective::kMemory, budget, deadline);
-      if (better(memory, best, budget)) best = std::move(memory);
+    const std::vector<Rung> ladder = fallback_ladder(params);
+    Candidate best = solve_with(graph, ladder[0].params, budget, deadline);
+    size_t best_rung = 0;
+    for (size_t rung = 1; rung < ladder.size() && best.eval.peak_bytes > budget; ++rung) {
+      Candidate c = solve_with(graph, ladder[rung].params, budget, deadline);
+      if (better(c, best, budget)) {
+        best = std::move(c);
+        best_rung = rung;
+      }
     }
     Plan plan;
     plan.sequence = best.lowered.sequence;
     plan.stats.status = SolveStatus::kFeasible;
     plan.stats.cost_lower_bound = cost_lower_bound(graph);
     add_stats(graph, best, params.objective, plan.stats);
+    plan.stats.add_counter("fallback_rung", static_cast<double>(best_rung));
+    std::vector<std::string> relaxed;
+    for (size_t rung = 1; rung <= best_rung; ++rung) relaxed.push_back(ladder[rung].relaxes);
+    plan.stats.lists.emplace_back("relaxed", std::move(relaxed));
     return plan;
   }
 
