@@ -167,6 +167,11 @@ TEST(MincutSolve, BudgetDecidesTheStatusAndTheFallback) {
   --tight;
   const SolveResult relaxed = testing::solve_and_check(g, tight, "mincut");
   EXPECT_GE(relaxed.plan.stats.counter("fallback_rung"), 1);
+  for (const auto& [key, list] : relaxed.plan.stats.lists)
+    if (key == "relaxed") {
+      ASSERT_FALSE(list.empty());
+      EXPECT_EQ(list[0], "ban_unfusible");  // the first rule given up
+    }
   EXPECT_LT(relaxed.eval.peak_bytes, tight);
   EXPECT_EQ(relaxed.plan.stats.status, SolveStatus::kFeasible);
   // ...down to the memory objective for the tightest budgets.
