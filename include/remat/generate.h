@@ -43,8 +43,8 @@ Graph generate_random_layered(const RandomLayeredParams& params);
 struct JointParams {
   int32_t num_nodes = 200;
   uint64_t seed = 1;
-  int32_t rows = 2048;        // rows of every activation (batch x sequence)
-  int32_t min_width = 64;     // features of an activation: a power of two in [min, max]
+  int32_t rows = 2048;     // rows of every activation (batch x sequence)
+  int32_t min_width = 64;  // features of an activation: a power of two in [min, max]
   int32_t max_width = 1024;
 };
 Graph generate_joint(const JointParams& params);

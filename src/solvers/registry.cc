@@ -11,7 +11,7 @@ namespace {
 
 constexpr SolverEntry kSolvers[] = {
     {"none", "default schedule, no recomputation (the baseline)", baseline_solver::make},
-    {"mincut", "fusion-aware min-cut choice of saved activations (joint graphs with phases)", mincut::make},
+    {"mincut", "fusion-aware min-cut of saved activations (joint graphs)", mincut::make},
 };
 
 }  // namespace
