@@ -38,12 +38,37 @@ void register_random_layered(CLI::App& gen) {
       [args] { emit(graph_to_json(generate_random_layered(args->params)), args->output); });
 }
 
+struct JointArgs {
+  JointParams params;
+  std::string output;
+};
+
+void register_joint(CLI::App& gen) {
+  auto args = std::make_shared<JointArgs>();
+  JointParams& p = args->params;
+  CLI::App* cmd =
+      gen.add_subcommand("joint", "joint forward+backward training graph with phases and op kinds");
+  cmd->add_option("--nodes,-n", p.num_nodes,
+                  "number of nodes (forward and backward; whole patterns, so up to 8 fewer)")
+      ->default_val(p.num_nodes);
+  cmd->add_option("--seed", p.seed, "random seed")->default_val(p.seed);
+  cmd->add_option("--rows", p.rows, "rows of every activation (batch x sequence)")
+      ->default_val(p.rows);
+  cmd->add_option("--min-width", p.min_width, "smallest activation width (features)")
+      ->default_val(p.min_width);
+  cmd->add_option("--max-width", p.max_width, "largest activation width (features)")
+      ->default_val(p.max_width);
+  cmd->add_option("--output,-o", args->output, "output file (default: stdout)");
+  cmd->callback([args] { emit(graph_to_json(generate_joint(args->params)), args->output); });
+}
+
 }  // namespace
 
 void register_gen(CLI::App& app) {
   CLI::App* gen = app.add_subcommand("gen", "generate synthetic graphs for tests and benchmarks");
   gen->require_subcommand(1);
   register_random_layered(*gen);
+  register_joint(*gen);
 }
 
 }  // namespace remat::cli

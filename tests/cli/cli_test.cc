@@ -130,3 +130,27 @@ TEST(Cli, InfoCompareConvertGen) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+TEST(Cli, SweepPrintsCurveAndPlot) {
+  const std::string dir = testing::temp_dir("cli_sweep");
+  const std::string plot = dir + "/curve.svg";
+  // Lower bound 21, baseline 30: budgets 21, 26 (25.5 rounded), 30.
+  const testing::CommandResult r =
+      testing::run_remat("sweep " + kLateUse + " --points 3 --json --plot " + plot);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"budget_bytes\": 21"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"budget_bytes\": 26"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"budget_bytes\": 30"), std::string::npos) << r.out;
+  std::ifstream in(plot);
+  std::string first_line;
+  std::getline(in, first_line);
+  EXPECT_TRUE(first_line.starts_with("<svg")) << first_line;
+  const testing::CommandResult bad = testing::run_remat("sweep " + kLateUse + " --points 0");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+}
+
+}  // namespace
+}  // namespace remat
