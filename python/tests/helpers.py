@@ -66,5 +66,5 @@ def lowest_peak_recompute_sequence(graph):
 
 
 def recomputing_solver():
-    """The first of fastsa, mincut that the registry lists, or None."""
-    return next((name for name in remat.solvers() if name in ("fastsa", "mincut")), None)
+    """fastsa when registered, else mincut, else None."""
+    return next((name for name in ("fastsa", "mincut") if name in remat.solvers()), None)

@@ -105,6 +105,7 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, cost="flops", name=
         _compat.set_rng_state(saved_rng)
         first = _Recorder(gm).run_all(fresh_args())
         _rewrite_private_inplace(gm, first)
+        _rewrite_like_factories(gm, first)
         _compat.set_rng_state(saved_rng)
         runs = [_Recorder(gm, timed=cost == "measure").run_all(fresh_args())]
         if cost == "measure":
@@ -299,6 +300,47 @@ def _rewrite_private_inplace(gm, run):
         if not seen_later:
             n.target = replacement
             changed = True
+    if changed:
+        gm.recompile()
+
+
+# `ones_like(x)` and friends read only x's metadata. Written as plain factories they have no
+# inputs, so the gradient seed `ones_like(loss)` becomes a node without inputs, as a tangent input
+# is in AOTAutograd's joint graphs (the min-cut solver looks for such seeds), and no value is kept
+# alive only to be the template of a factory.
+_LIKE_FACTORIES = {"ones_like": ("ones", None), "zeros_like": ("zeros", None),
+                   "full_like": ("full", 1)}
+
+
+def _rewrite_like_factories(gm, run):
+    """Rewrites ones_like/zeros_like/full_like of a contiguous tensor as ones/zeros/full."""
+    changed = False
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or not isinstance(n.args[0] if n.args else None, fx.Node):
+            continue
+        entry = _LIKE_FACTORIES.get(_packet_name(n.target))
+        template = run.env.get(n.args[0])
+        if entry is None or n.target._overloadname != "default":
+            continue
+        if not isinstance(template, torch.Tensor):
+            continue
+        memory_format = n.kwargs.get("memory_format")
+        if not template.is_contiguous() or memory_format not in (
+                None, torch.preserve_format, torch.contiguous_format):
+            continue
+        factory, fill_position = entry
+        kwargs = {
+            "dtype": n.kwargs.get("dtype") or template.dtype,
+            "layout": n.kwargs.get("layout") or template.layout,
+            "device": n.kwargs.get("device") or template.device,
+            "pin_memory": bool(n.kwargs.get("pin_memory") or False),
+        }
+        args = (list(template.shape),)
+        if fill_position is not None:
+            args += (n.args[fill_position],)
+        n.target = getattr(torch.ops.aten, factory).default
+        n.args, n.kwargs = args, kwargs
+        changed = True
     if changed:
         gm.recompile()
 
