@@ -17,6 +17,8 @@ How the fx graph becomes a remat graph:
   side effects: not recomputable, and chained by size-0 "effect" values so every plan keeps their
   traced order (and so the random generator is drawn in eager order). A node reading a storage
   that a side effect writes later (or wrote after the value it reads was made) joins the chain.
+- ones_like/zeros_like/full_like of a contiguous tensor become ones/zeros/full (they read only
+  metadata), so the gradient seed is a backward node without inputs.
 - Training-mode batch norm writes its running statistics although its schema does not say so;
   it stays recomputable because a recomputation is run without the running statistics (the
   output depends only on the batch), see op_kinds.HIDDEN_WRITES.
