@@ -198,6 +198,24 @@ def test_first_call_measures_and_gradients_accumulate_like_backward():
         assert torch.equal(p.grad, first[n] + first[n])
 
 
+@pytest.mark.parametrize("traced_sliced", [True, False])
+def test_batch_laid_out_differently_from_the_traced_one(traced_sliced):
+    # make_fx records stride-specific calls (Flatten of a contiguous input is _reshape_alias with
+    # the contiguous strides), so a step gets its batch in the traced layout, copied if needed.
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(4 * 6, 10))
+    wide = torch.randn(8, 4, 9)
+    sliced, contiguous = wide[:, :, :6], wide[:, :, :6].contiguous()
+    y = torch.randint(0, 10, (8,))
+    example, other = (sliced, contiguous) if traced_sliced else (contiguous, sliced)
+    step = rt.optimize(model, (example, y), F.cross_entropy, budget="100%", solver="none")
+    for x in (example, other):
+        expected = eager_step(model, (x, y), F.cross_entropy, SEED)
+        assert_same_step(expected, planned_step(model, step, (x, y), SEED))
+    with pytest.raises(ValueError, match=r"batch tensor 0 is \(4, 4, 6\)"):
+        step(torch.randn(4, 4, 6), y)
+
+
 def test_tied_weights_get_the_gradient_of_both_uses():
     torch.manual_seed(0)
     model = TiedEmbedding()

@@ -38,11 +38,24 @@ class Step:
         self.measured_peak_bytes = None
 
     def flat_inputs(self, batch):
+        batch = [self._as_traced(i, x) for i, x in enumerate(batch)]
         params = dict(self.model.named_parameters())
         buffers = dict(self.model.named_buffers())
         fixed = [buffers[n] if n in buffers else params[n].detach()
                  for n in self.traced.fixed_names]
         return [params[n].detach() for n in self.traced.param_names] + fixed + list(batch)
+
+    def _as_traced(self, index, x):
+        """The traced graph is specialized to the example batch: same shape, dtype and device;
+        a tensor laid out differently is copied into the traced strides."""
+        shape, stride, dtype, device = self.traced.data_layouts[index]
+        if tuple(x.shape) != shape or x.dtype != dtype or x.device != device:
+            raise ValueError(f"{self.traced.model_name} step: batch tensor {index} is "
+                             f"{tuple(x.shape)} {x.dtype} on {x.device}; the step was traced "
+                             f"for {shape} {dtype} on {device}")
+        if tuple(x.stride()) == stride:
+            return x
+        return torch.empty_strided(shape, stride, dtype=dtype, device=device).copy_(x)
 
     def __call__(self, *batch, measure=None):
         """Runs the plan on `batch`, accumulates .grad, returns the loss. On the CPU the first

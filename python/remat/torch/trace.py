@@ -66,6 +66,7 @@ class TracedStep:
     node_pure_view: list  # remat node -> a recomputable view (re-derived from the latest root)
     recompute_args: dict  # remat node -> fn(args) giving the arguments of a recomputation
     output_fx: list  # fx nodes (or None) returned by the step: loss, then one gradient per param
+    data_layouts: list = None  # (shape, strides, dtype, device) of each batch tensor traced
 
     @property
     def num_nodes(self):
@@ -94,8 +95,8 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, cost="flops", name=
                             loss_fn)
 
     def fresh_args():
-        return ([p.detach().clone().requires_grad_(True) for _, p in params],
-                [t.detach().clone() for _, t in fixed], *[x.detach().clone() for x in batch])
+        return ([_strided_copy(p).requires_grad_(True) for _, p in params],
+                [_strided_copy(t) for _, t in fixed], *[_strided_copy(x) for x in batch])
 
     devices = {t.device.type for _, t in params + fixed}
     saved_rng = _compat.rng_state(devices)
@@ -116,8 +117,23 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, cost="flops", name=
                 runs.append(_Recorder(gm, timed=True).run_all(fresh_args()))
     finally:
         _compat.set_rng_state(saved_rng)
-    return _Builder(gm, runs, cost).build(model_name, [n for n, _ in params],
-                                           [n for n, _ in fixed], len(batch), model_inputs)
+    traced = _Builder(gm, runs, cost).build(model_name, [n for n, _ in params],
+                                             [n for n, _ in fixed], len(batch), model_inputs)
+    traced.data_layouts = [_layout(x) for x in batch]
+    return traced
+
+
+def _strided_copy(tensor):
+    """A detached copy with the same strides: make_fx records stride-specific calls
+    (_reshape_alias), so the copies traced must be laid out as the tensors the step will get."""
+    tensor = tensor.detach()
+    copy = torch.empty_strided(tensor.size(), tensor.stride(), dtype=tensor.dtype,
+                               device=tensor.device)
+    return copy.copy_(tensor)
+
+
+def _layout(tensor):
+    return tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, tensor.device
 
 
 def _tied_names(model):
