@@ -35,7 +35,6 @@ class _PlanBuilder:
         self.env = {}  # fx node of the traced graph -> latest copy in the new graph
         self.serial = {}  # value -> production count of its root when this copy was made
         self.runs = [0] * traced.graph.num_nodes
-        self.node_of_fx = {n: i for i, n in enumerate(traced.node_fx)}
 
     def build(self, sequence):
         t = self.traced
@@ -47,8 +46,8 @@ class _PlanBuilder:
         for index in sequence:
             self.emit(int(index))
         outputs = [self.resolve(o) if isinstance(o, fx.Node) else o for o in t.output_fx]
-        self.release_unused()
         self.graph.output(outputs)
+        self.release_unused()
         self.graph.lint()
         return fx.GraphModule(t.module, self.graph)
 
