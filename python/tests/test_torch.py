@@ -108,6 +108,18 @@ def test_transformer_random_calls_are_not_recomputable_and_stay_in_order():
         assert g.value(token)["name"].startswith("effect.") and token in g.node(later)["inputs"]
 
 
+def test_traced_graph_round_trips_through_dicts_and_json(tmp_path):
+    _, _, _, t = traced("cnn")
+    g = t.graph
+    copy_of = remat.Graph.build("copy", [g.value(v) for v in range(g.num_values)],
+                                [g.node(n) for n in range(g.num_nodes)])
+    path = str(tmp_path / "cnn.json")
+    remat.save(g, path)
+    for h in (copy_of, remat.load(path)):
+        assert remat.baseline(h) == remat.baseline(g)
+        assert remat.memory_lower_bound(h) == remat.memory_lower_bound(g)
+
+
 def test_measured_cost_is_microseconds_per_op():
     model, batch, loss_fn = MODELS["mlp"]()
     t = rt.trace(model, batch, loss_fn, cost="measure")
