@@ -1,0 +1,33 @@
+// Compiled with -O3 (see CMakeLists.txt) so that GCC vectorises these loops; `v < o ? v : o`
+// maps to minpd exactly (no -ffast-math needed: infinities order correctly and no NaN can occur,
+// since every term is a sum of non-negative times or +inf).
+#include "dp_kernels.h"
+
+namespace remat::rotor {
+
+__attribute__((target_clones("avx2", "default"))) void relax2(double* __restrict out,
+                                                               const double* __restrict x,
+                                                               const double* __restrict y,
+                                                               double add, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const double v = add + x[i] + y[i];
+    out[i] = v < out[i] ? v : out[i];
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void relax1(double* __restrict out,
+                                                               const double* __restrict x,
+                                                               double add, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const double v = add + x[i];
+    out[i] = v < out[i] ? v : out[i];
+  }
+}
+
+int64_t first_finite(const double* row, int64_t count) {
+  int64_t i = 0;
+  while (i < count && row[i] == kInfinity) ++i;
+  return i;
+}
+
+}  // namespace remat::rotor

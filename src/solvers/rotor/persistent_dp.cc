@@ -1,0 +1,227 @@
+// Algorithm 3 / 4 of the Rotor paper (Theorem 4.8). C(s, t, m): the least makespan of the
+// sub-chain s..t when a^{s-1} (not counted in m) and δ^t are stored, within memory m, ending with
+// δ^{s-1}. The paper fills the table m-major; here each (s, t) row holds every m at once and rows
+// are filled by increasing t - s, so each decomposition is one vectorised pass over m.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "dp.h"
+#include "remat/error.h"
+
+namespace remat::rotor {
+namespace {
+
+// m∅(s,t) and m_all(s,t) of Theorem 4.8, in the size type of the chain.
+template <class Size>
+class PersistentBounds {
+ public:
+  explicit PersistentBounds(const ChainArrays<Size>& c) : c_(c), n_(c.n) {
+    forward_.assign(static_cast<size_t>((n_ + 1) * (n_ + 1)), 0);
+    for (int s = 1; s <= n_; ++s) {
+      Size peak = c.a[s] + c.of[s];  // F_ck^s
+      for (int t = s; t <= n_; ++t) {
+        if (t > s + 1) peak = std::max<Size>(peak, c.a[t - 2] + c.a[t - 1] + c.of[t - 1]);
+        forward_[index(s, t)] = peak;  // F_∅^j for s < j < t
+      }
+    }
+  }
+  // Memory to run F_ck^s then F_∅^{s+1..t-1} with δ^t stored (a^{s-1} not counted).
+  Size none(int s, int t) const { return c_.delta[t] + forward_[index(s, t)]; }
+  // Memory to run F_all^s with δ^t stored, and later B^s.
+  Size all(int s, int t) const {
+    return std::max<Size>(c_.delta[t] + c_.abar[s] + c_.of[s],
+                          c_.delta[s] + c_.delta[s - 1] + c_.abar[s] + c_.ob[s]);
+  }
+
+ private:
+  size_t index(int s, int t) const { return static_cast<size_t>(s * (n_ + 1) + t); }
+  const ChainArrays<Size>& c_;
+  int n_;
+  std::vector<Size> forward_;
+};
+
+// Rows (s, t), 1 <= s <= t <= n, each of width + 1 doubles.
+class TriangleTable {
+ public:
+  TriangleTable(int n, int32_t max_m) : n_(n), width_(max_m + 1) {
+    offset_.assign(static_cast<size_t>(n + 2), 0);
+    for (int s = 1; s <= n; ++s) offset_[s + 1] = offset_[s] + (n - s + 1);
+    const int64_t rows = offset_[n + 1];
+    values_.assign(static_cast<size_t>(rows * width_), kInfinity);
+    first_.assign(static_cast<size_t>(rows), width_);
+  }
+  double* row(int s, int t) { return values_.data() + id(s, t) * width_; }
+  const double* row(int s, int t) const { return values_.data() + id(s, t) * width_; }
+  int64_t& first(int s, int t) { return first_[static_cast<size_t>(id(s, t))]; }
+  int64_t first(int s, int t) const { return first_[static_cast<size_t>(id(s, t))]; }
+  int64_t width() const { return width_; }
+  int64_t rows() const { return offset_[n_ + 1]; }
+
+ private:
+  int64_t id(int s, int t) const { return offset_[s] + (t - s); }
+  int n_;
+  int64_t width_;
+  std::vector<int64_t> offset_;
+  std::vector<double> values_;
+  std::vector<int64_t> first_;  // first finite m of each row (width_ when none)
+};
+
+void fill_row(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bounds,
+              PersistentFamily family, int s, int t, TriangleTable& table) {
+  double* out = table.row(s, t);
+  const int64_t width = table.width();
+  if (s == t) {
+    const int64_t lo = bounds.all(s, s);
+    std::fill(out + std::min(lo, width), out + width, c.uf[s] + c.ub[s]);
+  } else {
+    if (family == PersistentFamily::kRotor) {  // F_all^s, C(s+1, t, m - ω_ā^s), B^s
+      const int64_t lo = std::max<int64_t>(bounds.all(s, t), table.first(s + 1, t) + c.abar[s]);
+      if (lo < width)
+        relax1(out + lo, table.row(s + 1, t) + lo - c.abar[s], c.uf[s] + c.ub[s], width - lo);
+    }
+    const int64_t lo_none = bounds.none(s, t);
+    double forward = 0;
+    for (int s2 = s + 1; s2 <= t; ++s2) {  // F_ck^s F_∅.. up to a^{s2-1}, C(s2, t), C(s, s2-1)
+      forward += c.uf[s2 - 1];
+      const int32_t w = c.a[s2 - 1];
+      const int64_t lo = std::max({lo_none, table.first(s2, t) + w, table.first(s, s2 - 1)});
+      if (lo < width)
+        relax2(out + lo, table.row(s2, t) + lo - w, table.row(s, s2 - 1) + lo, forward,
+               width - lo);
+    }
+  }
+  table.first(s, t) = first_finite(out, width);
+}
+
+// Algorithm 4: the sequence of the optimum C(s, t, m), choosing as fill_row() did.
+void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bounds,
+             PersistentFamily family, const TriangleTable& table, int s, int t, int64_t m,
+             ChainSequence& out) {
+  if (s == t) {
+    out.push_back({OpKind::kForwardAll, s});
+    out.push_back({OpKind::kBackward, s});
+    return;
+  }
+  double best = kInfinity;
+  int best_split = 0;  // 0: F_all^s; s2 > s: F_ck^s with next checkpoint a^{s2-1}
+  if (family == PersistentFamily::kRotor && m >= bounds.all(s, t) && m >= c.abar[s]) {
+    best = (c.uf[s] + c.ub[s]) + table.row(s + 1, t)[m - c.abar[s]];
+  }
+  if (m >= bounds.none(s, t)) {
+    double forward = 0;
+    for (int s2 = s + 1; s2 <= t; ++s2) {
+      forward += c.uf[s2 - 1];
+      if (m < c.a[s2 - 1]) continue;
+      const double v = forward + table.row(s2, t)[m - c.a[s2 - 1]] + table.row(s, s2 - 1)[m];
+      if (v < best) {
+        best = v;
+        best_split = s2;
+      }
+    }
+  }
+  REMAT_CHECK(best < kInfinity, fmt::format("persistent DP: no choice for C({}, {}, {})", s, t, m));
+  if (best_split == 0) {
+    out.push_back({OpKind::kForwardAll, s});
+    rebuild(c, bounds, family, table, s + 1, t, m - c.abar[s], out);
+    out.push_back({OpKind::kBackward, s});
+    return;
+  }
+  out.push_back({OpKind::kForwardCheckpoint, s});
+  for (int j = s + 1; j < best_split; ++j) out.push_back({OpKind::kForwardNoSave, j});
+  rebuild(c, bounds, family, table, best_split, t, m - c.a[best_split - 1], out);
+  rebuild(c, bounds, family, table, s, best_split - 1, m, out);
+}
+
+}  // namespace
+
+DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family, const DpControl& control) {
+  const ChainArrays<int32_t>& c = d.chain;
+  DpOutcome outcome;
+  const int64_t top_m = static_cast<int64_t>(d.budget_bins) - c.a[0];
+  if (top_m < 0) return outcome;
+  const PersistentBounds<int32_t> bounds(c);
+  TriangleTable table(c.n, static_cast<int32_t>(top_m));
+  for (int span = 0; span < c.n; ++span) {
+    if (control.deadline != nullptr && control.deadline->expired()) {
+      outcome.timed_out = true;
+      return outcome;
+    }
+    for (int s = 1; s + span <= c.n; ++s) fill_row(c, bounds, family, s, s + span, table);
+    if (control.on_progress)
+      control.on_progress({.stage = "dp", .fraction = static_cast<double>(span + 1) / c.n});
+  }
+  outcome.rows = table.rows();
+  outcome.makespan = table.row(1, c.n)[top_m];
+  if (outcome.makespan == kInfinity) return outcome;
+  ChainSequence ops;
+  rebuild(c, bounds, family, table, 1, c.n, top_m, ops);
+  outcome.ops = std::move(ops);
+  return outcome;
+}
+
+MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily family) {
+  // P(s, t): the least m with C(s, t, m) finite, in bytes; choice: 0 for F_all^s, else s2.
+  const int n = c.n;
+  const PersistentBounds<int64_t> bounds(c);
+  auto at = [n](int s, int t) { return static_cast<size_t>(s * (n + 1) + t); };
+  std::vector<int64_t> need(static_cast<size_t>((n + 1) * (n + 1)), kNoBytes);
+  std::vector<int> choice(need.size(), -1);
+  for (int span = 0; span < n; ++span)
+    for (int s = 1; s + span <= n; ++s) {
+      const int t = s + span;
+      int64_t best = kNoBytes;
+      int best_choice = 0;
+      if (s == t) {
+        best = bounds.all(s, s);
+      } else {
+        if (family == PersistentFamily::kRotor)
+          best = std::max(bounds.all(s, t), need[at(s + 1, t)] + c.abar[s]);
+        for (int s2 = s + 1; s2 <= t; ++s2) {
+          const int64_t v = std::max({bounds.none(s, t), need[at(s2, t)] + c.a[s2 - 1],
+                                      need[at(s, s2 - 1)]});
+          if (v < best) {
+            best = v;
+            best_choice = s2;
+          }
+        }
+      }
+      need[at(s, t)] = std::min(best, kNoBytes);
+      choice[at(s, t)] = best_choice;
+    }
+  MinMemory result;
+  result.bytes = need[at(1, n)] + c.a[0];
+  // Rebuild with an explicit stack of (s, t, phase) so deep chains need no deep recursion.
+  struct Frame {
+    int s, t;
+    bool close;  // emit B^s (after the F_all^s branch's sub-chain)
+  };
+  std::vector<Frame> stack = {{1, n, false}};
+  while (!stack.empty()) {
+    const Frame f = stack.back();
+    stack.pop_back();
+    if (f.close) {
+      result.ops.push_back({OpKind::kBackward, f.s});
+      continue;
+    }
+    if (f.s == f.t) {
+      result.ops.push_back({OpKind::kForwardAll, f.s});
+      result.ops.push_back({OpKind::kBackward, f.s});
+      continue;
+    }
+    const int s2 = choice[at(f.s, f.t)];
+    if (s2 == 0) {
+      result.ops.push_back({OpKind::kForwardAll, f.s});
+      stack.push_back({f.s, f.t, true});
+      stack.push_back({f.s + 1, f.t, false});
+      continue;
+    }
+    result.ops.push_back({OpKind::kForwardCheckpoint, f.s});
+    for (int j = f.s + 1; j < s2; ++j) result.ops.push_back({OpKind::kForwardNoSave, j});
+    stack.push_back({f.s, s2 - 1, false});  // runs second
+    stack.push_back({s2, f.t, false});
+  }
+  return result;
+}
+
+}  // namespace remat::rotor
