@@ -27,6 +27,7 @@ struct DpOutcome {
   std::optional<ChainSequence> ops;  // nullopt: nothing fits the binned budget (or timed out)
   double makespan = kInfinity;       // the DP's optimum C(1, ..., L+1, M - ω_a^0)
   int64_t rows = 0;                  // DP rows (sub-problems) computed, S + 1 entries each
+  int64_t relaxed = 0;               // entries relaxed (candidate evaluations), in all
   bool timed_out = false;
 };
 

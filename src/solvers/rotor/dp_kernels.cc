@@ -24,6 +24,17 @@ __attribute__((target_clones("avx2", "default"))) void relax1(double* __restrict
   }
 }
 
+int64_t first_at_most(const double* row, int64_t lo, int64_t hi, double threshold) {
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (row[mid] <= threshold)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
 int64_t first_finite(const double* row, int64_t count) {
   int64_t i = 0;
   while (i < count && row[i] == kInfinity) ++i;

@@ -18,5 +18,9 @@ void relax2(double* __restrict out, const double* __restrict x, const double* __
 void relax1(double* __restrict out, const double* __restrict x, double add, int64_t count);
 // The first i < count with row[i] finite, or count when none is.
 int64_t first_finite(const double* row, int64_t count);
+// For a row non-increasing on [lo, hi): the first i in [lo, hi) with row[i] <= threshold, or hi.
+// A candidate whose every value is at least `threshold` can only improve the entries before it,
+// which is how the DPs skip most of the memory axis for candidates that recompute a lot.
+int64_t first_at_most(const double* row, int64_t lo, int64_t hi, double threshold);
 
 }  // namespace remat::rotor

@@ -1,10 +1,14 @@
 // Algorithm 3 / 4 of the Rotor paper (Theorem 4.8). C(s, t, m): the least makespan of the
 // sub-chain s..t when a^{s-1} (not counted in m) and δ^t are stored, within memory m, ending with
 // δ^{s-1}. The paper fills the table m-major; here each (s, t) row holds every m at once and rows
-// are filled by increasing t - s, so each decomposition is one vectorised pass over m.
+// are filled by decreasing s and, within s, increasing t (every dependency is then ready and the
+// current row s stays in cache), so each decomposition is one vectorised pass over m.
+// Saturation: from the memory sat(s, t) that the store-all sequence of the sub-chain needs, the
+// value is the no-recomputation makespan; only m < sat(s, t) is computed, the rest is filled.
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "dp.h"
 #include "remat/error.h"
@@ -57,6 +61,7 @@ class TriangleTable {
   int64_t first(int s, int t) const { return first_[static_cast<size_t>(id(s, t))]; }
   int64_t width() const { return width_; }
   int64_t rows() const { return offset_[n_ + 1]; }
+  int64_t relaxed = 0;  // entries relaxed, for the statistics
 
  private:
   int64_t id(int s, int t) const { return offset_[s] + (t - s); }
@@ -67,31 +72,73 @@ class TriangleTable {
   std::vector<int64_t> first_;  // first finite m of each row (width_ when none)
 };
 
+// sat(s, t) and the makespan of the store-all sequence of each sub-chain (Rotor family only).
+class Saturation {
+ public:
+  Saturation(const ChainArrays<int32_t>& c, PersistentFamily family, int64_t width)
+      : n_(c.n), memory_(static_cast<size_t>((n_ + 2) * (n_ + 2)), width),
+        makespan_(memory_.size(), 0) {
+    if (family != PersistentFamily::kRotor) return;  // revolve never stores all
+    for (int s = 1; s <= n_; ++s) {
+      int64_t stored = 0, forward = 0, backward = 0;
+      for (int t = s; t <= n_; ++t) {
+        stored += c.abar[t];  // ā^s..ā^t (a^{s-1} is not counted)
+        forward = std::max<int64_t>(forward, stored + c.of[t]);
+        backward = std::max<int64_t>(backward, stored + c.delta[t] + c.delta[t - 1] + c.ob[t]);
+        memory_[index(s, t)] = std::min<int64_t>(width, std::max(c.delta[t] + forward, backward));
+      }
+    }
+    for (int t = 1; t <= n_; ++t) {  // same order of additions as the DP's F_all branch
+      makespan_[index(t, t)] = c.uf[t] + c.ub[t];
+      for (int s = t - 1; s >= 1; --s)
+        makespan_[index(s, t)] = (c.uf[s] + c.ub[s]) + makespan_[index(s + 1, t)];
+    }
+  }
+  int64_t memory(int s, int t) const { return memory_[index(s, t)]; }
+  double makespan(int s, int t) const { return makespan_[index(s, t)]; }
+
+ private:
+  size_t index(int s, int t) const { return static_cast<size_t>(s * (n_ + 2) + t); }
+  int n_;
+  std::vector<int64_t> memory_;
+  std::vector<double> makespan_;
+};
+
 void fill_row(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bounds,
-              PersistentFamily family, int s, int t, TriangleTable& table) {
+              const Saturation& saturation, PersistentFamily family, int s, int t,
+              TriangleTable& table) {
   double* out = table.row(s, t);
-  const int64_t width = table.width();
+  const int64_t width = saturation.memory(s, t);  // m >= width is filled below
   if (s == t) {
     const int64_t lo = bounds.all(s, s);
     std::fill(out + std::min(lo, width), out + width, c.uf[s] + c.ub[s]);
   } else {
     if (family == PersistentFamily::kRotor) {  // F_all^s, C(s+1, t, m - ω_ā^s), B^s
       const int64_t lo = std::max<int64_t>(bounds.all(s, t), table.first(s + 1, t) + c.abar[s]);
-      if (lo < width)
+      if (lo < width) {
         relax1(out + lo, table.row(s + 1, t) + lo - c.abar[s], c.uf[s] + c.ub[s], width - lo);
+        table.relaxed += width - lo;
+      }
     }
     const int64_t lo_none = bounds.none(s, t);
+    const int64_t last = table.width() - 1;
     double forward = 0;
     for (int s2 = s + 1; s2 <= t; ++s2) {  // F_ck^s F_∅.. up to a^{s2-1}, C(s2, t), C(s, s2-1)
       forward += c.uf[s2 - 1];
       const int32_t w = c.a[s2 - 1];
       const int64_t lo = std::max({lo_none, table.first(s2, t) + w, table.first(s, s2 - 1)});
-      if (lo < width)
-        relax2(out + lo, table.row(s2, t) + lo - w, table.row(s, s2 - 1) + lo, forward,
-               width - lo);
+      if (lo >= width) continue;
+      // Rows are non-increasing, so the candidate is never below this; skip entries already at it.
+      const double least = forward + table.row(s2, t)[last] + table.row(s, s2 - 1)[last];
+      const int64_t hi = first_at_most(out, lo, width, least);
+      if (lo < hi) {
+        relax2(out + lo, table.row(s2, t) + lo - w, table.row(s, s2 - 1) + lo, forward, hi - lo);
+        table.relaxed += hi - lo;
+      }
     }
   }
-  table.first(s, t) = first_finite(out, width);
+  if (width < table.width()) std::fill(out + width, out + table.width(), saturation.makespan(s, t));
+  table.first(s, t) = first_finite(out, table.width());
 }
 
 // Algorithm 4: the sequence of the optimum C(s, t, m), choosing as fill_row() did.
@@ -133,6 +180,11 @@ void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bou
   rebuild(c, bounds, family, table, s, best_split - 1, m, out);
 }
 
+int block_size() {
+  const char* text = std::getenv("REMAT_ROTOR_BLOCK");
+  return text != nullptr ? std::max(1, std::atoi(text)) : 8;
+}
+
 }  // namespace
 
 DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family, const DpControl& control) {
@@ -142,16 +194,27 @@ DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family, const 
   if (top_m < 0) return outcome;
   const PersistentBounds<int32_t> bounds(c);
   TriangleTable table(c.n, static_cast<int32_t>(top_m));
-  for (int span = 0; span < c.n; ++span) {
+  const Saturation saturation(c, family, table.width());
+  // Blocks of kBlock consecutive s, and within a block t ascending then s descending: every row
+  // (s2, t) read for the block's t is reused by all its s while in cache (the table is far larger).
+  const int block = block_size();
+  for (int s_hi = c.n; s_hi >= 1; s_hi -= block) {
     if (control.deadline != nullptr && control.deadline->expired()) {
       outcome.timed_out = true;
       return outcome;
     }
-    for (int s = 1; s + span <= c.n; ++s) fill_row(c, bounds, family, s, s + span, table);
-    if (control.on_progress)
-      control.on_progress({.stage = "dp", .fraction = static_cast<double>(span + 1) / c.n});
+    const int s_lo = std::max(1, s_hi - block + 1);
+    for (int t = s_lo; t <= c.n; ++t)
+      for (int s = std::min(s_hi, t); s >= s_lo; --s)
+        fill_row(c, bounds, saturation, family, s, t, table);
+    if (control.on_progress) {
+      const double done =
+          1 - static_cast<double>(s_lo - 1) * s_lo / (static_cast<double>(c.n) * (c.n + 1));
+      control.on_progress({.stage = "dp", .fraction = done});
+    }
   }
   outcome.rows = table.rows();
+  outcome.relaxed = table.relaxed;
   outcome.makespan = table.row(1, c.n)[top_m];
   if (outcome.makespan == kInfinity) return outcome;
   ChainSequence ops;

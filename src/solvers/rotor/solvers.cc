@@ -67,6 +67,7 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
   plan.stats.add_counter("bins", static_cast<double>(disc.budget_bins));
   plan.stats.add_counter("bin_bytes", static_cast<double>(disc.bin_bytes));
   plan.stats.add_counter("dp_rows", static_cast<double>(dp.rows));
+  plan.stats.add_counter("dp_relaxed_entries", static_cast<double>(dp.relaxed));
   plan.stats.add_counter("dp_makespan", dp.makespan);
   plan.stats.add_counter("timed_out", dp.timed_out ? 1 : 0);
   plan.stats.status = SolveStatus::kFeasible;
