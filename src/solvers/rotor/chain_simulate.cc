@@ -143,7 +143,8 @@ ChainEvaluation simulate_chain(const Chain& chain, std::span<const ChainOp> ops)
         mem.set_abar(l, true);
       else
         mem.set_a(l, true);
-      if (op.kind == OpKind::kForwardNoSave) mem.set_a(l - 1, false);
+      // ā^ℓ holds on to its input (autograd keeps it for B^ℓ), so F_∅^ℓ cannot free a^{ℓ-1} then.
+      if (op.kind == OpKind::kForwardNoSave && !mem.abar(l)) mem.set_a(l - 1, false);
       e.makespan += stage.u_f;
     }
     e.memory.push_back(during);

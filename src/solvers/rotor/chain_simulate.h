@@ -6,7 +6,8 @@
 // containing a^ℓ) and δ^ℓ (gradients); a stored value occupies its size once. The run starts with
 // {a^0, δ^{L+1}} and is valid when every operation finds its inputs and δ^0 is produced:
 //   F_ck^ℓ  needs a^{ℓ-1} (or ā^{ℓ-1}), keeps it, adds a^ℓ           time u_f, overhead o_f
-//   F_∅^ℓ   needs a^{ℓ-1} (or ā^{ℓ-1}), deletes a^{ℓ-1}, adds a^ℓ    (ā^{ℓ-1} is never deleted)
+//   F_∅^ℓ   needs a^{ℓ-1} (or ā^{ℓ-1}), deletes a^{ℓ-1}, adds a^ℓ    (ā^{ℓ-1} is never deleted,
+//           nor is a^{ℓ-1} while ā^ℓ is stored: F_all^ℓ's output holds on to its input)
 //   F_all^ℓ needs a^{ℓ-1} (or ā^{ℓ-1}), keeps it, adds ā^ℓ
 //   B^ℓ     needs δ^ℓ, ā^ℓ and a^{ℓ-1} (or ā^{ℓ-1}); deletes δ^ℓ, ā^ℓ and a^{ℓ-1}, keeps ā^{ℓ-1},
 //           adds δ^{ℓ-1}                                             time u_b, overhead o_b

@@ -10,6 +10,8 @@
 // judged again by simulate_chain(); the DP value is only used to choose.
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -31,8 +33,24 @@ struct DpOutcome {
   bool timed_out = false;
 };
 
+// A time limit (remat::Deadline lives in remat_solvers, which links this library, hence our own).
+class TimeLimit {
+ public:
+  explicit TimeLimit(double seconds)
+      : start_(std::chrono::steady_clock::now()),
+        end_(start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(std::min(seconds, 1e9)))) {}
+  bool expired() const { return std::chrono::steady_clock::now() >= end_; }
+  double elapsed_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_, end_;
+};
+
 struct DpControl {
-  const Deadline* deadline = nullptr;                // checked between rows
+  const TimeLimit* deadline = nullptr;               // checked between rows
   std::function<void(const Progress&)> on_progress;  // may be empty
 };
 

@@ -62,7 +62,7 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
         family.proves_infeasible ? SolveStatus::kInfeasible : SolveStatus::kOverBudget;
     return plan;
   }
-  const Deadline deadline(options.time_limit_s);
+  const TimeLimit deadline(options.time_limit_s);
   const DpOutcome dp = family.run(disc, {.deadline = &deadline, .on_progress = options.on_progress});
   plan.stats.add_counter("bins", static_cast<double>(disc.budget_bins));
   plan.stats.add_counter("bin_bytes", static_cast<double>(disc.bin_bytes));
@@ -241,7 +241,7 @@ ChainSolveResult solve_chain(const Chain& chain, std::string_view solver_name,
   if (!(options.time_limit_s > 0))
     throw InputError(fmt::format("time limit must be > 0 seconds (got {})", options.time_limit_s));
   ChainSolveResult result;
-  const Deadline clock(options.time_limit_s);
+  const TimeLimit clock(options.time_limit_s);
   result.plan = solver->solve(chain, options);
   result.plan.solver = std::string(solver->name());
   result.plan.stats.wall_time_s = clock.elapsed_s();
