@@ -4,6 +4,7 @@
 //                  for the AD model, made valid as in §5.4).
 //   weak_dp        Algorithm 1 + 2 (Theorem 4.7): the optimal weakly persistent sequence with a
 //                  floating activation, which Lemma 4.4 shows is optimal among all sequences.
+//   persistent_dp_exact  the same in exact bytes, rows kept as Pareto fronts (bins=exact).
 //   *_min_memory   the exact smallest budget (bytes, a^0 included) of the same family and a
 //                  sequence that needs no more; used for infeasible budgets and as a fallback.
 // DP values are in the chain's time unit; memory is in bins (Discretisation). Every sequence is
@@ -56,6 +57,9 @@ struct DpControl {
 
 DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family, const DpControl& control);
 DpOutcome weak_dp(const Discretisation& d, const DpControl& control);
+// persistent_dp in exact bytes (bins=exact): rows are step functions kept as their breakpoints.
+DpOutcome persistent_dp_exact(const ChainArrays<int64_t>& c, int64_t budget_bytes,
+                              PersistentFamily family, const DpControl& control);
 
 struct MinMemory {
   int64_t bytes = 0;  // the family's smallest feasible budget per the DP's memory rules

@@ -41,4 +41,40 @@ int64_t first_finite(const double* row, int64_t count) {
   return i;
 }
 
+__attribute__((target_clones("avx2", "default"))) void relax2(float* __restrict out,
+                                                               const float* __restrict x,
+                                                               const float* __restrict y,
+                                                               float add, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = add + x[i] + y[i];
+    out[i] = v < out[i] ? v : out[i];
+  }
+}
+
+__attribute__((target_clones("avx2", "default"))) void relax1(float* __restrict out,
+                                                               const float* __restrict x,
+                                                               float add, int64_t count) {
+  for (int64_t i = 0; i < count; ++i) {
+    const float v = add + x[i];
+    out[i] = v < out[i] ? v : out[i];
+  }
+}
+
+int64_t first_at_most(const float* row, int64_t lo, int64_t hi, float threshold) {
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (row[mid] <= threshold)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
+
+int64_t first_finite(const float* row, int64_t count) {
+  int64_t i = 0;
+  while (i < count && row[i] == kInfinityF) ++i;
+  return i;
+}
+
 }  // namespace remat::rotor

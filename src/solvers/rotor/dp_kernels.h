@@ -23,4 +23,13 @@ int64_t first_finite(const double* row, int64_t count);
 // which is how the DPs skip most of the memory axis for candidates that recompute a lot.
 int64_t first_at_most(const double* row, int64_t lo, int64_t hi, double threshold);
 
+// The same in single precision, for the persistent DP's table: half the memory traffic, which is
+// what bounds that DP (its candidates differ by whole stage times, far above float rounding).
+inline constexpr float kInfinityF = __builtin_inff();
+void relax2(float* __restrict out, const float* __restrict x, const float* __restrict y, float add,
+            int64_t count);
+void relax1(float* __restrict out, const float* __restrict x, float add, int64_t count);
+int64_t first_finite(const float* row, int64_t count);
+int64_t first_at_most(const float* row, int64_t lo, int64_t hi, float threshold);
+
 }  // namespace remat::rotor

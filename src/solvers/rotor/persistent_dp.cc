@@ -45,18 +45,22 @@ class PersistentBounds {
   std::vector<Size> forward_;
 };
 
-// Rows (s, t), 1 <= s <= t <= n, each of width + 1 doubles.
+// Rows (s, t), 1 <= s <= t <= n, each of width + 1 floats (single precision halves the memory
+// traffic that bounds this DP; a relative rounding of 1e-7 only matters between near-equal plans,
+// and every reported makespan comes from the simulator anyway).
+using Value = float;
+constexpr Value kInf = kInfinityF;
 class TriangleTable {
  public:
   TriangleTable(int n, int32_t max_m) : n_(n), width_(max_m + 1) {
     offset_.assign(static_cast<size_t>(n + 2), 0);
     for (int s = 1; s <= n; ++s) offset_[s + 1] = offset_[s] + (n - s + 1);
     const int64_t rows = offset_[n + 1];
-    values_.assign(static_cast<size_t>(rows * width_), kInfinity);
+    values_.assign(static_cast<size_t>(rows * width_), kInf);
     first_.assign(static_cast<size_t>(rows), width_);
   }
-  double* row(int s, int t) { return values_.data() + id(s, t) * width_; }
-  const double* row(int s, int t) const { return values_.data() + id(s, t) * width_; }
+  Value* row(int s, int t) { return values_.data() + id(s, t) * width_; }
+  const Value* row(int s, int t) const { return values_.data() + id(s, t) * width_; }
   int64_t& first(int s, int t) { return first_[static_cast<size_t>(id(s, t))]; }
   int64_t first(int s, int t) const { return first_[static_cast<size_t>(id(s, t))]; }
   int64_t width() const { return width_; }
@@ -68,7 +72,7 @@ class TriangleTable {
   int n_;
   int64_t width_;
   std::vector<int64_t> offset_;
-  std::vector<double> values_;
+  std::vector<Value> values_;
   std::vector<int64_t> first_;  // first finite m of each row (width_ when none)
 };
 
@@ -107,16 +111,17 @@ class Saturation {
 void fill_row(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bounds,
               const Saturation& saturation, PersistentFamily family, int s, int t,
               TriangleTable& table) {
-  double* out = table.row(s, t);
+  Value* out = table.row(s, t);
   const int64_t width = saturation.memory(s, t);  // m >= width is filled below
   if (s == t) {
     const int64_t lo = bounds.all(s, s);
-    std::fill(out + std::min(lo, width), out + width, c.uf[s] + c.ub[s]);
+    std::fill(out + std::min(lo, width), out + width, static_cast<Value>(c.uf[s] + c.ub[s]));
   } else {
     if (family == PersistentFamily::kRotor) {  // F_all^s, C(s+1, t, m - ω_ā^s), B^s
       const int64_t lo = std::max<int64_t>(bounds.all(s, t), table.first(s + 1, t) + c.abar[s]);
       if (lo < width) {
-        relax1(out + lo, table.row(s + 1, t) + lo - c.abar[s], c.uf[s] + c.ub[s], width - lo);
+        relax1(out + lo, table.row(s + 1, t) + lo - c.abar[s],
+               static_cast<Value>(c.uf[s] + c.ub[s]), width - lo);
         table.relaxed += width - lo;
       }
     }
@@ -129,15 +134,17 @@ void fill_row(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bo
       const int64_t lo = std::max({lo_none, table.first(s2, t) + w, table.first(s, s2 - 1)});
       if (lo >= width) continue;
       // Rows are non-increasing, so the candidate is never below this; skip entries already at it.
-      const double least = forward + table.row(s2, t)[last] + table.row(s, s2 - 1)[last];
+      const auto add = static_cast<Value>(forward);
+      const Value least = add + table.row(s2, t)[last] + table.row(s, s2 - 1)[last];
       const int64_t hi = first_at_most(out, lo, width, least);
       if (lo < hi) {
-        relax2(out + lo, table.row(s2, t) + lo - w, table.row(s, s2 - 1) + lo, forward, hi - lo);
+        relax2(out + lo, table.row(s2, t) + lo - w, table.row(s, s2 - 1) + lo, add, hi - lo);
         table.relaxed += hi - lo;
       }
     }
   }
-  if (width < table.width()) std::fill(out + width, out + table.width(), saturation.makespan(s, t));
+  if (width < table.width())
+    std::fill(out + width, out + table.width(), static_cast<Value>(saturation.makespan(s, t)));
   table.first(s, t) = first_finite(out, table.width());
 }
 
@@ -152,15 +159,17 @@ void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bou
   }
   double best = kInfinity;
   int best_split = 0;  // 0: F_all^s; s2 > s: F_ck^s with next checkpoint a^{s2-1}
+  // Candidates are evaluated as fill_row() did, in float, and the first smallest is kept.
   if (family == PersistentFamily::kRotor && m >= bounds.all(s, t) && m >= c.abar[s]) {
-    best = (c.uf[s] + c.ub[s]) + table.row(s + 1, t)[m - c.abar[s]];
+    best = static_cast<Value>(c.uf[s] + c.ub[s]) + table.row(s + 1, t)[m - c.abar[s]];
   }
   if (m >= bounds.none(s, t)) {
     double forward = 0;
     for (int s2 = s + 1; s2 <= t; ++s2) {
       forward += c.uf[s2 - 1];
       if (m < c.a[s2 - 1]) continue;
-      const double v = forward + table.row(s2, t)[m - c.a[s2 - 1]] + table.row(s, s2 - 1)[m];
+      const Value v = static_cast<Value>(forward) + table.row(s2, t)[m - c.a[s2 - 1]] +
+                      table.row(s, s2 - 1)[m];
       if (v < best) {
         best = v;
         best_split = s2;
@@ -216,7 +225,7 @@ DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family, const 
   outcome.rows = table.rows();
   outcome.relaxed = table.relaxed;
   outcome.makespan = table.row(1, c.n)[top_m];
-  if (outcome.makespan == kInfinity) return outcome;
+  if (outcome.makespan == kInfinity) return outcome;  // float inf converts to double inf
   ChainSequence ops;
   rebuild(c, bounds, family, table, 1, c.n, top_m, ops);
   outcome.ops = std::move(ops);

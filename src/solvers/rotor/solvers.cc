@@ -36,14 +36,17 @@ struct DpFamily {
   MinMemory (*min_memory)(const ChainArrays<int64_t>&);
   DpOutcome (*run)(const Discretisation&, const DpControl&);
   int64_t (*entries)(int n, int64_t budget_bins);
+  // bins=exact without a table over m (nullptr: exact uses run() with one-byte bins).
+  DpOutcome (*exact)(const ChainArrays<int64_t>&, int64_t budget, const DpControl&);
 };
 
 ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
                        const ChainSolveOptions& options) {
   const int64_t budget = options.budget.bytes;
   const ChainArrays<int64_t> bytes = chain_arrays(chain);
-  const Discretisation disc = discretise(bytes, budget, bins);
-  const int64_t entries = family.entries(bytes.n, disc.budget_bins);
+  const bool fronts = bins == 0 && family.exact != nullptr;
+  const Discretisation disc = discretise(bytes, fronts ? 0 : budget, fronts ? 1 : bins);
+  const int64_t entries = fronts ? 0 : family.entries(bytes.n, disc.budget_bins);
   if (entries > kMaxDpEntries)
     throw InputError(fmt::format("{}: the DP table would hold {} entries ({} GiB) for L = {} and {} "
                                  "bins; use fewer bins{}",
@@ -63,9 +66,12 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
     return plan;
   }
   const TimeLimit deadline(options.time_limit_s);
-  const DpOutcome dp = family.run(disc, {.deadline = &deadline, .on_progress = options.on_progress});
-  plan.stats.add_counter("bins", static_cast<double>(disc.budget_bins));
-  plan.stats.add_counter("bin_bytes", static_cast<double>(disc.bin_bytes));
+  const DpControl control = {.deadline = &deadline, .on_progress = options.on_progress};
+  const DpOutcome dp = fronts ? family.exact(bytes, budget, control) : family.run(disc, control);
+  if (!fronts) {
+    plan.stats.add_counter("bins", static_cast<double>(disc.budget_bins));
+    plan.stats.add_counter("bin_bytes", static_cast<double>(disc.bin_bytes));
+  }
   plan.stats.add_counter("dp_rows", static_cast<double>(dp.rows));
   plan.stats.add_counter("dp_relaxed_entries", static_cast<double>(dp.relaxed));
   plan.stats.add_counter("dp_makespan", dp.makespan);
@@ -94,11 +100,18 @@ DpOutcome revolve_run(const Discretisation& d, const DpControl& control) {
 int64_t persistent_entries(int n, int64_t budget_bins) {
   return int64_t{n} * (n + 1) / 2 * (budget_bins + 1);
 }
+DpOutcome persistent_exact(const ChainArrays<int64_t>& c, int64_t budget, const DpControl& control) {
+  return persistent_dp_exact(c, budget, PersistentFamily::kRotor, control);
+}
+DpOutcome revolve_exact(const ChainArrays<int64_t>& c, int64_t budget, const DpControl& control) {
+  return persistent_dp_exact(c, budget, PersistentFamily::kRevolve, control);
+}
 
 constexpr DpFamily kPersistent = {"rotor", false, persistent_least, persistent_run,
-                                  persistent_entries};
-constexpr DpFamily kWeak = {"rotor", true, weak_min_memory, weak_dp, weak_dp_entries};
-constexpr DpFamily kRevolve = {"revolve", false, revolve_least, revolve_run, persistent_entries};
+                                  persistent_entries, persistent_exact};
+constexpr DpFamily kWeak = {"rotor", true, weak_min_memory, weak_dp, weak_dp_entries, nullptr};
+constexpr DpFamily kRevolve = {"revolve", false, revolve_least, revolve_run, persistent_entries,
+                               revolve_exact};
 
 class RotorSolver : public ChainSolver {
  public:
