@@ -146,6 +146,7 @@ class StoreAllSolver : public ChainSolver {
     check_known_params("store-all", options.params, {});
     ChainPlan plan;
     plan.ops = store_all_sequence(chain);
+    plan.stats.min_feasible_budget = simulate_chain(chain, plan.ops).peak_bytes;
     return plan;
   }
 };
@@ -191,9 +192,11 @@ class SequentialSolver : public ChainSolver {
     ChainPlan best;
     ChainEvaluation best_eval;
     bool best_fits = false;
+    int64_t least_peak = INT64_MAX;
     for (int k = lo; k <= hi; ++k) {
       ChainSequence ops = sequential_sequence(length, k);
       const ChainEvaluation e = simulate_chain(chain, ops);
+      least_peak = std::min(least_peak, e.peak_bytes);
       const bool fits = e.peak_bytes <= options.budget.bytes;
       const bool better = best.ops.empty() || (fits && !best_fits) ||
                           (fits && e.makespan < best_eval.makespan) ||
@@ -205,6 +208,7 @@ class SequentialSolver : public ChainSolver {
         best_fits = fits;
       }
     }
+    best.stats.min_feasible_budget = least_peak;  // over the segment counts tried
     return best;
   }
 };
