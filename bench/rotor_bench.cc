@@ -2,8 +2,8 @@
 //   persistent DP (Algorithm 3), ResNet-1001-like chain of length 339, 500 bins: bar < 1 s
 //   weak DP (Algorithm 1), ResNet-like chains, L = 10, 20, 40, 80, 500 bins: bar L = 40 < 60 s
 // Budgets: least + f * (store-all peak - least), where least is the smallest budget the DP can
-// meet (stats.min_feasible_budget), so every run is feasible. Times are wall clock and CPU time of the solve
-// (one thread); makespans and peaks come from the chain simulator.
+// meet (stats.min_feasible_budget), so every run is feasible. Times are wall clock and CPU time of
+// the solve (one thread); makespans and peaks come from the chain simulator.
 //   rotor_bench [--weak-cap SECONDS] [--quick]
 #include <fmt/format.h>
 
@@ -28,17 +28,19 @@ void run(const Chain& chain, const std::string& label, double fraction, ParamMap
   options.params = std::move(params);
   options.budget = {0};
   const int64_t least = *solve_chain(chain, "rotor", options).plan.stats.min_feasible_budget;
-  options.budget = {least + static_cast<int64_t>(static_cast<double>(store_all - least) * fraction)};
+  options.budget = {least +
+                    static_cast<int64_t>(static_cast<double>(store_all - least) * fraction)};
   options.time_limit_s = time_limit;
   const double cpu0 = cpu_seconds();
   const ChainSolveResult r = solve_chain(chain, "rotor", options);
   const double cpu = cpu_seconds() - cpu0;
   const double store_all_makespan = simulate_chain(chain, store_all_sequence(chain)).makespan;
   const bool timed_out = r.plan.stats.counter("timed_out").value_or(0) > 0;
-  fmt::print("{:<34} {:>4} {:>5.0f}% {:>7.1f}% {:>10.3f} {:>9.3f} {:>12} {:>9.2f}% {:>7.1f}%{}\n", label,
-             chain.length(), 100 * fraction,
-             100.0 * static_cast<double>(options.budget.bytes) / static_cast<double>(store_all), r.plan.stats.wall_time_s, cpu,
-             to_string(r.plan.stats.status), 100 * (r.eval.makespan / store_all_makespan - 1),
+  fmt::print("{:<34} {:>4} {:>5.0f}% {:>7.1f}% {:>10.3f} {:>9.3f} {:>12} {:>9.2f}% {:>7.1f}%{}\n",
+             label, chain.length(), 100 * fraction,
+             100.0 * static_cast<double>(options.budget.bytes) / static_cast<double>(store_all),
+             r.plan.stats.wall_time_s, cpu, to_string(r.plan.stats.status),
+             100 * (r.eval.makespan / store_all_makespan - 1),
              100.0 * static_cast<double>(r.eval.peak_bytes) / static_cast<double>(store_all),
              timed_out ? "  (timed out: fallback plan)" : "");
   std::fflush(stdout);

@@ -42,14 +42,16 @@ rotor::ChainSolveOptions chain_options(const SolverArgs& args, Budget budget) {
 void reject_infeasible(const std::string& path, const ChainSolveResult& r, Budget budget) {
   const auto& least = r.plan.stats.min_feasible_budget;
   if (!least || budget.bytes >= *least) return;
-  throw InputError(fmt::format("budget {} bytes ({}) is below the smallest budget {} can meet on "
-                               "{}: {} bytes ({})",
-                               budget.bytes, mib(budget.bytes), r.plan.solver, path, *least,
-                               mib(*least)));
+  throw InputError(
+      fmt::format("budget {} bytes ({}) is below the smallest budget {} can meet on "
+                  "{}: {} bytes ({})",
+                  budget.bytes, mib(budget.bytes), r.plan.solver, path, *least, mib(*least)));
 }
 
 // "none", the graph baseline, is store-all on a chain.
-std::string chain_solver_name(const std::string& name) { return name == "none" ? "store-all" : name; }
+std::string chain_solver_name(const std::string& name) {
+  return name == "none" ? "store-all" : name;
+}
 
 }  // namespace
 
@@ -124,14 +126,15 @@ void run_chain_solve(const std::string& path, const std::string& budget_text,
   std::string out = fmt::format("solver    {}\n", r.plan.solver);
   out += fmt::format("status    {}\n", to_string(r.plan.stats.status));
   out += fmt::format("budget    {} bytes ({})\n", budget.bytes, mib(budget.bytes));
-  out += fmt::format("peak      {} bytes ({}, {:.1f}% of store-all)\n", r.eval.peak_bytes,
-                     mib(r.eval.peak_bytes),
-                     percent(static_cast<double>(r.eval.peak_bytes), static_cast<double>(all.peak_bytes)));
+  out += fmt::format(
+      "peak      {} bytes ({}, {:.1f}% of store-all)\n", r.eval.peak_bytes, mib(r.eval.peak_bytes),
+      percent(static_cast<double>(r.eval.peak_bytes), static_cast<double>(all.peak_bytes)));
   out += fmt::format("makespan  {:.10g} ({:+.2f}% over store-all {:.10g})\n", r.eval.makespan,
                      overhead, all.makespan);
   out += fmt::format("ops       {}\n", r.plan.ops.size());
   out += fmt::format("time      {:.3f} s\n", r.plan.stats.wall_time_s);
-  if (r.plan.ops.size() <= 200) out += fmt::format("sequence  {}\n", rotor::format_sequence(r.plan.ops));
+  if (r.plan.ops.size() <= 200)
+    out += fmt::format("sequence  {}\n", rotor::format_sequence(r.plan.ops));
   emit(out, "");
 }
 
@@ -144,7 +147,8 @@ void run_chain_compare(const std::string& path, const std::vector<std::string>& 
   for (const std::string& name : solvers) names.push_back(chain_solver_name(name));
   for (const std::string& name : names) (void)rotor::make_chain_solver(name);
   std::vector<Budget> budgets;
-  for (const std::string& text : budget_texts) budgets.push_back(parse_budget(text, all.peak_bytes));
+  for (const std::string& text : budget_texts)
+    budgets.push_back(parse_budget(text, all.peak_bytes));
   struct Row {
     std::string solver, budget_text;
     Budget budget;
@@ -156,21 +160,22 @@ void run_chain_compare(const std::string& path, const std::vector<std::string>& 
       rotor::ChainSolveOptions options = chain_options(solver_args, budgets[b]);
       ProgressBar bar(fmt::format("{} @ {}", solver, budget_texts[b]));
       options.on_progress = bar.callback();
-      rows.push_back({solver, budget_texts[b], budgets[b], rotor::solve_chain(chain, solver, options)});
+      rows.push_back(
+          {solver, budget_texts[b], budgets[b], rotor::solve_chain(chain, solver, options)});
     }
   if (json) {
     nlohmann::json out = nlohmann::json::array();
     for (const Row& r : rows) {
-      nlohmann::json item = {{"solver", r.solver},
-                             {"budget", r.budget_text},
-                             {"budget_bytes", r.budget.bytes},
-                             {"status", to_string(r.result.plan.stats.status)},
-                             {"feasible", r.result.eval.peak_bytes <= r.budget.bytes},
-                             {"peak_bytes", r.result.eval.peak_bytes},
-                             {"makespan", r.result.eval.makespan},
-                             {"overhead_percent",
-                              percent(r.result.eval.makespan - all.makespan, all.makespan)},
-                             {"solve_time_s", r.result.plan.stats.wall_time_s}};
+      nlohmann::json item = {
+          {"solver", r.solver},
+          {"budget", r.budget_text},
+          {"budget_bytes", r.budget.bytes},
+          {"status", to_string(r.result.plan.stats.status)},
+          {"feasible", r.result.eval.peak_bytes <= r.budget.bytes},
+          {"peak_bytes", r.result.eval.peak_bytes},
+          {"makespan", r.result.eval.makespan},
+          {"overhead_percent", percent(r.result.eval.makespan - all.makespan, all.makespan)},
+          {"solve_time_s", r.result.plan.stats.wall_time_s}};
       if (r.result.plan.stats.min_feasible_budget)
         item["min_feasible_budget_bytes"] = *r.result.plan.stats.min_feasible_budget;
       out.push_back(std::move(item));
@@ -178,17 +183,18 @@ void run_chain_compare(const std::string& path, const std::vector<std::string>& 
     emit(out.dump(2) + "\n", "");
     return;
   }
-  Table table({"solver", "budget", "budget MiB", "status", "peak MiB", "makespan", "overhead %",
-               "time s"});
+  Table table(
+      {"solver", "budget", "budget MiB", "status", "peak MiB", "makespan", "overhead %", "time s"});
   for (const Row& r : rows) {
     const bool fits = r.result.eval.peak_bytes <= r.budget.bytes;
-    table.add({r.solver, r.budget_text, fmt::format("{:.2f}", r.budget.bytes / double(1 << 20)),
-               std::string(to_string(r.result.plan.stats.status)),
-               fits ? fmt::format("{:.2f}", r.result.eval.peak_bytes / double(1 << 20)) : "-",
-               fits ? fmt::format("{:.6g}", r.result.eval.makespan) : "-",
-               fits ? fmt::format("{:.2f}", percent(r.result.eval.makespan - all.makespan, all.makespan))
-                    : "-",
-               fmt::format("{:.3f}", r.result.plan.stats.wall_time_s)});
+    table.add(
+        {r.solver, r.budget_text, fmt::format("{:.2f}", r.budget.bytes / double(1 << 20)),
+         std::string(to_string(r.result.plan.stats.status)),
+         fits ? fmt::format("{:.2f}", r.result.eval.peak_bytes / double(1 << 20)) : "-",
+         fits ? fmt::format("{:.6g}", r.result.eval.makespan) : "-",
+         fits ? fmt::format("{:.2f}", percent(r.result.eval.makespan - all.makespan, all.makespan))
+              : "-",
+         fmt::format("{:.3f}", r.result.plan.stats.wall_time_s)});
   }
   std::string out = fmt::format("chain {} (L = {}): store-all makespan {:.6g}, peak {}\n\n",
                                 chain.name.empty() ? path : chain.name, chain.length(),
@@ -204,8 +210,11 @@ void run_chain_simulate(const std::string& chain_path, const std::string& plan_p
   const ChainEvaluation e = rotor::simulate_chain(chain, ops);
   if (!e.valid) throw InputError(fmt::format("{}: invalid plan: {}", plan_path, e.error));
   if (json) {
-    nlohmann::json doc = {{"valid", true}, {"ops", ops.size()}, {"makespan", e.makespan},
-                          {"peak_bytes", e.peak_bytes}, {"peak_op", e.peak_op}};
+    nlohmann::json doc = {{"valid", true},
+                          {"ops", ops.size()},
+                          {"makespan", e.makespan},
+                          {"peak_bytes", e.peak_bytes},
+                          {"peak_op", e.peak_op}};
     if (timeline) doc["memory"] = e.memory;
     emit(doc.dump(2) + "\n", "");
     return;
@@ -213,8 +222,8 @@ void run_chain_simulate(const std::string& chain_path, const std::string& plan_p
   std::string out = "valid     yes\n";
   out += fmt::format("ops       {}\n", ops.size());
   out += fmt::format("makespan  {:.10g}\n", e.makespan);
-  out += fmt::format("peak      {} bytes ({}) at op {}\n", e.peak_bytes, mib(e.peak_bytes),
-                     e.peak_op);
+  out +=
+      fmt::format("peak      {} bytes ({}) at op {}\n", e.peak_bytes, mib(e.peak_bytes), e.peak_op);
   if (timeline) {
     out += "\nop  name  memory_bytes\n";
     for (size_t i = 0; i < ops.size(); ++i)
@@ -230,7 +239,8 @@ void register_gen_chain(CLI::App& gen) {
   };
   auto args = std::make_shared<Args>();
   rotor::ChainGenParams& p = args->params;
-  CLI::App* cmd = gen.add_subcommand("chain", "heterogeneous chain (Rotor model): ResNet-like or random");
+  CLI::App* cmd =
+      gen.add_subcommand("chain", "heterogeneous chain (Rotor model): ResNet-like or random");
   cmd->add_option("--kind", p.kind, "resnet or random")->default_val(p.kind);
   cmd->add_option("--length,-L", p.length, "stages before the loss")->default_val(p.length);
   cmd->add_option("--seed", p.seed, "random seed")->default_val(p.seed);

@@ -53,7 +53,8 @@ class StateSpace {
       const ChainStage& st = chain_.stages[static_cast<size_t>(l - 1)];
       const bool input = (s & (a_bit(l - 1) | abar_bit(l - 1))) != 0;
       if (!input) continue;
-      for (OpKind kind : {OpKind::kForwardCheckpoint, OpKind::kForwardNoSave, OpKind::kForwardAll}) {
+      for (OpKind kind :
+           {OpKind::kForwardCheckpoint, OpKind::kForwardNoSave, OpKind::kForwardAll}) {
         const State out_bit = kind == OpKind::kForwardAll ? abar_bit(l) : a_bit(l);
         const int64_t out_size = kind == OpKind::kForwardAll ? size(l).abar : size(l).a;
         State next = s | out_bit;
@@ -158,7 +159,8 @@ Chain tiny_chain(int seed) {
   if (seed % 2 == 1) {
     Rng rng(static_cast<uint64_t>(seed) * 7919);
     chain.input.delta = rng.between(0, 6);
-    for (size_t i = 0; i + 1 < chain.stages.size(); ++i) chain.stages[i].sizes.delta = rng.between(0, 6);
+    for (size_t i = 0; i + 1 < chain.stages.size(); ++i)
+      chain.stages[i].sizes.delta = rng.between(0, 6);
   }
   return chain;
 }
@@ -188,8 +190,7 @@ TEST_P(BruteForceTest, WeakDpMatchesBruteForce) {
     EXPECT_EQ(weak.plan.stats.status, SolveStatus::kOptimal);
     EXPECT_LE(weak.eval.peak_bytes, budget);
     EXPECT_DOUBLE_EQ(weak.eval.makespan, brute.makespan)
-        << "weak: " << format_sequence(weak.plan.ops)
-        << "\nbrute: " << format_sequence(brute.ops);
+        << "weak: " << format_sequence(weak.plan.ops) << "\nbrute: " << format_sequence(brute.ops);
 
     const ChainSolveResult strong = solve(chain, "rotor", budget);
     if (strong.eval.peak_bytes <= budget) {

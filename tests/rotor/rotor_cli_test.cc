@@ -33,7 +33,8 @@ TEST(RotorCli, InfeasibleBudgetNamesTheSmallestFeasibleBudget) {
   const std::string dir = testing::temp_dir("rotor_cli_infeasible");
   const std::string plan = dir + "/plan.json";
   for (const char* solver : {"rotor", "rotor --param persistence=weak", "revolve", "sequential"}) {
-    const auto r = run_remat("solve " + kToy + " --solver " + solver + " --budget 50MiB -o " + plan);
+    const auto r =
+        run_remat("solve " + kToy + " --solver " + solver + " --budget 50MiB -o " + plan);
     EXPECT_EQ(r.exit_code, 2) << solver;
     EXPECT_NE(r.err.find("is below the smallest budget"), std::string::npos) << r.err;
     EXPECT_FALSE(std::filesystem::exists(plan));
@@ -41,15 +42,17 @@ TEST(RotorCli, InfeasibleBudgetNamesTheSmallestFeasibleBudget) {
   const auto r = run_remat("solve " + kToy + " --solver rotor --budget 50MiB");
   EXPECT_EQ(r.err,
             "remat: error: budget 52428800 bytes (50.00 MiB) is below the smallest budget rotor "
-            "can meet on " + kToy + ": 86109062 bytes (82.12 MiB)\n");
+            "can meet on " +
+                kToy + ": 86109062 bytes (82.12 MiB)\n");
 }
 
 TEST(RotorCli, BadParametersExitTwo) {
   const auto r = run_remat("solve " + kToy + " --solver rotor --param persistence=soft");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err,
-            "remat: error: rotor: invalid value 'soft' for parameter 'persistence' (expected strong "
-            "or weak)\n");
+  EXPECT_EQ(
+      r.err,
+      "remat: error: rotor: invalid value 'soft' for parameter 'persistence' (expected strong "
+      "or weak)\n");
   EXPECT_EQ(run_remat("solve " + kToy + " --solver fastsa").exit_code, 2);
 }
 
@@ -58,8 +61,8 @@ TEST(RotorCli, InfoCompareGen) {
   ASSERT_EQ(info.exit_code, 0) << info.err;
   EXPECT_NE(info.out.find("makespan 37.38, peak 112187147 bytes (106.99 MiB)"), std::string::npos)
       << info.out;
-  const auto compare = run_remat("compare " + kToy +
-                                 " --budgets 100%,90MiB --solvers rotor,sequential,revolve,store-all");
+  const auto compare = run_remat(
+      "compare " + kToy + " --budgets 100%,90MiB --solvers rotor,sequential,revolve,store-all");
   ASSERT_EQ(compare.exit_code, 0) << compare.err;
   EXPECT_NE(compare.out.find("47.42"), std::string::npos) << compare.out;
   const std::string dir = testing::temp_dir("rotor_cli_gen");

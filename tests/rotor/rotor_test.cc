@@ -16,7 +16,9 @@ namespace {
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-Chain toy_chain() { return read_chain_file(std::string(REMAT_SOURCE_DIR) + "/examples/rotor_toy.json"); }
+Chain toy_chain() {
+  return read_chain_file(std::string(REMAT_SOURCE_DIR) + "/examples/rotor_toy.json");
+}
 
 ChainSolveResult run(const Chain& chain, std::string_view solver, int64_t budget,
                      ParamMap params = {}) {
@@ -98,8 +100,10 @@ TEST(ChainSimulator, ByHand) {
   Chain chain;
   chain.input = {2, 2, 2};
   chain.stages = {{"f", 1.5, 2.5, {3, 5, 3}, 1, 2}, {"loss", 0, 0, {0, 0, 0}, 0, 0}};
-  const ChainSequence ops = {{OpKind::kForwardCheckpoint, 1}, {OpKind::kForwardAll, 1},
-                             {OpKind::kForwardAll, 2},        {OpKind::kBackward, 2},
+  const ChainSequence ops = {{OpKind::kForwardCheckpoint, 1},
+                             {OpKind::kForwardAll, 1},
+                             {OpKind::kForwardAll, 2},
+                             {OpKind::kBackward, 2},
                              {OpKind::kBackward, 1}};
   const ChainEvaluation e = simulate_chain(chain, ops);
   ASSERT_TRUE(e.valid) << e.error;
@@ -115,8 +119,9 @@ TEST(ChainSimulator, Errors) {
   const Chain chain = toy_chain();
   EXPECT_EQ(simulate_chain(chain, {{{OpKind::kForwardAll, 2}}}).error,
             "op 0 (F2all): a^1 is not in memory");
-  EXPECT_EQ(simulate_chain(chain, {{{OpKind::kForwardCheckpoint, 1}, {OpKind::kBackward, 1}}}).error,
-            "op 1 (B1): δ^1 is not in memory");
+  EXPECT_EQ(
+      simulate_chain(chain, {{{OpKind::kForwardCheckpoint, 1}, {OpKind::kBackward, 1}}}).error,
+      "op 1 (B1): δ^1 is not in memory");
   EXPECT_EQ(simulate_chain(chain, {{{OpKind::kForwardNoSave, 9}}}).error,
             "op 0 (F9∅): stage must be in 1..7");
   EXPECT_EQ(simulate_chain(chain, {{{OpKind::kForwardAll, 1}}}).error,
@@ -176,8 +181,11 @@ TEST(ChainBaselines, DpNeverWorseThanSequentialOrRevolve) {
   // Exactly at a baseline's peak, sizes rounded up to bins may miss its plan: exact bytes here.
   expect_dp_not_worse(toy_chain(), {{"bins", "exact"}}, "toy, exact bytes");
   for (int seed = 1; seed <= 6; ++seed) {
-    const Chain chain = generate_chain({.kind = "random", .length = 6 + seed, .seed = uint64_t(seed),
-                                        .max_size = 40, .max_time = 9});
+    const Chain chain = generate_chain({.kind = "random",
+                                        .length = 6 + seed,
+                                        .seed = uint64_t(seed),
+                                        .max_size = 40,
+                                        .max_time = 9});
     expect_dp_not_worse(chain, {{"bins", "exact"}}, chain.name);
   }
   expect_dp_not_worse(generate_chain({.kind = "resnet", .length = 30}), {{"bins", "2000"}},
@@ -186,8 +194,8 @@ TEST(ChainBaselines, DpNeverWorseThanSequentialOrRevolve) {
 
 TEST(RotorProperties, PersistentNeverBeatsWeakAndBothFit) {
   for (int seed = 1; seed <= 12; ++seed) {
-    const Chain chain = generate_chain({.kind = "random", .length = 4 + seed % 7,
-                                        .seed = uint64_t(100 + seed), .max_size = 30});
+    const Chain chain = generate_chain(
+        {.kind = "random", .length = 4 + seed % 7, .seed = uint64_t(100 + seed), .max_size = 30});
     const int64_t store_all = simulate_chain(chain, store_all_sequence(chain)).peak_bytes;
     for (int i = 1; i <= 5; ++i) {
       const int64_t budget = store_all * i / 5;
@@ -215,14 +223,15 @@ TEST(RotorProperties, ExactFrontsMatchOneByteBins) {
   // bins=exact runs the persistent DP on Pareto fronts; bins = budget gives one-byte bins in the
   // table DP. Both are exact, so they must agree (revolve too), and on the toy in bytes.
   for (int seed = 1; seed <= 10; ++seed) {
-    const Chain chain = generate_chain({.kind = "random", .length = 3 + seed, .seed = uint64_t(seed),
-                                        .max_size = 25});
+    const Chain chain = generate_chain(
+        {.kind = "random", .length = 3 + seed, .seed = uint64_t(seed), .max_size = 25});
     const int64_t store_all = simulate_chain(chain, store_all_sequence(chain)).peak_bytes;
     for (int i = 1; i <= 4; ++i) {
       const int64_t budget = store_all * i / 4;
       for (const char* solver : {"rotor", "revolve"}) {
         const ChainSolveResult fronts = run(chain, solver, budget, {{"bins", "exact"}});
-        const ChainSolveResult table = run(chain, solver, budget, {{"bins", std::to_string(budget)}});
+        const ChainSolveResult table =
+            run(chain, solver, budget, {{"bins", std::to_string(budget)}});
         EXPECT_EQ(fronts.eval.makespan, table.eval.makespan) << chain.name << " " << budget;
         EXPECT_EQ(fronts.eval.peak_bytes <= budget, table.eval.peak_bytes <= budget);
       }
@@ -289,8 +298,9 @@ TEST(RotorParams, BadParametersAreInputErrors) {
   EXPECT_EQ(message("sequential", {{"segments", "9"}}),
             "sequential: invalid value '9' for parameter 'segments' (expected 1..6, the chain "
             "length, or 0 for the best of 2..2√L)");
-  EXPECT_EQ(message("rotr", {}), "unknown chain solver 'rotr' (known: rotor, revolve, sequential, "
-                                 "store-all)");
+  EXPECT_EQ(message("rotr", {}),
+            "unknown chain solver 'rotr' (known: rotor, revolve, sequential, "
+            "store-all)");
   // The weak DP's exact bins on byte-sized chains would need a huge table: refused, not attempted.
   EXPECT_NE(message("rotor", {{"bins", "exact"}, {"persistence", "weak"}})
                 .find("use fewer bins than bins=exact"),

@@ -44,9 +44,10 @@ Discretisation discretise(const ChainArrays<int64_t>& chain, int64_t budget_byte
   auto to_bins = [&](int64_t bytes) {
     const int64_t up = (bytes + b - 1) / b;
     if (up > kMax)
-      throw InputError(fmt::format("rotor: a size of {} bytes is {} bins of {} bytes, too many for "
-                                   "the DP (use fewer bins)",
-                                   bytes, up, b));
+      throw InputError(
+          fmt::format("rotor: a size of {} bytes is {} bins of {} bytes, too many for "
+                      "the DP (use fewer bins)",
+                      bytes, up, b));
     return static_cast<int32_t>(up);
   };
   auto convert = [&](const std::vector<int64_t>& in) {

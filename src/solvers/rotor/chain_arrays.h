@@ -15,7 +15,7 @@ namespace remat::rotor {
 
 template <class Size>
 struct ChainArrays {
-  int n = 0;  // L + 1: the number of stages, loss included; stages are 1..n
+  int n = 0;                         // L + 1: the number of stages, loss included; stages are 1..n
   std::vector<Size> a, abar, delta;  // index 0..n (a^0 is the input)
   std::vector<Size> of, ob;          // index 1..n (0 unused)
   std::vector<double> uf, ub;        // index 1..n (0 unused)

@@ -48,8 +48,8 @@ ChainSequence parse_chain_plan_json(std::string_view json_text, std::string_view
     throw InputError(fmt::format("{}: invalid JSON: {}", source, e.what()));
   }
   if (!doc.is_object() || doc.value("format", "") != "remat-chain-plan")
-    throw InputError(fmt::format("{}: not a chain plan (expected \"format\": \"remat-chain-plan\")",
-                                 source));
+    throw InputError(
+        fmt::format("{}: not a chain plan (expected \"format\": \"remat-chain-plan\")", source));
   if (!doc.contains("ops") || !doc["ops"].is_array())
     throw InputError(fmt::format("{}: field 'ops' is missing or not an array", source));
   ChainSequence ops;
@@ -58,8 +58,8 @@ ChainSequence parse_chain_plan_json(std::string_view json_text, std::string_view
     const json* name = item.is_object() && item.contains("op") ? &item["op"] : nullptr;
     const json* stage = item.is_object() && item.contains("stage") ? &item["stage"] : nullptr;
     if (name == nullptr || !name->is_string() || stage == nullptr || !stage->is_number_integer())
-      throw InputError(fmt::format("{}: op {}: expected {{\"op\": NAME, \"stage\": INTEGER}}",
-                                   source, i));
+      throw InputError(
+          fmt::format("{}: op {}: expected {{\"op\": NAME, \"stage\": INTEGER}}", source, i));
     const std::optional<OpKind> kind = parse_op_name(name->get<std::string>());
     if (!kind)
       throw InputError(fmt::format("{}: op {}: unknown op '{}' (known: F_ck, F_none, F_all, B)",

@@ -33,10 +33,14 @@ Sizes sizes_by_index(const Chain& chain) {
 
 std::string op_label(const ChainOp& op) {
   switch (op.kind) {
-    case OpKind::kForwardCheckpoint: return fmt::format("F{}ck", op.stage);
-    case OpKind::kForwardNoSave: return fmt::format("F{}∅", op.stage);
-    case OpKind::kForwardAll: return fmt::format("F{}all", op.stage);
-    case OpKind::kBackward: return fmt::format("B{}", op.stage);
+    case OpKind::kForwardCheckpoint:
+      return fmt::format("F{}ck", op.stage);
+    case OpKind::kForwardNoSave:
+      return fmt::format("F{}∅", op.stage);
+    case OpKind::kForwardAll:
+      return fmt::format("F{}all", op.stage);
+    case OpKind::kBackward:
+      return fmt::format("B{}", op.stage);
   }
   return "?";
 }
@@ -73,10 +77,14 @@ class Memory {
 
 std::string_view op_name(OpKind kind) {
   switch (kind) {
-    case OpKind::kForwardCheckpoint: return "F_ck";
-    case OpKind::kForwardNoSave: return "F_none";
-    case OpKind::kForwardAll: return "F_all";
-    case OpKind::kBackward: return "B";
+    case OpKind::kForwardCheckpoint:
+      return "F_ck";
+    case OpKind::kForwardNoSave:
+      return "F_none";
+    case OpKind::kForwardAll:
+      return "F_all";
+    case OpKind::kBackward:
+      return "B";
   }
   return "?";
 }
@@ -100,8 +108,8 @@ std::string format_sequence(std::span<const ChainOp> ops) {
 
 void validate_chain(const Chain& chain, std::string_view source) {
   if (chain.length() < 1)
-    throw InputError(fmt::format("{}: a chain needs at least one stage before the loss stage",
-                                 source));
+    throw InputError(
+        fmt::format("{}: a chain needs at least one stage before the loss stage", source));
 }
 
 ChainEvaluation simulate_chain(const Chain& chain, std::span<const ChainOp> ops) {

@@ -6,9 +6,9 @@
 namespace remat::rotor {
 
 __attribute__((target_clones("avx2", "default"))) void relax2(double* __restrict out,
-                                                               const double* __restrict x,
-                                                               const double* __restrict y,
-                                                               double add, int64_t count) {
+                                                              const double* __restrict x,
+                                                              const double* __restrict y,
+                                                              double add, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     const double v = add + x[i] + y[i];
     out[i] = v < out[i] ? v : out[i];
@@ -16,8 +16,8 @@ __attribute__((target_clones("avx2", "default"))) void relax2(double* __restrict
 }
 
 __attribute__((target_clones("avx2", "default"))) void relax1(double* __restrict out,
-                                                               const double* __restrict x,
-                                                               double add, int64_t count) {
+                                                              const double* __restrict x,
+                                                              double add, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     const double v = add + x[i];
     out[i] = v < out[i] ? v : out[i];
@@ -42,9 +42,9 @@ int64_t first_finite(const double* row, int64_t count) {
 }
 
 __attribute__((target_clones("avx2", "default"))) void relax2(float* __restrict out,
-                                                               const float* __restrict x,
-                                                               const float* __restrict y,
-                                                               float add, int64_t count) {
+                                                              const float* __restrict x,
+                                                              const float* __restrict y, float add,
+                                                              int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     const float v = add + x[i] + y[i];
     out[i] = v < out[i] ? v : out[i];
@@ -52,8 +52,8 @@ __attribute__((target_clones("avx2", "default"))) void relax2(float* __restrict 
 }
 
 __attribute__((target_clones("avx2", "default"))) void relax1(float* __restrict out,
-                                                               const float* __restrict x,
-                                                               float add, int64_t count) {
+                                                              const float* __restrict x, float add,
+                                                              int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     const float v = add + x[i];
     out[i] = v < out[i] ? v : out[i];

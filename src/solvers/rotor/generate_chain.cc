@@ -88,7 +88,8 @@ Chain generate_chain(const ChainGenParams& params) {
     throw InputError(fmt::format("gen chain: length must be >= 1 (got {})", params.length));
   if (params.kind == "resnet") return resnet_chain(params);
   if (params.kind == "random") return random_chain(params);
-  throw InputError(fmt::format("gen chain: unknown kind '{}' (known: resnet, random)", params.kind));
+  throw InputError(
+      fmt::format("gen chain: unknown kind '{}' (known: resnet, random)", params.kind));
 }
 
 }  // namespace remat::rotor

@@ -20,10 +20,10 @@ struct ChainGenParams {
   std::string kind = "resnet";  // resnet | random
   int32_t length = 20;          // L, stages before the loss
   uint64_t seed = 1;
-  int32_t batch = 8;            // resnet: images per batch
-  int64_t min_size = 1;         // random: sizes
+  int32_t batch = 8;     // resnet: images per batch
+  int64_t min_size = 1;  // random: sizes
   int64_t max_size = 10;
-  int32_t max_time = 10;        // random: u_f, u_b in [1, max_time]
+  int32_t max_time = 10;  // random: u_f, u_b in [1, max_time]
 };
 
 // Throws InputError for an unknown kind or an out-of-range parameter.

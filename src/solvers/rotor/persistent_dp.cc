@@ -80,7 +80,8 @@ class TriangleTable {
 class Saturation {
  public:
   Saturation(const ChainArrays<int32_t>& c, PersistentFamily family, int64_t width)
-      : n_(c.n), memory_(static_cast<size_t>((n_ + 2) * (n_ + 2)), width),
+      : n_(c.n),
+        memory_(static_cast<size_t>((n_ + 2) * (n_ + 2)), width),
         makespan_(memory_.size(), 0) {
     if (family != PersistentFamily::kRotor) return;  // revolve never stores all
     for (int s = 1; s <= n_; ++s) {
@@ -168,8 +169,8 @@ void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bou
     for (int s2 = s + 1; s2 <= t; ++s2) {
       forward += c.uf[s2 - 1];
       if (m < c.a[s2 - 1]) continue;
-      const Value v = static_cast<Value>(forward) + table.row(s2, t)[m - c.a[s2 - 1]] +
-                      table.row(s, s2 - 1)[m];
+      const Value v =
+          static_cast<Value>(forward) + table.row(s2, t)[m - c.a[s2 - 1]] + table.row(s, s2 - 1)[m];
       if (v < best) {
         best = v;
         best_split = s2;
@@ -196,7 +197,8 @@ int block_size() {
 
 }  // namespace
 
-DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family, const DpControl& control) {
+DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family,
+                        const DpControl& control) {
   const ChainArrays<int32_t>& c = d.chain;
   DpOutcome outcome;
   const int64_t top_m = static_cast<int64_t>(d.budget_bins) - c.a[0];
@@ -250,8 +252,8 @@ MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily 
         if (family == PersistentFamily::kRotor)
           best = std::max(bounds.all(s, t), need[at(s + 1, t)] + c.abar[s]);
         for (int s2 = s + 1; s2 <= t; ++s2) {
-          const int64_t v = std::max({bounds.none(s, t), need[at(s2, t)] + c.a[s2 - 1],
-                                      need[at(s, s2 - 1)]});
+          const int64_t v =
+              std::max({bounds.none(s, t), need[at(s2, t)] + c.a[s2 - 1], need[at(s, s2 - 1)]});
           if (v < best) {
             best = v;
             best_choice = s2;

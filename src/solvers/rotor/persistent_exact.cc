@@ -19,7 +19,8 @@ struct Point {
 using Front = std::vector<Point>;  // m increasing, v decreasing
 
 double value_at(const Front& f, int64_t m) {
-  auto it = std::upper_bound(f.begin(), f.end(), m, [](int64_t x, const Point& p) { return x < p.m; });
+  auto it =
+      std::upper_bound(f.begin(), f.end(), m, [](int64_t x, const Point& p) { return x < p.m; });
   return it == f.begin() ? kInfinity : std::prev(it)->v;
 }
 
@@ -69,8 +70,8 @@ class ExactPersistent {
       double forward = 0;
       for (int s2 = s + 1; s2 <= t; ++s2) {
         forward += c_.uf[s2 - 1];
-        const double v = forward + value_at(front(s2, t), m - c_.a[s2 - 1]) +
-                         value_at(front(s, s2 - 1), m);
+        const double v =
+            forward + value_at(front(s2, t), m - c_.a[s2 - 1]) + value_at(front(s, s2 - 1), m);
         if (v < best) best = v, split = s2;
       }
     }
@@ -130,7 +131,8 @@ void rebuild(const ExactPersistent& dp, int s, int t, int64_t m, const ChainArra
     return;
   }
   const auto [value, split] = dp.best_choice(s, t, m);
-  REMAT_CHECK(value < kInfinity, fmt::format("exact persistent DP: no choice for C({}, {}, {})", s, t, m));
+  REMAT_CHECK(value < kInfinity,
+              fmt::format("exact persistent DP: no choice for C({}, {}, {})", s, t, m));
   if (split == 0) {
     out.push_back({OpKind::kForwardAll, s});
     rebuild(dp, s + 1, t, m - c.abar[s], c, out);

@@ -21,9 +21,10 @@ int64_t parse_bins(std::string_view solver, const ParamMap& params) {
   if (text == "exact") return 0;
   const int64_t bins = param_int(solver, params, "bins", 500);
   if (bins < 1)
-    throw InputError(fmt::format("{}: invalid value '{}' for parameter 'bins' (expected a positive "
-                                 "integer or 'exact')",
-                                 solver, text));
+    throw InputError(
+        fmt::format("{}: invalid value '{}' for parameter 'bins' (expected a positive "
+                    "integer or 'exact')",
+                    solver, text));
   return bins;
 }
 
@@ -48,10 +49,11 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
   const Discretisation disc = discretise(bytes, fronts ? 0 : budget, fronts ? 1 : bins);
   const int64_t entries = fronts ? 0 : family.entries(bytes.n, disc.budget_bins);
   if (entries > kMaxDpEntries)
-    throw InputError(fmt::format("{}: the DP table would hold {} entries ({} GiB) for L = {} and {} "
-                                 "bins; use fewer bins{}",
-                                 family.name, entries, entries * 8 >> 30, chain.length(),
-                                 disc.budget_bins, bins == 0 ? " than bins=exact" : ""));
+    throw InputError(
+        fmt::format("{}: the DP table would hold {} entries ({} GiB) for L = {} and {} "
+                    "bins; use fewer bins{}",
+                    family.name, entries, entries * 8 >> 30, chain.length(), disc.budget_bins,
+                    bins == 0 ? " than bins=exact" : ""));
   ChainPlan plan;
   const MinMemory least = family.min_memory(bytes);
   const ChainEvaluation least_eval = simulate_chain(chain, least.ops);
@@ -100,18 +102,19 @@ DpOutcome revolve_run(const Discretisation& d, const DpControl& control) {
 int64_t persistent_entries(int n, int64_t budget_bins) {
   return int64_t{n} * (n + 1) / 2 * (budget_bins + 1);
 }
-DpOutcome persistent_exact(const ChainArrays<int64_t>& c, int64_t budget, const DpControl& control) {
+DpOutcome persistent_exact(const ChainArrays<int64_t>& c, int64_t budget,
+                           const DpControl& control) {
   return persistent_dp_exact(c, budget, PersistentFamily::kRotor, control);
 }
 DpOutcome revolve_exact(const ChainArrays<int64_t>& c, int64_t budget, const DpControl& control) {
   return persistent_dp_exact(c, budget, PersistentFamily::kRevolve, control);
 }
 
-constexpr DpFamily kPersistent = {"rotor", false, persistent_least, persistent_run,
-                                  persistent_entries, persistent_exact};
+constexpr DpFamily kPersistent = {
+    "rotor", false, persistent_least, persistent_run, persistent_entries, persistent_exact};
 constexpr DpFamily kWeak = {"rotor", true, weak_min_memory, weak_dp, weak_dp_entries, nullptr};
-constexpr DpFamily kRevolve = {"revolve", false, revolve_least, revolve_run, persistent_entries,
-                               revolve_exact};
+constexpr DpFamily kRevolve = {"revolve",          false,        revolve_least, revolve_run,
+                               persistent_entries, revolve_exact};
 
 class RotorSolver : public ChainSolver {
  public:
@@ -121,9 +124,10 @@ class RotorSolver : public ChainSolver {
     check_known_params("rotor", options.params, kKnown);
     const std::string persistence = param_string(options.params, "persistence", "strong");
     if (persistence != "strong" && persistence != "weak")
-      throw InputError(fmt::format("rotor: invalid value '{}' for parameter 'persistence' "
-                                   "(expected strong or weak)",
-                                   persistence));
+      throw InputError(
+          fmt::format("rotor: invalid value '{}' for parameter 'persistence' "
+                      "(expected strong or weak)",
+                      persistence));
     const int64_t bins = parse_bins("rotor", options.params);
     return solve_family(persistence == "weak" ? kWeak : kPersistent, bins, chain, options);
   }
@@ -180,15 +184,16 @@ class SequentialSolver : public ChainSolver {
     const int length = chain.length();
     const int64_t fixed = param_int("sequential", options.params, "segments", 0);
     if (fixed < 0 || fixed > length)
-      throw InputError(fmt::format("sequential: invalid value '{}' for parameter 'segments' "
-                                   "(expected 1..{}, the chain length, or 0 for the best of "
-                                   "2..2√L)",
-                                   fixed, length));
+      throw InputError(
+          fmt::format("sequential: invalid value '{}' for parameter 'segments' "
+                      "(expected 1..{}, the chain length, or 0 for the best of "
+                      "2..2√L)",
+                      fixed, length));
     // The paper's experiments: every k from 2 to 2√L, keep the fastest within the budget.
     const int lo = fixed > 0 ? static_cast<int>(fixed) : std::min(2, length);
-    const int hi = fixed > 0 ? static_cast<int>(fixed)
-                             : std::clamp(static_cast<int>(std::floor(2 * std::sqrt(length))), lo,
-                                          length);
+    const int hi =
+        fixed > 0 ? static_cast<int>(fixed)
+                  : std::clamp(static_cast<int>(std::floor(2 * std::sqrt(length))), lo, length);
     ChainPlan best;
     ChainEvaluation best_eval;
     bool best_fits = false;

@@ -68,9 +68,7 @@ class CubeTable {
     first_.assign(static_cast<size_t>(index_.count()), width_);
   }
   double* row(int s, int t, int l) { return values_.data() + index_(s, t, l) * width_; }
-  const double* row(int s, int t, int l) const {
-    return values_.data() + index_(s, t, l) * width_;
-  }
+  const double* row(int s, int t, int l) const { return values_.data() + index_(s, t, l) * width_; }
   int64_t& first(int s, int t, int l) { return first_[static_cast<size_t>(index_(s, t, l))]; }
   int64_t first(int s, int t, int l) const { return first_[static_cast<size_t>(index_(s, t, l))]; }
   int64_t width() const { return width_; }
@@ -100,7 +98,8 @@ void fill_move(const ChainArrays<int32_t>& c, const WeakBounds<int32_t>& b, int 
   const int64_t width = table.width();
   const int64_t shift = static_cast<int64_t>(c.a[s]) - c.a[s - 1];  // sub-problem at m - shift
   const double* sub = table.row(s + 1, t, l);
-  const int64_t lo = std::max<int64_t>({b.first_forward(s, l), table.first(s + 1, t, l) + shift, 0});
+  const int64_t lo =
+      std::max<int64_t>({b.first_forward(s, l), table.first(s + 1, t, l) + shift, 0});
   // m - shift beyond the table (shift < 0) happens only in cells no top-level run reaches; they
   // get the sub-problem's value at the largest m, an upper bound.
   const int64_t direct_end = std::min(width, width + shift);
@@ -175,8 +174,8 @@ struct Rebuilder {
         forward += c.uf[s2 - 1];
         if (m < forward_memory || m < c.a[s2 - 1]) continue;
         for (int t2 = std::max(s2, t + 1); t2 <= l; ++t2) {
-          const double v = forward + table.row(s2, t2, l)[m - c.a[s2 - 1]] +
-                           table.row(s, t, t2 - 1)[m];
+          const double v =
+              forward + table.row(s2, t2, l)[m - c.a[s2 - 1]] + table.row(s, t, t2 - 1)[m];
           if (v < best) {
             best = v;
             choice = Choice::kCheckpoint;
@@ -204,7 +203,8 @@ struct Rebuilder {
         run(best_s2, best_t2, l, m - c.a[best_s2 - 1]);
         run(s, t, best_t2 - 1, m);
         return;
-      case Choice::kNone: return;
+      case Choice::kNone:
+        return;
     }
   }
 };
@@ -264,7 +264,8 @@ MinMemory weak_min_memory(const ChainArrays<int64_t>& c) {
         int64_t best = kNoBytes;
         Choice pick;
         if (s == t) {
-          best = s == l ? b.all(s, s) : std::max(b.all(s, l), need[at(s + 1, s + 1, l)] + c.abar[s]);
+          best =
+              s == l ? b.all(s, s) : std::max(b.all(s, l), need[at(s + 1, s + 1, l)] + c.abar[s]);
           pick.kind = 1;
         }
         if (s < t) {
@@ -277,8 +278,8 @@ MinMemory weak_min_memory(const ChainArrays<int64_t>& c) {
           for (int s2 = s + 1; s2 <= l; ++s2) {
             if (s2 > s + 1) forward_memory = std::max(forward_memory, b.later_forward(s2 - 1, l));
             for (int t2 = std::max(s2, t + 1); t2 <= l; ++t2) {
-              const int64_t v = std::max({forward_memory, need[at(s2, t2, l)] + c.a[s2 - 1],
-                                          need[at(s, t, t2 - 1)]});
+              const int64_t v = std::max(
+                  {forward_memory, need[at(s2, t2, l)] + c.a[s2 - 1], need[at(s, t, t2 - 1)]});
               if (v < best) best = v, pick = {3, s2, t2};
             }
           }
