@@ -75,7 +75,7 @@ void run_chain_info(const std::string& path, bool json) {
   // The weak family's least budget is O(L^5) to compute; skip it on long chains.
   constexpr int kWeakInfoMaxLength = 60;
   const bool weak = chain.length() <= kWeakInfoMaxLength;
-  const int64_t least_weak = weak ? rotor::weak_min_memory(arrays).bytes : -1;
+  const int64_t least_weak = weak ? rotor::weak_min_memory(arrays)->bytes : -1;
   double forward = 0, backward = 0;
   for (const ChainStage& s : chain.stages) forward += s.u_f, backward += s.u_b;
   if (json) {

@@ -271,6 +271,22 @@ TEST(RotorProperties, InfeasibleBudgetNamesTheLeastBudget) {
   EXPECT_LE(run(chain, "rotor", least).eval.peak_bytes, least);
 }
 
+TEST(RotorProperties, TimeLimitReturnsTheLeastBudgetPlan) {
+  // A DP stopped by the time limit still returns a valid plan: the least-budget sequence.
+  const Chain chain = generate_chain({.kind = "resnet", .length = 60, .seed = 2});
+  const int64_t store_all = simulate_chain(chain, store_all_sequence(chain)).peak_bytes;
+  for (const char* persistence : {"strong", "weak"}) {
+    ChainSolveOptions options;
+    options.budget = {store_all / 2};
+    options.time_limit_s = 1e-9;
+    options.params = {{"persistence", persistence}};
+    const ChainSolveResult r = solve_chain(chain, "rotor", options);
+    EXPECT_TRUE(r.eval.valid);
+    EXPECT_EQ(r.plan.stats.counter("timed_out"), 1.0) << persistence;
+    EXPECT_LE(r.eval.peak_bytes, store_all / 2);
+  }
+}
+
 TEST(RotorProperties, Deterministic) {
   const Chain chain = generate_chain({.kind = "resnet", .length = 40, .seed = 5});
   const int64_t budget = simulate_chain(chain, store_all_sequence(chain)).peak_bytes / 3;

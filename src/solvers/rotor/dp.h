@@ -66,7 +66,9 @@ struct MinMemory {
   ChainSequence ops;  // a sequence whose peak is at most `bytes`
 };
 MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily family);
-MinMemory weak_min_memory(const ChainArrays<int64_t>& c);
+// O(L^5); nullopt when `deadline` (optional) expires first.
+std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c,
+                                         const TimeLimit* deadline = nullptr);
 
 // DP table entries (rows x (S + 1)) the weak DP would allocate, to refuse too large a run early.
 int64_t weak_dp_entries(int n, int64_t budget_bins);

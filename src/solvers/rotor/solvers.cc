@@ -34,7 +34,8 @@ int64_t parse_bins(std::string_view solver, const ParamMap& params) {
 struct DpFamily {
   std::string_view name;
   bool proves_infeasible;  // the family holds an optimal sequence for every budget (Lemma 4.4)
-  MinMemory (*min_memory)(const ChainArrays<int64_t>&);
+  // nullopt when the time limit stopped it.
+  std::optional<MinMemory> (*min_memory)(const ChainArrays<int64_t>&, const TimeLimit&);
   DpOutcome (*run)(const Discretisation&, const DpControl&);
   int64_t (*entries)(int n, int64_t budget_bins);
   // bins=exact without a table over m (nullptr: exact uses run() with one-byte bins).
@@ -46,33 +47,40 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
   const int64_t budget = options.budget.bytes;
   const ChainArrays<int64_t> bytes = chain_arrays(chain);
   const bool fronts = bins == 0 && family.exact != nullptr;
-  const Discretisation disc = discretise(bytes, fronts ? 0 : budget, fronts ? 1 : bins);
-  const int64_t entries = fronts ? 0 : family.entries(bytes.n, disc.budget_bins);
-  if (entries > kMaxDpEntries)
-    throw InputError(
-        fmt::format("{}: the DP table would hold {} entries ({} GiB) for L = {} and {} "
-                    "bins; use fewer bins{}",
-                    family.name, entries, entries * 8 >> 30, chain.length(), disc.budget_bins,
-                    bins == 0 ? " than bins=exact" : ""));
+  std::optional<Discretisation> disc;
+  if (!fronts) {
+    disc = discretise(bytes, budget, bins);
+    const int64_t entries = family.entries(bytes.n, disc->budget_bins);
+    if (entries > kMaxDpEntries)
+      throw InputError(
+          fmt::format("{}: the DP table would hold {} entries ({} GiB) for L = {} and {} "
+                      "bins; use fewer bins{}",
+                      family.name, entries, entries * 8 >> 30, chain.length(), disc->budget_bins,
+                      bins == 0 ? " than bins=exact" : ""));
+  }
+  const TimeLimit deadline(options.time_limit_s);
   ChainPlan plan;
-  const MinMemory least = family.min_memory(bytes);
-  const ChainEvaluation least_eval = simulate_chain(chain, least.ops);
-  REMAT_CHECK(least_eval.valid && least_eval.peak_bytes <= least.bytes,
+  std::optional<MinMemory> least = family.min_memory(bytes, deadline);
+  const bool least_timed_out = !least.has_value();
+  if (least_timed_out) least = persistent_min_memory(bytes, PersistentFamily::kRotor);
+  const ChainEvaluation least_eval = simulate_chain(chain, least->ops);
+  REMAT_CHECK(least_eval.valid && least_eval.peak_bytes <= least->bytes,
               fmt::format("{}: least-memory plan invalid or over its bound: {}", family.name,
                           least_eval.error));
   plan.stats.min_feasible_budget = least_eval.peak_bytes;
-  plan.ops = least.ops;
+  plan.ops = least->ops;
+  if (least_timed_out) plan.stats.add_counter("timed_out", 1);
   if (budget < least_eval.peak_bytes) {
-    plan.stats.status =
-        family.proves_infeasible ? SolveStatus::kInfeasible : SolveStatus::kOverBudget;
+    plan.stats.status = family.proves_infeasible && !least_timed_out ? SolveStatus::kInfeasible
+                                                                     : SolveStatus::kOverBudget;
     return plan;
   }
-  const TimeLimit deadline(options.time_limit_s);
+  if (least_timed_out) return plan;
   const DpControl control = {.deadline = &deadline, .on_progress = options.on_progress};
-  const DpOutcome dp = fronts ? family.exact(bytes, budget, control) : family.run(disc, control);
-  if (!fronts) {
-    plan.stats.add_counter("bins", static_cast<double>(disc.budget_bins));
-    plan.stats.add_counter("bin_bytes", static_cast<double>(disc.bin_bytes));
+  const DpOutcome dp = fronts ? family.exact(bytes, budget, control) : family.run(*disc, control);
+  if (disc) {
+    plan.stats.add_counter("bins", static_cast<double>(disc->budget_bins));
+    plan.stats.add_counter("bin_bytes", static_cast<double>(disc->bin_bytes));
   }
   plan.stats.add_counter("dp_rows", static_cast<double>(dp.rows));
   plan.stats.add_counter("dp_relaxed_entries", static_cast<double>(dp.relaxed));
@@ -87,11 +95,14 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
   return plan;
 }
 
-MinMemory persistent_least(const ChainArrays<int64_t>& c) {
-  return persistent_min_memory(c, PersistentFamily::kRotor);
+std::optional<MinMemory> persistent_least(const ChainArrays<int64_t>& c, const TimeLimit&) {
+  return persistent_min_memory(c, PersistentFamily::kRotor);  // O(L^3): no need to stop it
 }
-MinMemory revolve_least(const ChainArrays<int64_t>& c) {
+std::optional<MinMemory> revolve_least(const ChainArrays<int64_t>& c, const TimeLimit&) {
   return persistent_min_memory(c, PersistentFamily::kRevolve);
+}
+std::optional<MinMemory> weak_least(const ChainArrays<int64_t>& c, const TimeLimit& deadline) {
+  return weak_min_memory(c, &deadline);
 }
 DpOutcome persistent_run(const Discretisation& d, const DpControl& control) {
   return persistent_dp(d, PersistentFamily::kRotor, control);
@@ -112,7 +123,7 @@ DpOutcome revolve_exact(const ChainArrays<int64_t>& c, int64_t budget, const DpC
 
 constexpr DpFamily kPersistent = {
     "rotor", false, persistent_least, persistent_run, persistent_entries, persistent_exact};
-constexpr DpFamily kWeak = {"rotor", true, weak_min_memory, weak_dp, weak_dp_entries, nullptr};
+constexpr DpFamily kWeak = {"rotor", true, weak_least, weak_dp, weak_dp_entries, nullptr};
 constexpr DpFamily kRevolve = {"revolve",          false,        revolve_least, revolve_run,
                                persistent_entries, revolve_exact};
 

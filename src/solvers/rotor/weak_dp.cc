@@ -245,7 +245,7 @@ DpOutcome weak_dp(const Discretisation& d, const DpControl& control) {
   return outcome;
 }
 
-MinMemory weak_min_memory(const ChainArrays<int64_t>& c) {
+std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c, const TimeLimit* deadline) {
   // P(s, t, l): the least m with C(s, t, l, m) finite, in bytes, with the same options.
   const int n = c.n;
   const WeakBounds<int64_t> b{c};
@@ -259,6 +259,7 @@ MinMemory weak_min_memory(const ChainArrays<int64_t>& c) {
   auto at = [&](int s, int t, int l) { return static_cast<size_t>(index(s, t, l)); };
   for (int span = 0; span < n; ++span)
     for (int s = 1; s + span <= n; ++s) {
+      if (deadline != nullptr && deadline->expired()) return std::nullopt;
       const int l = s + span;
       for (int t = s; t <= l; ++t) {
         int64_t best = kNoBytes;
