@@ -121,9 +121,14 @@ void fill_checkpoint(const ChainArrays<int32_t>& c, const WeakBounds<int32_t>& b
     for (int t2 = std::max(s2, t + 1); t2 <= l; ++t2) {
       const int64_t lo =
           std::max({forward_memory, table.first(s2, t2, l) + w, table.first(s, t, t2 - 1)});
-      if (lo < width)
-        relax2(out + lo, table.row(s2, t2, l) + lo - w, table.row(s, t, t2 - 1) + lo, forward,
-               width - lo);
+      if (lo >= width) continue;
+      // Rows are non-increasing: the candidate is never below `least`, so it can only improve
+      // the entries before the first one already at or below it.
+      const double* x = table.row(s2, t2, l);
+      const double* y = table.row(s, t, t2 - 1);
+      const double least = forward + x[width - 1] + y[width - 1];
+      const int64_t hi = first_at_most(out, lo, width, least);
+      if (lo < hi) relax2(out + lo, x + lo - w, y + lo, forward, hi - lo);
     }
   }
 }
