@@ -143,6 +143,28 @@ TEST(ChainBaselines, SequentialIsCheckpointSequential) {
             "F1ck F2ck F3ck F4all F5all F6all F7all B7 B6 B5 B4 F3all B3 F2all B2 F1all B1");
 }
 
+TEST(ChainBaselines, SequentialKeepsTheFastestSegmentCountWithinBudget) {
+  const Chain chain = generate_chain({.kind = "resnet", .length = 36, .seed = 7});
+  const int64_t store_all = simulate_chain(chain, store_all_sequence(chain)).peak_bytes;
+  for (int i = 2; i <= 5; ++i) {
+    const int64_t budget = store_all * i / 6;
+    const ChainSolveResult best = run(chain, "sequential", budget);
+    double fastest = -1;
+    for (int k = 2; k <= 12; ++k) {  // 2..floor(2 sqrt(36))
+      const ChainSolveResult r =
+          run(chain, "sequential", budget, {{"segments", std::to_string(k)}});
+      if (r.eval.peak_bytes <= budget && (fastest < 0 || r.eval.makespan < fastest))
+        fastest = r.eval.makespan;
+    }
+    if (fastest < 0) {
+      EXPECT_GT(best.eval.peak_bytes, budget);
+      EXPECT_EQ(best.plan.stats.min_feasible_budget, best.eval.peak_bytes);
+    } else {
+      EXPECT_EQ(best.eval.makespan, fastest) << "budget " << budget;
+    }
+  }
+}
+
 TEST(ChainBaselines, RevolveRunsFallRightBeforeB) {
   const ChainSolveResult r = run(toy_chain(), "revolve", 90 * kMiB);
   EXPECT_LE(r.eval.peak_bytes, 90 * kMiB);
