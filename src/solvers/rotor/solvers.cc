@@ -127,20 +127,29 @@ constexpr DpFamily kWeak = {"rotor", true, weak_least, weak_dp, weak_dp_entries,
 constexpr DpFamily kRevolve = {"revolve",          false,        revolve_least, revolve_run,
                                persistent_entries, revolve_exact};
 
+struct RotorParams {
+  bool weak = false;   // persistence=weak: Algorithm 1 (Theorem 4.7); strong: Algorithm 3
+  int64_t bins = 500;  // S of §5.2; 0 for bins=exact
+};
+
+RotorParams parse_rotor_params(const ParamMap& params) {
+  static constexpr std::string_view kKnown[] = {"persistence", "bins"};
+  check_known_params("rotor", params, kKnown);
+  const std::string persistence = param_string(params, "persistence", "strong");
+  if (persistence != "strong" && persistence != "weak")
+    throw InputError(
+        fmt::format("rotor: invalid value '{}' for parameter 'persistence' "
+                    "(expected strong or weak)",
+                    persistence));
+  return {.weak = persistence == "weak", .bins = parse_bins("rotor", params)};
+}
+
 class RotorSolver : public ChainSolver {
  public:
   std::string_view name() const override { return "rotor"; }
   ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
-    static constexpr std::string_view kKnown[] = {"persistence", "bins"};
-    check_known_params("rotor", options.params, kKnown);
-    const std::string persistence = param_string(options.params, "persistence", "strong");
-    if (persistence != "strong" && persistence != "weak")
-      throw InputError(
-          fmt::format("rotor: invalid value '{}' for parameter 'persistence' "
-                      "(expected strong or weak)",
-                      persistence));
-    const int64_t bins = parse_bins("rotor", options.params);
-    return solve_family(persistence == "weak" ? kWeak : kPersistent, bins, chain, options);
+    const RotorParams p = parse_rotor_params(options.params);
+    return solve_family(p.weak ? kWeak : kPersistent, p.bins, chain, options);
   }
 };
 
