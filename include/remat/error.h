@@ -20,7 +20,7 @@ class InputError : public std::invalid_argument {
 
 }  // namespace remat
 
-#define REMAT_CHECK(condition, message)                                          \
-  do {                                                                           \
+#define REMAT_CHECK(condition, message)                                               \
+  do {                                                                                \
     if (!(condition)) ::remat::check_failed(#condition, __FILE__, __LINE__, message); \
   } while (false)

@@ -28,4 +28,25 @@ struct RandomLayeredParams {
 };
 Graph generate_random_layered(const RandomLayeredParams& params);
 
+// A joint forward+backward training graph, phases labelled, for the solvers that need phases
+// (min-cut). The forward is a random chain of layer patterns over activations of `rows` x width
+// elements, with residual adds and products reaching back to earlier activations: linear (matmul,
+// `compute`), layer norm (`compute`), pointwise activations, cos (whose derivative helper sin(x)
+// reads only forward values), rms-style norm (a shrinking `reduction` then a pointwise scale),
+// softmax, dropout (`random` rand_like, not recomputable, then a boolean mask), views (aliases)
+// and dtype casts; then loss = mean(last activation). The backward, in reverse order, has for each
+// forward node the gradient nodes that read the gradient of its outputs and the forward values its
+// derivative needs, and an `add` wherever two gradients of one value meet. Graph inputs: the data,
+// the parameters and the gradient seed `grad_loss` (read only by the backward); outputs: the loss
+// and the parameter gradients. Costs are FLOPs; sizes are bytes (float32, float16 after a cast,
+// one byte per mask element). The node count is num_nodes minus at most 8 (whole patterns only).
+struct JointParams {
+  int32_t num_nodes = 200;
+  uint64_t seed = 1;
+  int32_t rows = 2048;     // rows of every activation (batch x sequence)
+  int32_t min_width = 64;  // features of an activation: a power of two in [min, max]
+  int32_t max_width = 1024;
+};
+Graph generate_joint(const JointParams& params);
+
 }  // namespace remat

@@ -38,7 +38,7 @@ struct Value {
 
 struct Node {
   std::string name;
-  double cost = 0;         // any unit: FLOPs, microseconds
+  double cost = 0;  // any unit: FLOPs, microseconds
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   std::string op;

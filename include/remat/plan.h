@@ -28,15 +28,17 @@ struct SolveStats {
   SolveStatus status = SolveStatus::kFeasible;
   double wall_time_s = 0;
   int64_t iterations = 0;
-  std::optional<double> cost_lower_bound;         // proven, when the solver has one
-  std::optional<int64_t> min_feasible_budget;     // smallest budget the solver can meet, if known
+  std::optional<double> cost_lower_bound;      // proven, when the solver has one
+  std::optional<int64_t> min_feasible_budget;  // smallest budget the solver can meet, if known
   std::vector<std::pair<std::string, double>> counters;  // "accepted_moves", "dp_cells", ...
   // Numeric series, e.g. best objective over time for a convergence plot.
   std::vector<std::pair<std::string, std::vector<double>>> series;
   // Named lists of names, e.g. the values a min-cut plan saves.
   std::vector<std::pair<std::string, std::vector<std::string>>> lists;
 
-  void add_counter(std::string name, double value) { counters.emplace_back(std::move(name), value); }
+  void add_counter(std::string name, double value) {
+    counters.emplace_back(std::move(name), value);
+  }
   std::optional<double> counter(std::string_view name) const;
 };
 

@@ -18,10 +18,10 @@ namespace remat {
 
 struct Evaluation {
   bool valid = false;
-  std::string error;         // empty when valid; names the offending step
-  int32_t error_step = -1;   // 0-based step of the first violation, -1 if none or at the end
+  std::string error;        // empty when valid; names the offending step
+  int32_t error_step = -1;  // 0-based step of the first violation, -1 if none or at the end
   int64_t peak_bytes = 0;
-  int32_t peak_step = -1;    // first step reaching the peak
+  int32_t peak_step = -1;  // first step reaching the peak
   double cost = 0;
   std::vector<int64_t> timeline;  // mem(t) for every step; empty unless asked for
 };

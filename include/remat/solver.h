@@ -4,7 +4,8 @@
 // sets the status from the simulator's peak, never from the solver's own estimate.
 //   SolveOptions options;  options.budget = parse_budget("50%", baseline(g).peak_bytes);
 //   SolveResult r = solve(g, "fastsa", options);
-//   fmt::print("{} peak {} cost {}\n", to_string(r.plan.stats.status), r.eval.peak_bytes, r.eval.cost);
+//   fmt::print("{} peak {} cost {}\n", to_string(r.plan.stats.status), r.eval.peak_bytes,
+//   r.eval.cost);
 #pragma once
 
 #include <chrono>
@@ -33,10 +34,10 @@ Budget parse_budget(std::string_view text, int64_t baseline_peak_bytes);
 std::string format_bytes(int64_t bytes);
 
 struct Progress {
-  std::string_view stage;       // "stage 1", "dp", ...
-  double fraction = -1;         // 0..1 when known, -1 otherwise
+  std::string_view stage;  // "stage 1", "dp", ...
+  double fraction = -1;    // 0..1 when known, -1 otherwise
   int64_t iterations = 0;
-  double best_objective = -1;   // solver-specific; -1 when none yet
+  double best_objective = -1;  // solver-specific; -1 when none yet
 };
 
 using ParamMap = std::map<std::string, std::string>;

@@ -19,6 +19,7 @@ void register_simulate(CLI::App& app);
 void register_compare(CLI::App& app);
 void register_convert(CLI::App& app);
 void register_gen(CLI::App& app);
+void register_sweep(CLI::App& app);
 
 // Options every solving subcommand shares.
 struct SolverArgs {

@@ -33,7 +33,8 @@ void run_compare(const CompareArgs& args) {
   const Baseline base = baseline(g);
   for (const std::string& name : args.solvers) (void)make_solver(name);  // fail before solving
   std::vector<Budget> budgets;
-  for (const std::string& text : args.budgets) budgets.push_back(parse_budget(text, base.peak_bytes));
+  for (const std::string& text : args.budgets)
+    budgets.push_back(parse_budget(text, base.peak_bytes));
   const ParamMap params = parse_params(args.solver_args.params);
 
   std::vector<Row> rows;
@@ -48,32 +49,39 @@ void run_compare(const CompareArgs& args) {
   if (args.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const Row& r : rows)
-      out.push_back({{"solver", r.solver},
-                     {"budget", r.budget_text},
-                     {"budget_bytes", r.budget.bytes},
-                     {"status", to_string(r.result.plan.stats.status)},
-                     {"feasible", r.result.eval.peak_bytes <= r.budget.bytes &&
-                                      r.result.plan.stats.status != SolveStatus::kInfeasible},
-                     {"peak_bytes", r.result.eval.peak_bytes},
-                     {"peak_percent_of_baseline", percent(static_cast<double>(r.result.eval.peak_bytes), static_cast<double>(base.peak_bytes))},
-                     {"cost", r.result.eval.cost},
-                     {"cost_increase_percent", percent(r.result.eval.cost - base.cost, base.cost)},
-                     {"solve_time_s", r.result.plan.stats.wall_time_s}});
+      out.push_back(
+          {{"solver", r.solver},
+           {"budget", r.budget_text},
+           {"budget_bytes", r.budget.bytes},
+           {"status", to_string(r.result.plan.stats.status)},
+           {"feasible", r.result.eval.peak_bytes <= r.budget.bytes &&
+                            r.result.plan.stats.status != SolveStatus::kInfeasible},
+           {"peak_bytes", r.result.eval.peak_bytes},
+           {"peak_percent_of_baseline", percent(static_cast<double>(r.result.eval.peak_bytes),
+                                                static_cast<double>(base.peak_bytes))},
+           {"cost", r.result.eval.cost},
+           {"cost_increase_percent", percent(r.result.eval.cost - base.cost, base.cost)},
+           {"solve_time_s", r.result.plan.stats.wall_time_s}});
     emit(out.dump(2) + "\n", "");
     return;
   }
   Table table({"solver", "budget", "budget bytes", "status", "peak %", "CI %", "time s"});
   for (const Row& r : rows) {
     const bool infeasible = r.result.plan.stats.status == SolveStatus::kInfeasible;
-    table.add({r.solver, r.budget_text, std::to_string(r.budget.bytes),
-               std::string(to_string(r.result.plan.stats.status)),
-               infeasible ? "-" : fmt::format("{:.1f}", percent(static_cast<double>(r.result.eval.peak_bytes), static_cast<double>(base.peak_bytes))),
-               infeasible ? "-" : fmt::format("{:.2f}", percent(r.result.eval.cost - base.cost, base.cost)),
-               fmt::format("{:.3f}", r.result.plan.stats.wall_time_s)});
+    table.add(
+        {r.solver, r.budget_text, std::to_string(r.budget.bytes),
+         std::string(to_string(r.result.plan.stats.status)),
+         infeasible ? "-"
+                    : fmt::format("{:.1f}", percent(static_cast<double>(r.result.eval.peak_bytes),
+                                                    static_cast<double>(base.peak_bytes))),
+         infeasible ? "-"
+                    : fmt::format("{:.2f}", percent(r.result.eval.cost - base.cost, base.cost)),
+         fmt::format("{:.3f}", r.result.plan.stats.wall_time_s)});
   }
-  std::string out = fmt::format("graph {}: baseline peak {} bytes, cost {:.10g}, memory lower bound {:.1f}%\n\n",
-                                g.name().empty() ? args.path : g.name(), base.peak_bytes, base.cost,
-                                percent(static_cast<double>(memory_lower_bound(g)), static_cast<double>(base.peak_bytes)));
+  std::string out = fmt::format(
+      "graph {}: baseline peak {} bytes, cost {:.10g}, memory lower bound {:.1f}%\n\n",
+      g.name().empty() ? args.path : g.name(), base.peak_bytes, base.cost,
+      percent(static_cast<double>(memory_lower_bound(g)), static_cast<double>(base.peak_bytes)));
   emit(out + table.str(), "");
 }
 

@@ -15,19 +15,52 @@ struct RandomLayeredArgs {
 void register_random_layered(CLI::App& gen) {
   auto args = std::make_shared<RandomLayeredArgs>();
   RandomLayeredParams& p = args->params;
-  CLI::App* cmd = gen.add_subcommand("random-layered", "layered random DAG in the style of the MOCCASIN data set");
+  CLI::App* cmd = gen.add_subcommand("random-layered",
+                                     "layered random DAG in the style of the MOCCASIN data set");
   cmd->add_option("--nodes,-n", p.num_nodes, "number of nodes")->default_val(p.num_nodes);
   cmd->add_option("--seed", p.seed, "random seed")->default_val(p.seed);
-  cmd->add_option("--width", p.width, "mean layer width = width * 2 * sqrt(nodes)")->default_val(p.width);
-  cmd->add_option("--edge-density", p.edge_density, "probability of an edge from each node of the previous layer")->default_val(p.edge_density);
-  cmd->add_option("--skip-density", p.skip_density, "probability mass of skip edges from earlier layers")->default_val(p.skip_density);
-  cmd->add_option("--skip-window", p.skip_window, "how many layers back a skip edge may reach")->default_val(p.skip_window);
-  cmd->add_option("--min-size", p.min_size, "smallest value size in bytes")->default_val(p.min_size);
+  cmd->add_option("--width", p.width, "mean layer width = width * 2 * sqrt(nodes)")
+      ->default_val(p.width);
+  cmd->add_option("--edge-density", p.edge_density,
+                  "probability of an edge from each node of the previous layer")
+      ->default_val(p.edge_density);
+  cmd->add_option("--skip-density", p.skip_density,
+                  "probability mass of skip edges from earlier layers")
+      ->default_val(p.skip_density);
+  cmd->add_option("--skip-window", p.skip_window, "how many layers back a skip edge may reach")
+      ->default_val(p.skip_window);
+  cmd->add_option("--min-size", p.min_size, "smallest value size in bytes")
+      ->default_val(p.min_size);
   cmd->add_option("--max-size", p.max_size, "largest value size in bytes")->default_val(p.max_size);
   cmd->add_option("--min-cost", p.min_cost, "smallest node cost")->default_val(p.min_cost);
   cmd->add_option("--max-cost", p.max_cost, "largest node cost")->default_val(p.max_cost);
   cmd->add_option("--output,-o", args->output, "output file (default: stdout)");
-  cmd->callback([args] { emit(graph_to_json(generate_random_layered(args->params)), args->output); });
+  cmd->callback(
+      [args] { emit(graph_to_json(generate_random_layered(args->params)), args->output); });
+}
+
+struct JointArgs {
+  JointParams params;
+  std::string output;
+};
+
+void register_joint(CLI::App& gen) {
+  auto args = std::make_shared<JointArgs>();
+  JointParams& p = args->params;
+  CLI::App* cmd =
+      gen.add_subcommand("joint", "joint forward+backward training graph with phases and op kinds");
+  cmd->add_option("--nodes,-n", p.num_nodes,
+                  "number of nodes (forward and backward; whole patterns, so up to 8 fewer)")
+      ->default_val(p.num_nodes);
+  cmd->add_option("--seed", p.seed, "random seed")->default_val(p.seed);
+  cmd->add_option("--rows", p.rows, "rows of every activation (batch x sequence)")
+      ->default_val(p.rows);
+  cmd->add_option("--min-width", p.min_width, "smallest activation width (features)")
+      ->default_val(p.min_width);
+  cmd->add_option("--max-width", p.max_width, "largest activation width (features)")
+      ->default_val(p.max_width);
+  cmd->add_option("--output,-o", args->output, "output file (default: stdout)");
+  cmd->callback([args] { emit(graph_to_json(generate_joint(args->params)), args->output); });
 }
 
 }  // namespace
@@ -36,6 +69,7 @@ void register_gen(CLI::App& app) {
   CLI::App* gen = app.add_subcommand("gen", "generate synthetic graphs for tests and benchmarks");
   gen->require_subcommand(1);
   register_random_layered(*gen);
+  register_joint(*gen);
   register_gen_chain(*gen);
 }
 

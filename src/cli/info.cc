@@ -55,10 +55,12 @@ void run_info(const InfoArgs& args) {
   std::string out = fmt::format("graph            {}\n", g.name().empty() ? args.path : g.name());
   out += fmt::format("nodes            {} ({} forward, {} backward, {} not recomputable)\n",
                      g.num_nodes(), forward, backward, fixed);
-  out += fmt::format("values           {} ({} graph inputs, {}; {} graph outputs)\n", g.num_values(),
-                     g.graph_inputs().size(), format_bytes(input_bytes), g.graph_outputs().size());
+  out +=
+      fmt::format("values           {} ({} graph inputs, {}; {} graph outputs)\n", g.num_values(),
+                  g.graph_inputs().size(), format_bytes(input_bytes), g.graph_outputs().size());
   out += fmt::format("edges            {}\n", g.total_input_count());
-  out += fmt::format("baseline peak    {} bytes ({})\n", base.peak_bytes, format_bytes(base.peak_bytes));
+  out += fmt::format("baseline peak    {} bytes ({})\n", base.peak_bytes,
+                     format_bytes(base.peak_bytes));
   out += fmt::format("baseline cost    {:.10g}\n", base.cost);
   out += fmt::format("memory lower bd  {} bytes ({:.1f}% of baseline)\n", mem_lb,
                      percent(static_cast<double>(mem_lb), static_cast<double>(base.peak_bytes)));
@@ -72,7 +74,9 @@ void run_info(const InfoArgs& args) {
 void register_info(CLI::App& app) {
   auto args = std::make_shared<InfoArgs>();
   CLI::App* cmd = app.add_subcommand("info", "counts, baseline peak and cost, lower bounds");
-  cmd->add_option("GRAPH", args->path, "graph or chain file (remat-graph, NetworkX or remat-chain JSON)")->required();
+  cmd->add_option("GRAPH", args->path,
+                  "graph or chain file (remat-graph, NetworkX or remat-chain JSON)")
+      ->required();
   cmd->add_flag("--json", args->json, "print JSON");
   cmd->callback([args] { run_info(*args); });
 }

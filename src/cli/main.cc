@@ -20,6 +20,7 @@ int run_command(int argc, char** argv) {
   remat::cli::register_compare(app);
   remat::cli::register_convert(app);
   remat::cli::register_gen(app);
+  remat::cli::register_sweep(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -26,13 +26,18 @@ void run_simulate(const SimulateArgs& args) {
   const Evaluation e = simulate(g, plan.sequence, {.timeline = args.timeline});
   if (!e.valid) throw InputError(fmt::format("{}: invalid plan: {}", args.plan_path, e.error));
   const Baseline base = baseline(g);
-  const double peak_pct = percent(static_cast<double>(e.peak_bytes), static_cast<double>(base.peak_bytes));
+  const double peak_pct =
+      percent(static_cast<double>(e.peak_bytes), static_cast<double>(base.peak_bytes));
   const double ci = percent(e.cost - base.cost, base.cost);
   if (args.json) {
-    nlohmann::json doc = {{"valid", true},          {"peak_bytes", e.peak_bytes},
-                          {"peak_step", e.peak_step}, {"cost", e.cost},
-                          {"steps", plan.sequence.size()}, {"baseline_peak_bytes", base.peak_bytes},
-                          {"baseline_cost", base.cost}, {"peak_percent_of_baseline", peak_pct},
+    nlohmann::json doc = {{"valid", true},
+                          {"peak_bytes", e.peak_bytes},
+                          {"peak_step", e.peak_step},
+                          {"cost", e.cost},
+                          {"steps", plan.sequence.size()},
+                          {"baseline_peak_bytes", base.peak_bytes},
+                          {"baseline_cost", base.cost},
+                          {"peak_percent_of_baseline", peak_pct},
                           {"cost_increase_percent", ci}};
     if (args.timeline) doc["timeline"] = e.timeline;
     emit(doc.dump(2) + "\n", "");
@@ -41,7 +46,8 @@ void run_simulate(const SimulateArgs& args) {
   std::string out = "valid     yes\n";
   out += fmt::format("steps     {}\n", plan.sequence.size());
   out += fmt::format("peak      {} bytes ({:.1f}% of baseline) at step {} ({})\n", e.peak_bytes,
-                     peak_pct, e.peak_step, g.node(plan.sequence[static_cast<size_t>(e.peak_step)]).name);
+                     peak_pct, e.peak_step,
+                     g.node(plan.sequence[static_cast<size_t>(e.peak_step)]).name);
   out += fmt::format("cost      {:.10g} (CI {:+.2f}%)\n", e.cost, ci);
   if (args.timeline) {
     out += "\nstep  node  memory_bytes\n";
@@ -55,7 +61,8 @@ void run_simulate(const SimulateArgs& args) {
 
 void register_simulate(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
-  CLI::App* cmd = app.add_subcommand("simulate", "validity, peak, cost and memory over time of a plan");
+  CLI::App* cmd =
+      app.add_subcommand("simulate", "validity, peak, cost and memory over time of a plan");
   cmd->add_option("GRAPH", args->graph_path, "graph file")->required();
   cmd->add_option("PLAN", args->plan_path, "plan file (from remat solve -o)")->required();
   cmd->add_flag("--timeline", args->timeline, "print memory at every step");

@@ -21,11 +21,13 @@ struct SolveArgs {
 std::string summary(const Graph& g, const SolveResult& r, Budget budget) {
   const Baseline base = baseline(g);
   const auto steps = static_cast<int64_t>(r.plan.sequence.size());
-  const auto peak_pct = percent(static_cast<double>(r.eval.peak_bytes), static_cast<double>(base.peak_bytes));
+  const auto peak_pct =
+      percent(static_cast<double>(r.eval.peak_bytes), static_cast<double>(base.peak_bytes));
   std::string out = fmt::format("solver    {}\n", r.plan.solver);
   out += fmt::format("status    {}\n", to_string(r.plan.stats.status));
-  out += fmt::format("budget    {} bytes ({:.1f}% of baseline)\n", budget.bytes,
-                     percent(static_cast<double>(budget.bytes), static_cast<double>(base.peak_bytes)));
+  out +=
+      fmt::format("budget    {} bytes ({:.1f}% of baseline)\n", budget.bytes,
+                  percent(static_cast<double>(budget.bytes), static_cast<double>(base.peak_bytes)));
   out += fmt::format("peak      {} bytes ({:.1f}% of baseline)\n", r.eval.peak_bytes, peak_pct);
   out += fmt::format("cost      {:.10g} (CI {:+.2f}%)\n", r.eval.cost,
                      percent(r.eval.cost - base.cost, base.cost));
@@ -58,11 +60,13 @@ void run_solve(const SolveArgs& args) {
 void register_solve(CLI::App& app) {
   auto args = std::make_shared<SolveArgs>();
   CLI::App* cmd = app.add_subcommand("solve", "find a plan within a memory budget");
-  cmd->add_option("GRAPH", args->path, "graph or chain file (remat-graph, NetworkX or remat-chain JSON)")->required();
-  cmd->add_option("--budget,-b", args->budget, "memory budget: '50%' of the baseline peak, or bytes ('90MB', '1GiB', '123456')")
+  cmd->add_option("GRAPH", args->path,
+                  "graph or chain file (remat-graph, NetworkX or remat-chain JSON)")
+      ->required();
+  cmd->add_option("--budget,-b", args->budget,
+                  "memory budget: '50%' of the baseline peak, or bytes ('90MB', '1GiB', '123456')")
       ->default_val("100%");
-  cmd->add_option("--solver,-s", args->solver, "solver name (listed below)")
-      ->default_val("none");
+  cmd->add_option("--solver,-s", args->solver, "solver name (listed below)")->default_val("none");
   cmd->add_option("--output,-o", args->output, "write the plan JSON here");
   cmd->add_flag("--json", args->json, "print the plan JSON instead of a summary");
   add_solver_options(*cmd, args->solver_args);

@@ -15,9 +15,10 @@ struct Unit {
   double bytes;
 };
 // Longest suffixes first so "MiB" is not read as "B".
-constexpr Unit kUnits[] = {{"KiB", 1024.0},       {"MiB", 1048576.0}, {"GiB", 1073741824.0},
-                           {"TiB", 1099511627776.0}, {"KB", 1e3},      {"MB", 1e6},
-                           {"GB", 1e9},          {"TB", 1e12},       {"B", 1.0}};
+constexpr Unit kUnits[] = {
+    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+    {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
+    {"B", 1.0}};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -48,7 +49,8 @@ Budget parse_budget(std::string_view text, int64_t baseline_peak_bytes) {
   const std::string_view t = trim(text);
   if (!t.empty() && t.back() == '%') {
     const double pct = parse_number(t.substr(0, t.size() - 1), text);
-    return {static_cast<int64_t>(std::floor(pct / 100.0 * static_cast<double>(baseline_peak_bytes)))};
+    return {
+        static_cast<int64_t>(std::floor(pct / 100.0 * static_cast<double>(baseline_peak_bytes)))};
   }
   for (const Unit& unit : kUnits)
     if (t.size() > unit.suffix.size() && t.ends_with(unit.suffix))

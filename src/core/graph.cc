@@ -54,9 +54,10 @@ void check_values(const GraphSpec& spec, std::string_view source) {
     if (root == v)
       throw InputError(fmt::format("{}: {} is an alias of itself", source, value_label(spec, v)));
     if (value.size_bytes != 0)
-      throw InputError(fmt::format("{}: {} is an alias but has size {} (aliases share their "
-                                   "root's storage and must have size 0)",
-                                   source, value_label(spec, v), value.size_bytes));
+      throw InputError(
+          fmt::format("{}: {} is an alias but has size {} (aliases share their "
+                      "root's storage and must have size 0)",
+                      source, value_label(spec, v), value.size_bytes));
   }
 }
 
@@ -76,8 +77,8 @@ void check_nodes(const GraphSpec& spec, std::string_view source) {
       throw InputError(fmt::format("{}: {} has invalid cost {} (must be finite and >= 0)", source,
                                    node_label(spec, n), node.cost));
     if (node.temp_bytes < 0)
-      throw InputError(fmt::format("{}: {} has negative temp {}", source, node_label(spec, n),
-                                   node.temp_bytes));
+      throw InputError(
+          fmt::format("{}: {} has negative temp {}", source, node_label(spec, n), node.temp_bytes));
     check_value_refs(spec, n, node.inputs, "input", source);
     check_value_refs(spec, n, node.outputs, "output", source);
   }
@@ -107,8 +108,8 @@ ValueId alias_root(const GraphSpec& spec, ValueId v, std::string_view source) {
   for (size_t hops = 0; spec.values[static_cast<size_t>(root.value())].alias_of != kNoValue;
        ++hops) {
     if (hops > spec.values.size())
-      throw InputError(
-          fmt::format("{}: {} is part of a cycle of aliases", source, value_label(spec, v.value())));
+      throw InputError(fmt::format("{}: {} is part of a cycle of aliases", source,
+                                   value_label(spec, v.value())));
     root = spec.values[static_cast<size_t>(root.value())].alias_of;
   }
   return root;
@@ -121,10 +122,12 @@ void rewrite_aliases(GraphSpec& spec, std::string_view source) {
   for (size_t v = 0; v < spec.values.size(); ++v)
     root[v] = alias_root(spec, ValueId{static_cast<int32_t>(v)}, source);
   for (size_t v = 0; v < spec.values.size(); ++v)
-    if (spec.values[v].is_output) spec.values[static_cast<size_t>(root[v].value())].is_output = true;
+    if (spec.values[v].is_output)
+      spec.values[static_cast<size_t>(root[v].value())].is_output = true;
   for (Node& node : spec.nodes) {
     const size_t original = node.inputs.size();
-    for (size_t i = 0; i < original; ++i) node.inputs.push_back(root[static_cast<size_t>(node.inputs[i].value())]);
+    for (size_t i = 0; i < original; ++i)
+      node.inputs.push_back(root[static_cast<size_t>(node.inputs[i].value())]);
   }
 }
 
@@ -189,8 +192,7 @@ std::string find_cycle(const GraphSpec& spec, const std::vector<int32_t>& produc
 void check_topological_order(const GraphSpec& spec, const std::vector<int32_t>& producer,
                              std::string_view source) {
   const std::string cycle = find_cycle(spec, producer);
-  if (!cycle.empty())
-    throw InputError(fmt::format("{}: the graph has a cycle: {}", source, cycle));
+  if (!cycle.empty()) throw InputError(fmt::format("{}: the graph has a cycle: {}", source, cycle));
   for (int32_t n = 0; n < static_cast<int32_t>(spec.nodes.size()); ++n)
     for (ValueId v : spec.nodes[static_cast<size_t>(n)].inputs) {
       const int32_t p = producer[static_cast<size_t>(v.value())];
@@ -253,7 +255,8 @@ void Graph::index() {
   user_ids_.assign(static_cast<size_t>(total_inputs_), kNoNode);
   std::vector<int32_t> fill(user_begin_.begin(), user_begin_.end() - 1);
   for (int32_t n = 0; n < num_nodes(); ++n)
-    for (ValueId v : nodes_[NodeId{n}].inputs) user_ids_[static_cast<size_t>(fill[v.value()]++)] = NodeId{n};
+    for (ValueId v : nodes_[NodeId{n}].inputs)
+      user_ids_[static_cast<size_t>(fill[v.value()]++)] = NodeId{n};
   graph_inputs_.clear();
   graph_outputs_.clear();
   for (int32_t v = 0; v < num_values; ++v) {
@@ -262,7 +265,8 @@ void Graph::index() {
     if (values_[id].is_output) graph_outputs_.push_back(id);
     value_by_name_.emplace(values_[id].name, id);
   }
-  for (int32_t n = 0; n < num_nodes(); ++n) node_by_name_.emplace(nodes_[NodeId{n}].name, NodeId{n});
+  for (int32_t n = 0; n < num_nodes(); ++n)
+    node_by_name_.emplace(nodes_[NodeId{n}].name, NodeId{n});
 }
 
 std::span<const NodeId> Graph::users(ValueId v) const {

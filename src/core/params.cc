@@ -16,9 +16,8 @@ const std::string* find_param(const ParamMap& params, std::string_view key) {
 
 [[noreturn]] void bad_param(std::string_view solver, std::string_view key, const std::string& text,
                             std::string_view expected) {
-  throw InputError(
-      fmt::format("{}: invalid value '{}' for parameter '{}' (expected {})", solver, text, key,
-                  expected));
+  throw InputError(fmt::format("{}: invalid value '{}' for parameter '{}' (expected {})", solver,
+                               text, key, expected));
 }
 
 }  // namespace
@@ -29,8 +28,9 @@ void check_known_params(std::string_view solver, const ParamMap& params,
     bool found = false;
     for (std::string_view k : known) found = found || k == key;
     if (!found)
-      throw InputError(fmt::format("{}: unknown parameter '{}' (known: {})", solver, key,
-                                   known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
+      throw InputError(fmt::format(
+          "{}: unknown parameter '{}' (known: {})", solver, key,
+          known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
   }
 }
 

@@ -11,8 +11,10 @@ namespace remat {
 namespace {
 
 void check_params(const RandomLayeredParams& p) {
-  if (p.num_nodes < 1) throw InputError(fmt::format("random-layered: --nodes must be >= 1 (got {})", p.num_nodes));
-  if (!(p.width > 0)) throw InputError(fmt::format("random-layered: --width must be > 0 (got {})", p.width));
+  if (p.num_nodes < 1)
+    throw InputError(fmt::format("random-layered: --nodes must be >= 1 (got {})", p.num_nodes));
+  if (!(p.width > 0))
+    throw InputError(fmt::format("random-layered: --width must be > 0 (got {})", p.width));
   for (double d : {p.edge_density, p.skip_density})
     if (!(d >= 0 && d <= 1))
       throw InputError(fmt::format("random-layered: densities must be in [0, 1] (got {})", d));
@@ -32,7 +34,8 @@ std::vector<int32_t> layer_widths(const RandomLayeredParams& p, Rng& rng) {
   int32_t placed = 1;
   while (placed < p.num_nodes) {
     const auto hi = static_cast<int64_t>(std::max(1.0, std::round(mean * 1.5)));
-    const auto w = static_cast<int32_t>(std::min<int64_t>(rng.between(1, hi), p.num_nodes - placed));
+    const auto w =
+        static_cast<int32_t>(std::min<int64_t>(rng.between(1, hi), p.num_nodes - placed));
     widths.push_back(w);
     placed += w;
   }
@@ -62,15 +65,20 @@ Graph generate_random_layered(const RandomLayeredParams& p) {
         for (int32_t u = prev_begin; u < prev_end; ++u)
           if (rng.uniform() < p.edge_density) node.inputs.push_back(ValueId{u});
         if (node.inputs.empty())
-          node.inputs.push_back(ValueId{prev_begin + static_cast<int32_t>(rng.below(static_cast<uint64_t>(prev_end - prev_begin)))});
-        const size_t oldest = layer >= static_cast<size_t>(p.skip_window) + 1 ? layer - static_cast<size_t>(p.skip_window) - 1 : 0;
+          node.inputs.push_back(ValueId{
+              prev_begin +
+              static_cast<int32_t>(rng.below(static_cast<uint64_t>(prev_end - prev_begin)))});
+        const size_t oldest = layer >= static_cast<size_t>(p.skip_window) + 1
+                                  ? layer - static_cast<size_t>(p.skip_window) - 1
+                                  : 0;
         for (int32_t u = layer_start[oldest]; u < prev_begin; ++u)
           if (rng.uniform() < p.skip_density / std::max(1, p.skip_window))
             node.inputs.push_back(ValueId{u});
       }
       for (ValueId v : node.inputs) has_user[static_cast<size_t>(v.value())] = true;
       spec.nodes.push_back(std::move(node));
-      spec.values.push_back(Value{.name = std::to_string(n), .size_bytes = rng.between(p.min_size, p.max_size)});
+      spec.values.push_back(
+          Value{.name = std::to_string(n), .size_bytes = rng.between(p.min_size, p.max_size)});
     }
   }
   for (int32_t n = 0; n < p.num_nodes; ++n)

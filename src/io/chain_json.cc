@@ -41,12 +41,14 @@ Chain parse_chain_json(std::string_view json_text, std::string_view source) {
   io::check_format(doc, "remat-chain", 1, source);
   Chain chain;
   chain.name = io::get_string_or(doc, "name", "", source, "the document");
-  chain.input = read_sizes(io::require_field(doc, "input", source, "the document"), source, "input");
+  chain.input =
+      read_sizes(io::require_field(doc, "input", source, "the document"), source, "input");
   const json& stages = io::require_array(doc, "stages", source, "the document");
   if (stages.size() < 2)
-    throw InputError(fmt::format("{}: a chain needs at least one stage and the loss stage (got {} "
-                                 "stages)",
-                                 source, stages.size()));
+    throw InputError(
+        fmt::format("{}: a chain needs at least one stage and the loss stage (got {} "
+                    "stages)",
+                    source, stages.size()));
   for (size_t i = 0; i < stages.size(); ++i) {
     const std::string where = fmt::format("stage {}", i + 1);
     const json& item = io::require_object(stages[i], source, where);
@@ -73,8 +75,11 @@ std::string chain_to_json(const Chain& chain) {
     item["o_b"] = s.o_b;
     stages.push_back(std::move(item));
   }
-  const json doc = {{"format", "remat-chain"}, {"version", 1}, {"name", chain.name},
-                    {"input", sizes_json(chain.input)}, {"stages", std::move(stages)}};
+  const json doc = {{"format", "remat-chain"},
+                    {"version", 1},
+                    {"name", chain.name},
+                    {"input", sizes_json(chain.input)},
+                    {"stages", std::move(stages)}};
   return doc.dump(1) + "\n";
 }
 

@@ -51,21 +51,24 @@ void write_text_file_atomic(const std::string& path, std::string_view text) {
 
 FileKind detect_file_kind(std::string_view json_text, std::string_view source) {
   const io::json doc = io::parse_json(json_text, source);
-  if (!doc.is_object()) throw InputError(fmt::format("{}: the document must be a JSON object", source));
+  if (!doc.is_object())
+    throw InputError(fmt::format("{}: the document must be a JSON object", source));
   if (doc.contains("format") && doc["format"].is_string()) {
     const std::string format = doc["format"].get<std::string>();
     if (format == "remat-graph") return FileKind::kGraph;
     if (format == "remat-chain") return FileKind::kChain;
     if (format == "remat-plan") return FileKind::kPlan;
-    throw InputError(fmt::format("{}: unknown format '{}' (known: remat-graph, remat-chain, "
-                                 "remat-plan, NetworkX node-link JSON)",
-                                 source, format));
+    throw InputError(
+        fmt::format("{}: unknown format '{}' (known: remat-graph, remat-chain, "
+                    "remat-plan, NetworkX node-link JSON)",
+                    source, format));
   }
   if (doc.contains("nodes") && (doc.contains("links") || doc.contains("edges")))
     return FileKind::kNetworkx;
-  throw InputError(fmt::format("{}: not a remat file (no 'format' field) nor NetworkX node-link "
-                               "JSON (no 'nodes' and 'links')",
-                               source));
+  throw InputError(
+      fmt::format("{}: not a remat file (no 'format' field) nor NetworkX node-link "
+                  "JSON (no 'nodes' and 'links')",
+                  source));
 }
 
 Graph read_graph_file(const std::string& path) {

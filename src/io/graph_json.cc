@@ -20,19 +20,22 @@ std::vector<ValueId> read_value_list(const json& node, std::string_view key,
                       fmt::format("must list integer value ids (got {})", item.dump()));
     const int64_t id = item.get<int64_t>();
     if (id < 0 || id > INT32_MAX)
-      io::field_error(source, where, key, fmt::format("refers to value {}, which does not exist", id));
+      io::field_error(source, where, key,
+                      fmt::format("refers to value {}, which does not exist", id));
     ids.push_back(ValueId{static_cast<int32_t>(id)});
   }
   return ids;
 }
 
-void check_dense_id(const json& item, size_t index, std::string_view kind, std::string_view source) {
+void check_dense_id(const json& item, size_t index, std::string_view kind,
+                    std::string_view source) {
   const std::string where = fmt::format("{} at index {}", kind, index);
   const int64_t id = io::get_int(item, "id", source, where);
   if (id != static_cast<int64_t>(index))
-    throw InputError(fmt::format("{}: {} has id {}: {} ids must be dense and in order (0, 1, 2, "
-                                 "...)",
-                                 source, where, id, kind));
+    throw InputError(
+        fmt::format("{}: {} has id {}: {} ids must be dense and in order (0, 1, 2, "
+                    "...)",
+                    source, where, id, kind));
 }
 
 Value read_value(const json& item, size_t index, std::string_view source) {
@@ -44,7 +47,8 @@ Value read_value(const json& item, size_t index, std::string_view source) {
   v.is_output = io::get_bool_or(item, "output", false, source, where);
   const int64_t alias = io::get_int_or(item, "alias_of", -1, source, where);
   if (alias < -1 || alias > INT32_MAX)
-    io::field_error(source, where, "alias_of", fmt::format("refers to value {}, which does not exist", alias));
+    io::field_error(source, where, "alias_of",
+                    fmt::format("refers to value {}, which does not exist", alias));
   v.alias_of = ValueId{static_cast<int32_t>(alias)};
   return v;
 }
@@ -58,14 +62,15 @@ Node read_node(const json& item, size_t index, std::string_view source) {
   const std::string kind = io::get_string_or(item, "kind", "other", source, where);
   const std::optional<OpKind> parsed_kind = parse_op_kind(kind);
   if (!parsed_kind)
-    io::field_error(source, where, "kind",
-                    fmt::format("is '{}' (known: compute, pointwise, reduction, view, random, other)",
-                                kind));
+    io::field_error(
+        source, where, "kind",
+        fmt::format("is '{}' (known: compute, pointwise, reduction, view, random, other)", kind));
   n.kind = *parsed_kind;
   const std::string phase = io::get_string_or(item, "phase", "", source, where);
   const std::optional<Phase> parsed_phase = parse_phase(phase);
   if (!parsed_phase)
-    io::field_error(source, where, "phase", fmt::format("is '{}' (known: forward, backward)", phase));
+    io::field_error(source, where, "phase",
+                    fmt::format("is '{}' (known: forward, backward)", phase));
   n.phase = *parsed_phase;
   n.cost = io::get_number(item, "cost", source, where);
   n.temp_bytes = io::get_int_or(item, "temp", 0, source, where);
@@ -83,7 +88,8 @@ Graph parse_graph_json(std::string_view json_text, std::string_view source) {
   GraphSpec spec;
   spec.name = io::get_string_or(doc, "name", "", source, "the document");
   const json& values = io::require_array(doc, "values", source, "the document");
-  for (size_t i = 0; i < values.size(); ++i) spec.values.push_back(read_value(values[i], i, source));
+  for (size_t i = 0; i < values.size(); ++i)
+    spec.values.push_back(read_value(values[i], i, source));
   const json& nodes = io::require_array(doc, "nodes", source, "the document");
   for (size_t i = 0; i < nodes.size(); ++i) spec.nodes.push_back(read_node(nodes[i], i, source));
   return Graph::build(std::move(spec), source);
@@ -104,16 +110,23 @@ std::string graph_to_json(const Graph& graph) {
     json inputs = json::array(), outputs = json::array();
     for (ValueId v : node.inputs) inputs.push_back(v.value());
     for (ValueId v : node.outputs) outputs.push_back(v.value());
-    json item = {{"id", n},         {"name", node.name},   {"op", node.op},
-                 {"kind", to_string(node.kind)}, {"cost", node.cost}, {"inputs", std::move(inputs)},
+    json item = {{"id", n},
+                 {"name", node.name},
+                 {"op", node.op},
+                 {"kind", to_string(node.kind)},
+                 {"cost", node.cost},
+                 {"inputs", std::move(inputs)},
                  {"outputs", std::move(outputs)}};
     if (node.phase != Phase::kUnknown) item["phase"] = to_string(node.phase);
     if (node.temp_bytes != 0) item["temp"] = node.temp_bytes;
     if (!node.recomputable) item["recomputable"] = false;
     nodes.push_back(std::move(item));
   }
-  const json doc = {{"format", "remat-graph"}, {"version", 1},          {"name", graph.name()},
-                    {"values", std::move(values)}, {"nodes", std::move(nodes)}};
+  const json doc = {{"format", "remat-graph"},
+                    {"version", 1},
+                    {"name", graph.name()},
+                    {"values", std::move(values)},
+                    {"nodes", std::move(nodes)}};
   return doc.dump(1) + "\n";
 }
 

@@ -40,14 +40,16 @@ void field_error(std::string_view source, std::string_view where, std::string_vi
 
 const json& require_field(const json& obj, std::string_view key, std::string_view source,
                           std::string_view where) {
-  if (!obj.is_object()) throw InputError(fmt::format("{}: {} must be a JSON object", source, where));
+  if (!obj.is_object())
+    throw InputError(fmt::format("{}: {} must be a JSON object", source, where));
   auto it = obj.find(key);
   if (it == obj.end()) field_error(source, where, key, "is missing");
   return *it;
 }
 
 const json& require_object(const json& doc, std::string_view source, std::string_view where) {
-  if (!doc.is_object()) throw InputError(fmt::format("{}: {} must be a JSON object", source, where));
+  if (!doc.is_object())
+    throw InputError(fmt::format("{}: {} must be a JSON object", source, where));
   return doc;
 }
 
@@ -70,8 +72,8 @@ int64_t get_int(const json& obj, std::string_view key, std::string_view source,
   field_error(source, where, key, fmt::format("must be an integer (got {})", field.dump()));
 }
 
-int64_t get_int_or(const json& obj, std::string_view key, int64_t fallback,
-                   std::string_view source, std::string_view where) {
+int64_t get_int_or(const json& obj, std::string_view key, int64_t fallback, std::string_view source,
+                   std::string_view where) {
   if (!obj.contains(key) || obj.at(std::string(key)).is_null()) return fallback;
   return get_int(obj, key, source, where);
 }
@@ -112,8 +114,8 @@ void check_format(const json& doc, std::string_view format, int version, std::st
   require_object(doc, source, "the document");
   const std::string found = get_string_or(doc, "format", "", source, "the document");
   if (found != format)
-    throw InputError(fmt::format("{}: expected a '{}' document, found format '{}'", source, format,
-                                 found));
+    throw InputError(
+        fmt::format("{}: expected a '{}' document, found format '{}'", source, format, found));
   const int64_t v = get_int(doc, "version", source, "the document");
   if (v != version)
     throw InputError(fmt::format("{}: unsupported {} version {} (this remat reads version {})",

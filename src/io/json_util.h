@@ -20,8 +20,8 @@ using nlohmann::json;
 json parse_json(std::string_view text, std::string_view source);
 
 // `where` is "node 3", "value 7", "chain stage 2", ...
-[[noreturn]] void field_error(std::string_view source, std::string_view where,
-                              std::string_view key, std::string_view problem);
+[[noreturn]] void field_error(std::string_view source, std::string_view where, std::string_view key,
+                              std::string_view problem);
 
 const json& require_field(const json& obj, std::string_view key, std::string_view source,
                           std::string_view where);
@@ -31,8 +31,8 @@ const json& require_array(const json& obj, std::string_view key, std::string_vie
 
 int64_t get_int(const json& obj, std::string_view key, std::string_view source,
                 std::string_view where);
-int64_t get_int_or(const json& obj, std::string_view key, int64_t fallback,
-                   std::string_view source, std::string_view where);
+int64_t get_int_or(const json& obj, std::string_view key, int64_t fallback, std::string_view source,
+                   std::string_view where);
 double get_number(const json& obj, std::string_view key, std::string_view source,
                   std::string_view where);
 double get_number_or(const json& obj, std::string_view key, double fallback,

@@ -41,7 +41,7 @@ NxNode read_nx_node(const json& item, size_t index, std::string_view source) {
     n.cost = io::get_number(item, "cost_cpu", source, id_where);
     n.name = io::get_string_or(item, "name", std::to_string(n.id), source, id_where);
     n.phase = io::get_bool_or(item, "backward", false, source, id_where) ? Phase::kBackward
-                                                                          : Phase::kForward;
+                                                                         : Phase::kForward;
   } else {  // MOCCASIN random-layered flavour
     n.size = io::get_int(item, "out_cost", source, id_where);
     n.cost = io::get_number(item, "duration", source, id_where);
@@ -69,8 +69,8 @@ std::vector<int64_t> schedule_ids(const json& doc, const std::vector<NxNode>& no
       throw InputError(fmt::format("{}: graph attribute 'order' must be an array", source));
     for (const json& id : list) {
       if (!id.is_number_integer())
-        throw InputError(fmt::format("{}: graph attribute 'order' lists {}, not a node id", source,
-                                     id.dump()));
+        throw InputError(
+            fmt::format("{}: graph attribute 'order' lists {}, not a node id", source, id.dump()));
       order.push_back(id.get<int64_t>());
     }
     if (order.size() != nodes.size())
@@ -117,10 +117,11 @@ Graph import_networkx_json(std::string_view json_text, std::string_view source) 
   for (size_t k = 0; k < order.size(); ++k) {
     auto it = index_of_id.find(order[k]);
     if (it == index_of_id.end())
-      throw InputError(fmt::format("{}: graph attribute 'order' lists node {}, which does not exist",
-                                   source, order[k]));
+      throw InputError(fmt::format(
+          "{}: graph attribute 'order' lists node {}, which does not exist", source, order[k]));
     if (position[it->second] >= 0)
-      throw InputError(fmt::format("{}: graph attribute 'order' lists node {} twice", source, order[k]));
+      throw InputError(
+          fmt::format("{}: graph attribute 'order' lists node {} twice", source, order[k]));
     position[it->second] = static_cast<int32_t>(k);
   }
 
@@ -149,7 +150,8 @@ Graph import_networkx_json(std::string_view json_text, std::string_view source) 
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].param_size == 0) continue;  // parameters are resident graph inputs
     const auto k = static_cast<size_t>(position[i]);
-    spec.values.push_back(Value{.name = spec.nodes[k].name + ".param", .size_bytes = nodes[i].param_size});
+    spec.values.push_back(
+        Value{.name = spec.nodes[k].name + ".param", .size_bytes = nodes[i].param_size});
     spec.nodes[k].inputs.push_back(ValueId{static_cast<int32_t>(spec.values.size() - 1)});
   }
   return Graph::build(std::move(spec), source);

@@ -16,7 +16,8 @@ json stats_json(const SolveStats& stats) {
   for (const auto& [key, values] : stats.series) series[key] = values;
   json lists = json::object();
   for (const auto& [key, names] : stats.lists) lists[key] = names;
-  json out = {{"wall_time_s", stats.wall_time_s}, {"iterations", stats.iterations},
+  json out = {{"wall_time_s", stats.wall_time_s},
+              {"iterations", stats.iterations},
               {"counters", std::move(counters)}};
   if (stats.cost_lower_bound) out["cost_lower_bound"] = *stats.cost_lower_bound;
   if (stats.min_feasible_budget) out["min_feasible_budget_bytes"] = *stats.min_feasible_budget;
@@ -44,10 +45,10 @@ std::string plan_to_json(const Graph& graph, const SolveResult& result, Budget b
       {"cost", result.eval.cost},
       {"baseline_peak_bytes", base.peak_bytes},
       {"baseline_cost", base.cost},
-      {"peak_percent_of_baseline",
-       base.peak_bytes > 0 ? 100.0 * static_cast<double>(result.eval.peak_bytes) /
-                                 static_cast<double>(base.peak_bytes)
-                           : 0.0},
+      {"peak_percent_of_baseline", base.peak_bytes > 0
+                                       ? 100.0 * static_cast<double>(result.eval.peak_bytes) /
+                                             static_cast<double>(base.peak_bytes)
+                                       : 0.0},
       {"cost_increase_percent", ci},
       {"steps", result.plan.sequence.size()},
       {"stats", stats_json(result.plan.stats)},
@@ -68,8 +69,7 @@ Plan parse_plan_json(const Graph& graph, std::string_view json_text, std::string
   plan.solver = io::get_string_or(doc, "solver", "", source, "the document");
   const std::string status = io::get_string_or(doc, "status", "feasible", source, "the document");
   const std::optional<SolveStatus> parsed = parse_solve_status(status);
-  if (!parsed)
-    io::field_error(source, "the document", "status", fmt::format("is '{}'", status));
+  if (!parsed) io::field_error(source, "the document", "status", fmt::format("is '{}'", status));
   plan.stats.status = *parsed;
   const json& steps = io::require_array(doc, "sequence", source, "the document");
   for (size_t t = 0; t < steps.size(); ++t) {
@@ -88,9 +88,10 @@ Plan parse_plan_json(const Graph& graph, std::string_view json_text, std::string
     if (step.is_object() && step.contains("name")) {
       const std::string name = io::get_string_or(step, "name", "", source, where);
       if (name != graph.node(n).name)
-        throw InputError(fmt::format("{}: {}: node {} is '{}' in the graph but '{}' in the plan "
-                                     "(was the plan made for another graph?)",
-                                     source, where, id, graph.node(n).name, name));
+        throw InputError(
+            fmt::format("{}: {}: node {} is '{}' in the graph but '{}' in the plan "
+                        "(was the plan made for another graph?)",
+                        source, where, id, graph.node(n).name, name));
     }
     plan.sequence.push_back(n);
   }

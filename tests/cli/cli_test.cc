@@ -35,11 +35,14 @@ TEST(Cli, BadInputGetsOneLineExitTwoAndNoOutput) {
     "values": [{"id": 0, "size": 1}, {"id": 1, "size": 1}],
     "nodes": [{"id": 0, "name": "p", "cost": 1, "inputs": [1], "outputs": [0]},
               {"id": 1, "name": "q", "cost": 1, "inputs": [0], "outputs": [1]}]})");
-  const std::string negative = write_file(dir, "neg.json", R"({"format": "remat-graph", "version": 1,
+  const std::string negative =
+      write_file(dir, "neg.json", R"({"format": "remat-graph", "version": 1,
     "values": [{"id": 0, "name": "a", "size": -3}], "nodes": [{"id": 0, "cost": 1, "outputs": [0]}]})");
-  const std::string unknown_id = write_file(dir, "unknown.json", R"({"format": "remat-graph", "version": 1,
+  const std::string unknown_id =
+      write_file(dir, "unknown.json", R"({"format": "remat-graph", "version": 1,
     "values": [{"id": 0, "size": 3}], "nodes": [{"id": 0, "name": "p", "cost": 1, "inputs": [4], "outputs": [0]}]})");
-  const std::string bad_plan = write_file(dir, "plan.json", R"({"format": "remat-plan", "version": 1,
+  const std::string bad_plan =
+      write_file(dir, "plan.json", R"({"format": "remat-plan", "version": 1,
     "sequence": [{"id": 2, "name": "h"}, {"id": 0}, {"id": 1}, {"id": 3}]})");
   const std::string out = dir + "/out.json";
   const std::vector<BadInput> cases = {
@@ -47,17 +50,21 @@ TEST(Cli, BadInputGetsOneLineExitTwoAndNoOutput) {
       {"bad json", "solve " + bad_json + " -o " + out, "bad.json:3:1: invalid JSON"},
       {"cycle", "solve " + cycle + " -o " + out, "the graph has a cycle"},
       {"negative size", "convert " + negative + " " + out, "value 0 ('a') has negative size -3"},
-      {"unknown id", "solve " + unknown_id + " -o " + out, "node 0 ('p') has input value 4, which does not exist"},
+      {"unknown id", "solve " + unknown_id + " -o " + out,
+       "node 0 ('p') has input value 4, which does not exist"},
       {"budget below bound", "solve " + kLateUse + " --budget 20 -o " + out,
        "budget 20 bytes is below the memory lower bound 21 bytes"},
       {"bad budget", "solve " + kLateUse + " --budget lots -o " + out, "invalid budget 'lots'"},
-      {"unknown solver", "solve " + kLateUse + " --solver magic -o " + out, "unknown solver 'magic'"},
-      {"unknown param", "solve " + kLateUse + " --param x=1 -o " + out, "none: unknown parameter 'x'"},
+      {"unknown solver", "solve " + kLateUse + " --solver magic -o " + out,
+       "unknown solver 'magic'"},
+      {"unknown param", "solve " + kLateUse + " --param x=1 -o " + out,
+       "none: unknown parameter 'x'"},
       {"bad param syntax", "solve " + kLateUse + " --param x -o " + out, "invalid --param 'x'"},
       {"invalid plan", "simulate " + kLateUse + " " + bad_plan,
        "step 0: node 2 ('h') reads value 1 ('b') before it is produced"},
       {"unknown flag", "info " + kLateUse + " --frobnicate", "--frobnicate"},
-      {"compare unknown solver", "compare " + kLateUse + " --solvers none,magic", "unknown solver 'magic'"},
+      {"compare unknown solver", "compare " + kLateUse + " --solvers none,magic",
+       "unknown solver 'magic'"},
       {"gen bad nodes", "gen random-layered --nodes 0 -o " + out, "--nodes must be >= 1"},
   };
   for (const BadInput& c : cases) {
@@ -66,10 +73,12 @@ TEST(Cli, BadInputGetsOneLineExitTwoAndNoOutput) {
     EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
     EXPECT_TRUE(r.err.starts_with("remat: error: ")) << r.err;
-    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), c.name == "unknown flag" ? 2 : 1) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), c.name == "unknown flag" ? 2 : 1)
+        << r.err;
     EXPECT_FALSE(fs::exists(out));
   }
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()), 5);  // the 5 inputs; no temp files left
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir), fs::directory_iterator()),
+            5);  // the 5 inputs; no temp files left
 }
 
 TEST(Cli, SolveThenSimulate) {
@@ -81,7 +90,8 @@ TEST(Cli, SolveThenSimulate) {
   EXPECT_NE(r.out.find("peak      30 bytes (100.0% of baseline)"), std::string::npos) << r.out;
   r = run_remat("simulate " + kLateUse + " " + plan + " --timeline");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("peak      30 bytes (100.0% of baseline) at step 2 (h)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("peak      30 bytes (100.0% of baseline) at step 2 (h)"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("3 k 21\n"), std::string::npos) << r.out;
   // Over budget (>= lower bound 21, < baseline 30): the baseline plan is returned and says so.
   r = run_remat("solve " + kLateUse + " --budget 25 --json");
@@ -94,10 +104,13 @@ TEST(Cli, InfoCompareConvertGen) {
   testing::CommandResult r = run_remat("info " + kLateUse);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("baseline peak    30 bytes"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("memory lower bd  21 bytes (70.0% of baseline)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory lower bd  21 bytes (70.0% of baseline)"), std::string::npos)
+      << r.out;
   r = run_remat("compare " + kLateUse + " --budgets 100%,80%,50% --solvers none");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("none      100%            30      optimal   100.0  0.00"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("none      100%            30      optimal   100.0  0.00"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("over-budget"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("infeasible"), std::string::npos) << r.out;
   const std::string gen = dir + "/gen.json", conv = dir + "/conv.json";
@@ -113,6 +126,30 @@ TEST(Cli, InfoCompareConvertGen) {
   const testing::CommandResult b = run_remat("gen random-layered --nodes 50 --seed 4");
   EXPECT_EQ(a.out, b.out);
   EXPECT_NE(a.out, run_remat("gen random-layered --nodes 50 --seed 5").out);
+}
+
+}  // namespace
+}  // namespace remat
+
+namespace remat {
+namespace {
+
+TEST(Cli, SweepPrintsCurveAndPlot) {
+  const std::string dir = testing::temp_dir("cli_sweep");
+  const std::string plot = dir + "/curve.svg";
+  // Lower bound 21, baseline 30: budgets 21, 26 (25.5 rounded), 30.
+  const testing::CommandResult r =
+      testing::run_remat("sweep " + kLateUse + " --points 3 --json --plot " + plot);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"budget_bytes\": 21"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"budget_bytes\": 26"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"budget_bytes\": 30"), std::string::npos) << r.out;
+  std::ifstream in(plot);
+  std::string first_line;
+  std::getline(in, first_line);
+  EXPECT_TRUE(first_line.starts_with("<svg")) << first_line;
+  const testing::CommandResult bad = testing::run_remat("sweep " + kLateUse + " --points 0");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
 }  // namespace

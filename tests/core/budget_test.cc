@@ -30,12 +30,8 @@ TEST(Params, TypedAccessAndUnknownKeys) {
   EXPECT_EQ(param_int("s", params, "missing", 7), 7);
   EXPECT_THROW(param_int("s", params, "temp", 1), InputError);
   constexpr std::string_view kKnown[] = {"iters", "temp"};
-  try {
-    check_known_params("fastsa", params, kKnown);
-    FAIL();
-  } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "fastsa: unknown parameter 'group' (known: iters, temp)");
-  }
+  EXPECT_EQ(testing::input_error_of([&] { check_known_params("fastsa", params, kKnown); }),
+            "fastsa: unknown parameter 'group' (known: iters, temp)");
 }
 
 TEST(Solve, BaselineIsJudgedBySimulator) {

@@ -1,11 +1,12 @@
 // Graph validation: every kind of bad input is rejected with a message naming the offender.
+#include "remat/graph.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "remat/error.h"
-#include "remat/graph.h"
 #include "testing/testing.h"
 
 namespace remat {
@@ -24,12 +25,7 @@ GraphSpec chain_spec() {
 }
 
 std::string build_error(GraphSpec spec) {
-  try {
-    Graph::build(std::move(spec), "test.json");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::input_error_of([&] { Graph::build(std::move(spec), "test.json"); });
 }
 
 TEST(Graph, BuildsAndIndexes) {

@@ -1,9 +1,10 @@
 // The simulator on hand-made graphs whose figures are computed by hand in the comments.
+#include "remat/simulate.h"
+
 #include <gtest/gtest.h>
 
 #include "remat/generate.h"
 #include "remat/random.h"
-#include "remat/simulate.h"
 #include "testing/testing.h"
 
 namespace remat {
@@ -19,10 +20,11 @@ Sequence seq(const Graph& g, std::initializer_list<std::string_view> names) {
 Graph late_use_graph() {
   GraphSpec spec;
   spec.values = {{"a", 10}, {"b", 10}, {"c", 10}, {"d", 1, true}};
-  spec.nodes = {{.name = "f", .cost = 1, .outputs = {ValueId{0}}},
-                {.name = "g", .cost = 2, .inputs = {ValueId{0}}, .outputs = {ValueId{1}}},
-                {.name = "h", .cost = 3, .inputs = {ValueId{1}}, .outputs = {ValueId{2}}},
-                {.name = "k", .cost = 4, .inputs = {ValueId{0}, ValueId{2}}, .outputs = {ValueId{3}}}};
+  spec.nodes = {
+      {.name = "f", .cost = 1, .outputs = {ValueId{0}}},
+      {.name = "g", .cost = 2, .inputs = {ValueId{0}}, .outputs = {ValueId{1}}},
+      {.name = "h", .cost = 3, .inputs = {ValueId{1}}, .outputs = {ValueId{2}}},
+      {.name = "k", .cost = 4, .inputs = {ValueId{0}, ValueId{2}}, .outputs = {ValueId{3}}}};
   return Graph::build(spec, "late_use");
 }
 
@@ -183,7 +185,8 @@ int64_t reference_peak(const Graph& g, const Sequence& s) {
   }
   int64_t peak = 0;
   for (int32_t t = 0; t < steps; ++t)
-    peak = std::max(peak, mem[static_cast<size_t>(t)] + g.node(s[static_cast<size_t>(t)]).temp_bytes);
+    peak =
+        std::max(peak, mem[static_cast<size_t>(t)] + g.node(s[static_cast<size_t>(t)]).temp_bytes);
   return peak;
 }
 
@@ -194,7 +197,8 @@ TEST(Simulate, MatchesReferenceReplayOnRandomRecomputations) {
     // Default order with random extra copies of earlier nodes inserted: always valid.
     Sequence s;
     for (int32_t n = 0; n < g.num_nodes(); ++n) {
-      if (n > 0 && rng.uniform() < 0.3) s.push_back(NodeId{static_cast<int32_t>(rng.below(static_cast<uint64_t>(n)))});
+      if (n > 0 && rng.uniform() < 0.3)
+        s.push_back(NodeId{static_cast<int32_t>(rng.below(static_cast<uint64_t>(n)))});
       s.push_back(NodeId{n});
     }
     const Evaluation e = simulate(g, s);

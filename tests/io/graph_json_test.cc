@@ -10,12 +10,7 @@ namespace remat {
 namespace {
 
 std::string parse_error(std::string_view text) {
-  try {
-    parse_graph_json(text, "g.json");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::input_error_of([&] { parse_graph_json(text, "g.json"); });
 }
 
 void expect_same_graph(const Graph& a, const Graph& b) {
@@ -92,10 +87,14 @@ TEST(GraphJson, SyntaxErrorsNameLineAndColumn) {
 }
 
 TEST(GraphJson, ContentErrorsNameTheId) {
-  EXPECT_EQ(parse_error(R"({"format": "remat-graph", "version": 1, "values": [{"id": 1, "size": 1}], "nodes": []})"),
-            "g.json: value at index 0 has id 1: value ids must be dense and in order (0, 1, 2, ...)");
-  EXPECT_EQ(parse_error(R"({"format": "remat-graph", "version": 1, "values": [{"id": 0, "size": "big"}], "nodes": []})"),
-            "g.json: value 0: field 'size' must be an integer (got \"big\")");
+  EXPECT_EQ(
+      parse_error(
+          R"({"format": "remat-graph", "version": 1, "values": [{"id": 1, "size": 1}], "nodes": []})"),
+      "g.json: value at index 0 has id 1: value ids must be dense and in order (0, 1, 2, ...)");
+  EXPECT_EQ(
+      parse_error(
+          R"({"format": "remat-graph", "version": 1, "values": [{"id": 0, "size": "big"}], "nodes": []})"),
+      "g.json: value 0: field 'size' must be an integer (got \"big\")");
   EXPECT_EQ(parse_error(R"({"format": "remat-graph", "version": 1, "values": [{"id": 0, "size": 1}],
       "nodes": [{"id": 0, "cost": 1, "kind": "magic", "outputs": [0]}]})"),
             "g.json: node 0: field 'kind' is 'magic' (known: compute, pointwise, reduction, view, "

@@ -29,7 +29,9 @@ constexpr Reference kReferences[] = {
 
 TEST(Networkx, ReproducesPublishedBaselinePeaks) {
   const auto dir = testing::bench_data_dir();
-  if (!dir) GTEST_SKIP() << "benchmark data not found: set REMAT_BENCH_DATA or provide ../shared/benchmarks/moccasin";
+  if (!dir)
+    GTEST_SKIP() << "benchmark data not found: set REMAT_BENCH_DATA or provide "
+                    "../shared/benchmarks/moccasin";
   for (const Reference& ref : kReferences) {
     SCOPED_TRACE(ref.prefix);
     const Graph g = read_graph_file(testing::bench_file(*dir, ref.prefix));
@@ -64,24 +66,25 @@ TEST(Networkx, CheckmateFlavourHasPhases) {
 }
 
 std::string import_error(std::string_view text) {
-  try {
-    import_networkx_json(text, "nx.json");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::input_error_of([&] { import_networkx_json(text, "nx.json"); });
 }
 
 TEST(Networkx, BadFilesAreNamed) {
-  EXPECT_EQ(import_error(R"({"nodes": [{"id": 0, "cost_ram": 1, "cost_cpu": 1}], "links": [{"source": 0, "target": 5}]})"),
-            "nx.json: link at index 0 refers to node 5, which does not exist");
+  EXPECT_EQ(
+      import_error(
+          R"({"nodes": [{"id": 0, "cost_ram": 1, "cost_cpu": 1}], "links": [{"source": 0, "target": 5}]})"),
+      "nx.json: link at index 0 refers to node 5, which does not exist");
   EXPECT_EQ(import_error(R"({"nodes": [{"id": 0, "cost_ram": -1, "cost_cpu": 1}], "links": []})"),
             "nx.json: value 0 ('0') has negative size -1");
-  EXPECT_EQ(import_error(R"({"nodes": [{"id": 0, "cost_ram": 1, "cost_cpu": 1}, {"id": 1, "cost_ram": 1, "cost_cpu": 1}],
+  EXPECT_EQ(
+      import_error(
+          R"({"nodes": [{"id": 0, "cost_ram": 1, "cost_cpu": 1}, {"id": 1, "cost_ram": 1, "cost_cpu": 1}],
       "links": [{"source": 0, "target": 1}, {"source": 1, "target": 0}]})"),
-            "nx.json: the graph has a cycle: '0' -> '1' -> '0'");
-  EXPECT_EQ(import_error(R"({"graph": {"order": [0]}, "nodes": [{"name": 0, "out_cost": 1, "duration": 1}, {"name": 1, "out_cost": 1, "duration": 1}], "links": []})"),
-            "nx.json: graph attribute 'order' lists 1 nodes, the graph has 2");
+      "nx.json: the graph has a cycle: '0' -> '1' -> '0'");
+  EXPECT_EQ(
+      import_error(
+          R"({"graph": {"order": [0]}, "nodes": [{"name": 0, "out_cost": 1, "duration": 1}, {"name": 1, "out_cost": 1, "duration": 1}], "links": []})"),
+      "nx.json: graph attribute 'order' lists 1 nodes, the graph has 2");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "remat/error.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
 
@@ -17,9 +18,9 @@ namespace fs = std::filesystem;
 
 std::optional<std::string> bench_data_dir() {
   const char* env = std::getenv("REMAT_BENCH_DATA");
-  const fs::path dir = env != nullptr ? fs::path(env)
-                                      : fs::path(REMAT_SOURCE_DIR) / ".." / "shared" / "benchmarks" /
-                                            "moccasin";
+  const fs::path dir =
+      env != nullptr ? fs::path(env)
+                     : fs::path(REMAT_SOURCE_DIR) / ".." / "shared" / "benchmarks" / "moccasin";
   if (!fs::is_directory(dir)) return std::nullopt;
   return dir.string();
 }
@@ -51,6 +52,15 @@ SolveResult solve_and_check(const Graph& g, int64_t budget_bytes, std::string_vi
   return r;
 }
 
+std::string input_error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 int count_runs(const Graph& g, const Sequence& sequence, std::string_view name) {
   int runs = 0;
   for (NodeId n : sequence) runs += g.node(n).name == name;
@@ -59,7 +69,8 @@ int count_runs(const Graph& g, const Sequence& sequence, std::string_view name) 
 
 CommandResult run_remat(const std::string& args) {
   static int counter = 0;
-  const fs::path dir = fs::temp_directory_path() / fmt::format("remat_cmd_{}_{}", ::getpid(), counter++);
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("remat_cmd_{}_{}", ::getpid(), counter++);
   fs::create_directories(dir);
   const std::string out_path = (dir / "out").string(), err_path = (dir / "err").string();
   const std::string command =
@@ -80,7 +91,8 @@ CommandResult run_remat(const std::string& args) {
 }
 
 std::string temp_dir(std::string_view test_name) {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("remat_test_{}_{}", test_name, ::getpid());
+  const fs::path dir =
+      fs::temp_directory_path() / fmt::format("remat_test_{}_{}", test_name, ::getpid());
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir.string();

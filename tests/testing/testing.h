@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +26,9 @@ Graph graph_from_json(std::string_view json_text);
 // peak <= budget whenever the status claims feasible or optimal, cost >= cost lower bound.
 SolveResult solve_and_check(const Graph& g, int64_t budget_bytes, std::string_view solver,
                             ParamMap params = {}, uint64_t seed = 1);
+
+// The message of the InputError that `action` throws, or "no error".
+std::string input_error_of(const std::function<void()>& action);
 
 // How many times the node named `name` runs in `sequence`.
 int count_runs(const Graph& g, const Sequence& sequence, std::string_view name);
