@@ -30,11 +30,12 @@ std::string mib(int64_t bytes) {
   return fmt::format("{:.2f} MiB", static_cast<double>(bytes) / (1 << 20));
 }
 
-rotor::ChainSolveOptions chain_options(const SolverArgs& args, Budget budget) {
+rotor::ChainSolveOptions chain_options(const SolverArgs& args, Budget budget,
+                                       std::string_view solver) {
   rotor::ChainSolveOptions options;
   options.budget = budget;
   options.time_limit_s = args.time_limit_s;
-  options.params = parse_params(args.params);
+  options.params = parse_params(args.params, solver);
   return options;
 }
 
@@ -111,7 +112,7 @@ void run_chain_solve(const std::string& path, const std::string& budget_text,
   const Chain chain = read_valid_chain(path);
   const ChainEvaluation all = store_all(chain);
   const Budget budget = parse_budget(budget_text, all.peak_bytes);
-  rotor::ChainSolveOptions options = chain_options(solver_args, budget);
+  rotor::ChainSolveOptions options = chain_options(solver_args, budget, solver);
   ProgressBar bar(solver);
   options.on_progress = bar.callback();
   const ChainSolveResult r = rotor::solve_chain(chain, chain_solver_name(solver), options);
@@ -157,7 +158,7 @@ void run_chain_compare(const std::string& path, const std::vector<std::string>& 
   std::vector<Row> rows;
   for (const std::string& solver : names)
     for (size_t b = 0; b < budgets.size(); ++b) {
-      rotor::ChainSolveOptions options = chain_options(solver_args, budgets[b]);
+      rotor::ChainSolveOptions options = chain_options(solver_args, budgets[b], solver);
       ProgressBar bar(fmt::format("{} @ {}", solver, budget_texts[b]));
       options.on_progress = bar.callback();
       rows.push_back(

@@ -35,12 +35,11 @@ void run_compare(const CompareArgs& args) {
   std::vector<Budget> budgets;
   for (const std::string& text : args.budgets)
     budgets.push_back(parse_budget(text, base.peak_bytes));
-  const ParamMap params = parse_params(args.solver_args.params);
 
   std::vector<Row> rows;
   for (const std::string& solver : args.solvers)
     for (size_t b = 0; b < budgets.size(); ++b) {
-      SolveOptions options = make_solve_options(args.solver_args, budgets[b]);
+      SolveOptions options = make_solve_options(args.solver_args, budgets[b], solver);
       ProgressBar bar(fmt::format("{} @ {}", solver, args.budgets[b]));
       options.on_progress = bar.callback();
       rows.push_back({solver, args.budgets[b], budgets[b], solve(g, solver, options)});

@@ -42,7 +42,7 @@ void run_solve(const SolveArgs& args) {
                            args.solver_args);
   const Graph g = read_graph_file(args.path);
   const Budget budget = parse_budget(args.budget, baseline(g).peak_bytes);
-  SolveOptions options = make_solve_options(args.solver_args, budget);
+  SolveOptions options = make_solve_options(args.solver_args, budget, args.solver);
   ProgressBar bar(args.solver);
   options.on_progress = bar.callback();
   const SolveResult result = solve(g, args.solver, options);
