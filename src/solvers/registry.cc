@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "baseline/baseline.h"
+#include "fastsa/fastsa.h"
 #include "remat/error.h"
 #include "remat/solver.h"
 
@@ -10,6 +11,7 @@ namespace {
 
 constexpr SolverEntry kSolvers[] = {
     {"none", "default schedule, no recomputation (the baseline)", baseline_solver::make},
+    {"fastsa", "simulated annealing over sequences with grouping (FastSA), any DAG", fastsa::make},
 };
 
 }  // namespace

@@ -1,0 +1,41 @@
+// params.h — the `fastsa` solver's parameters (--param KEY=VALUE), with the paper's defaults.
+// Unknown keys and bad values throw InputError naming the key and listing the known ones.
+//   FastsaParams p = parse_fastsa_params({{"stage1_iterations", "1000000"}});
+#pragma once
+
+#include <cstdint>
+
+#include "anneal.h"
+#include "remat/solver.h"
+
+namespace remat::fastsa {
+
+enum class Mode {
+  kRecompute,  // two stages, add / remove / rotate (§2.2)
+  kOrder,      // memory-minimising topological order: rotations only, objective M (App. B.2)
+};
+
+struct FastsaParams {
+  Mode mode = Mode::kRecompute;
+  Objective objective = Objective::kStrict;  // "strict" (footnote 2) or "product" (equation 1)
+  int64_t slots = 0;  // state length T, a power of two; 0: from the graph size (see slots_for)
+  bool group_nodes = true;      // Algorithm 1 before stage 1
+  int32_t max_group_size = 64;  // most nodes in one group (0: no limit); bounds the blow-up
+  int64_t stage1_iterations = 20'000'000;  // App. D.4 (mode=order: the only stage)
+  int64_t stage2_iterations = 2'000'000;   // App. D.4
+  double initial_temperature_pct = 0.1;    // % of the initial objective (App. D.4)
+  double final_temperature_pct = 0.01;     // % of each stage's initial temperature (App. D.4)
+  bool stop_at_budget = true;              // stage 1 stops once the budget is met (§3.1)
+  bool logaddexp = false;                  // objective on the log-add-exp peak (App. C.2)
+  double logaddexp_peak = 10;              // the baseline peak in the scaled units (App. C.2)
+};
+
+FastsaParams parse_fastsa_params(const ParamMap& params);
+
+// T for a state that starts with `units` occupied slots: 2^20 in App. D.4, which is about 64
+// slots per unit on the paper's largest graphs; we keep 64 slots per unit (at least 2^12) and
+// cap at 2^20, so small graphs get a tree that stays in cache. `requested` (> 0) overrides,
+// raised if needed to hold 4 x units.
+int32_t slots_for(int64_t units, int64_t requested);
+
+}  // namespace remat::fastsa
