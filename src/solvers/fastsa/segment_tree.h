@@ -30,6 +30,8 @@ class RangeAddTree {
     for (int32_t i = 0; i < size_; ++i)
       nodes_[static_cast<size_t>(size_ + i)].value = leaves[static_cast<size_t>(i)];
     for (int32_t i = size_ - 1; i >= 1; --i) pull(i);
+    pending_.clear();
+    pending_.reserve(64);
   }
 
   int32_t size() const { return size_; }
@@ -38,17 +40,42 @@ class RangeAddTree {
 
   // Adds x to every leaf in [first, last] (inclusive); no-op when first > last.
   void add(int32_t first, int32_t last, T x) {
+    add_deferred(first, last, x);
+    rebuild();
+  }
+
+  // Batched form for one mutation's several interval updates: the adds are applied at once and
+  // the ancestors of all their end leaves are recomputed together by rebuild(), each shared
+  // ancestor once (the updates of one mutation mostly end at the same slot). root() is stale
+  // until rebuild().
+  void add_deferred(int32_t first, int32_t last, T x) {
     if (first > last) return;
     int32_t l = first + size_, r = last + size_ + 1;
-    const int32_t l0 = l, r0 = r - 1;
+    pending_.push_back(l);
+    pending_.push_back(r - 1);
     while (l < r) {
       if (l & 1) apply(l++, x);
       if (r & 1) apply(--r, x);
       l >>= 1;
       r >>= 1;
     }
-    rebuild_above(l0);
-    rebuild_above(r0);
+  }
+
+  void rebuild() {
+    if (pending_.empty()) return;
+    // Parents of a sorted list are sorted, so one sort and then adjacent duplicates per level.
+    std::sort(pending_.begin(), pending_.end());
+    size_t count = pending_.size();
+    while (pending_[0] > 1) {
+      size_t kept = 0;
+      for (size_t k = 0; k < count; ++k) {
+        const int32_t parent = pending_[k] >> 1;
+        if (kept == 0 || pending_[kept - 1] != parent) pending_[kept++] = parent;
+      }
+      count = kept;
+      for (size_t k = 0; k < count; ++k) pull(pending_[k]);
+    }
+    pending_.clear();
   }
 
   // The value of one leaf (sum of the pending adds on its path); O(log n), for tests.
@@ -76,12 +103,10 @@ class RangeAddTree {
                         nodes_[static_cast<size_t>(2 * i + 1)].value) +
               n.pending;
   }
-  void rebuild_above(int32_t i) {
-    for (i >>= 1; i >= 1; i >>= 1) pull(i);
-  }
 
   int32_t size_ = 0;
   std::vector<Node> nodes_;
+  std::vector<int32_t> pending_;  // end leaves of deferred adds; keeps its capacity
 };
 
 struct MaxOf {

@@ -107,22 +107,33 @@ bool SaState::can_move(int32_t from, int32_t to) const {
 }
 
 void SaState::add(int32_t unit, int32_t t) {
+  add_deferred(unit, t);
+  rebuild_trees();
+}
+
+void SaState::remove(int32_t t) {
+  remove_deferred(t);
+  rebuild_trees();
+}
+
+void SaState::move(int32_t from, int32_t to) {
+  const int32_t unit = unit_at(from);
+  remove_deferred(from);
+  add_deferred(unit, to);
+  rebuild_trees();
+}
+
+void SaState::add_deferred(int32_t unit, int32_t t) {
   for (int32_t v : units_->inputs(unit)) add_use(v, t);
   for (int32_t v : units_->outputs(unit)) add_production(v, t);
   place(unit, t);
 }
 
-void SaState::remove(int32_t t) {
+void SaState::remove_deferred(int32_t t) {
   const int32_t unit = unit_at(t);
   for (int32_t v : units_->inputs(unit)) remove_use(v, t);
   for (int32_t v : units_->outputs(unit)) remove_production(v, t);
   clear(t);
-}
-
-void SaState::move(int32_t from, int32_t to) {
-  const int32_t unit = unit_at(from);
-  remove(from);
-  add(unit, to);
 }
 
 std::vector<int32_t> SaState::sequence() const {
@@ -133,10 +144,16 @@ std::vector<int32_t> SaState::sequence() const {
   return order;
 }
 
+void SaState::rebuild_trees() {
+  max_tree_.rebuild();
+  if (soft_scale_ > 0) soft_tree_.rebuild();
+}
+
 void SaState::add_live(int32_t first, int32_t last, int64_t bytes) {
   if (first > last || bytes == 0) return;
-  max_tree_.add(first, last, bytes);
-  if (soft_scale_ > 0) soft_tree_.add(first, last, static_cast<double>(bytes) * soft_scale_);
+  max_tree_.add_deferred(first, last, bytes);
+  if (soft_scale_ > 0)
+    soft_tree_.add_deferred(first, last, static_cast<double>(bytes) * soft_scale_);
 }
 
 int32_t SaState::interval_end(int32_t v, int32_t p, int32_t next) const {
@@ -208,9 +225,9 @@ void SaState::place(int32_t unit, int32_t t) {
   occupied_.push_back(t);
   cost_ += units_->cost[static_cast<size_t>(unit)];
   const int64_t temp = units_->temp[static_cast<size_t>(unit)];
-  max_tree_.add(t, t, kNopOffset + temp);
+  max_tree_.add_deferred(t, t, kNopOffset + temp);
   if (soft_scale_ > 0)
-    soft_tree_.add(t, t, kSoftNopOffset + static_cast<double>(temp) * soft_scale_);
+    soft_tree_.add_deferred(t, t, kSoftNopOffset + static_cast<double>(temp) * soft_scale_);
 }
 
 void SaState::clear(int32_t t) {
@@ -224,9 +241,9 @@ void SaState::clear(int32_t t) {
   slot_[static_cast<size_t>(t)] = kNop;
   cost_ -= units_->cost[static_cast<size_t>(unit)];
   const int64_t temp = units_->temp[static_cast<size_t>(unit)];
-  max_tree_.add(t, t, -(kNopOffset + temp));
+  max_tree_.add_deferred(t, t, -(kNopOffset + temp));
   if (soft_scale_ > 0)
-    soft_tree_.add(t, t, -(kSoftNopOffset + static_cast<double>(temp) * soft_scale_));
+    soft_tree_.add_deferred(t, t, -(kSoftNopOffset + static_cast<double>(temp) * soft_scale_));
 }
 
 }  // namespace remat::fastsa
