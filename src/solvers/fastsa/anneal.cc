@@ -126,6 +126,7 @@ class Annealer {
     r.best_peak = best_peak_;
     r.best_cost = best_cost_;
     r.final_temperature = h_final;
+    r.stop_temperature = h;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return r;
   }

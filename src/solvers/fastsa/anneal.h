@@ -67,7 +67,8 @@ struct StageResult {
   int64_t accepted = 0;
   int64_t applied = 0;  // valid mutations (accepted or undone)
   double seconds = 0;
-  double final_temperature = 0;
+  double final_temperature = 0;  // h_f of the schedule
+  double stop_temperature = 0;   // the temperature when the stage ended (early or not)
   bool time_limit_hit = false;
 };
 

@@ -71,7 +71,10 @@ class Chain {
       // Node units are numbered as the graph's nodes, so the expansion is already a unit order.
       for (NodeId n : units.expand(first.best_order)) start.push_back(n.value());
       s2.iterations = p_.stage2_iterations;
-      s2.initial_temperature = first.final_temperature;
+      if (p_.carry_over_iterations && !first.time_limit_hit)
+        s2.iterations += p_.stage1_iterations - first.iterations;
+      s2.initial_temperature =
+          p_.stage2_from_stop ? first.stop_temperature : first.final_temperature;
       s2.slots = slots_for(static_cast<int64_t>(start.size()), p_.slots);
       second = run_stage(nodes, start, s2, "stage 2", context_);
     }

@@ -12,7 +12,7 @@ namespace remat::fastsa {
 namespace {
 
 constexpr std::string_view kSolver = "fastsa";
-constexpr std::array<std::string_view, 13> kKnown = {
+constexpr std::array<std::string_view, 15> kKnown = {
     "mode",
     "objective",
     "slots",
@@ -23,6 +23,8 @@ constexpr std::array<std::string_view, 13> kKnown = {
     "initial_temperature_pct",
     "final_temperature_pct",
     "stop_at_budget",
+    "stage2_temperature",
+    "carry_over_iterations",
     "peak_tree",
     "logaddexp_peak",
     "iterations_scale",
@@ -82,6 +84,15 @@ FastsaParams parse_fastsa_params(const ParamMap& params) {
   p.final_temperature_pct =
       positive_double(params, "final_temperature_pct", p.final_temperature_pct);
   p.stop_at_budget = param_bool(kSolver, params, "stop_at_budget", p.stop_at_budget);
+  p.carry_over_iterations =
+      param_bool(kSolver, params, "carry_over_iterations", p.carry_over_iterations);
+  const std::string start = param_string(params, "stage2_temperature", "stop");
+  if (start == "stop")
+    p.stage2_from_stop = true;
+  else if (start == "final")
+    p.stage2_from_stop = false;
+  else
+    bad("stage2_temperature", start, "stop or final");
   const std::string tree = param_string(params, "peak_tree", "max");
   if (tree == "max")
     p.logaddexp = false;
