@@ -92,7 +92,8 @@ class Annealer {
     best_objective_ = f;
     const int64_t sample_every = std::max<int64_t>(1, settings_.iterations / 100);
     double last_progress = 0;
-    bool done = settings_.stop_when_feasible && best_peak_ <= context_.budget_bytes;
+    bool fits = best_peak_ <= context_.budget_bytes;
+    bool done = settings_.stop_when_feasible && fits;
     int64_t it = 0;
     for (; it < settings_.iterations && !done; ++it) {
       if ((it & 1023) == 0 && it > 0) {
@@ -109,12 +110,16 @@ class Annealer {
       ++r.applied;
       apply(p);
       const double f_new = objective();
-      if (f_new <= f || context_.rng.uniform() < std::exp((f - f_new) / h)) {
+      const bool breaks_budget = settings_.keep_within_budget && fits &&
+                                 state_.peak() > context_.budget_bytes;
+      if (!breaks_budget &&
+          (f_new <= f || context_.rng.uniform() < std::exp((f - f_new) / h))) {
         f = f_new;
         ++r.accepted;
         log_accepted(p);
         note_state(f);
-        done = settings_.stop_when_feasible && state_.peak() <= context_.budget_bytes;
+        fits = state_.peak() <= context_.budget_bytes;
+        done = settings_.stop_when_feasible && fits;
       } else {
         undo(p);
       }

@@ -71,6 +71,7 @@ class Chain {
       // Node units are numbered as the graph's nodes, so the expansion is already a unit order.
       for (NodeId n : units.expand(first.best_order)) start.push_back(n.value());
       s2.iterations = p_.stage2_iterations;
+      s2.keep_within_budget = p_.stage2_keep_budget;
       if (p_.carry_over_iterations && !first.time_limit_hit)
         s2.iterations += p_.stage1_iterations - first.iterations;
       s2.initial_temperature =

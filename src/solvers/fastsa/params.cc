@@ -12,7 +12,7 @@ namespace remat::fastsa {
 namespace {
 
 constexpr std::string_view kSolver = "fastsa";
-constexpr std::array<std::string_view, 15> kKnown = {
+constexpr std::array<std::string_view, 16> kKnown = {
     "mode",
     "objective",
     "slots",
@@ -25,6 +25,7 @@ constexpr std::array<std::string_view, 15> kKnown = {
     "stop_at_budget",
     "stage2_temperature",
     "carry_over_iterations",
+    "stage2_keep_budget",
     "peak_tree",
     "logaddexp_peak",
     "iterations_scale",
@@ -86,6 +87,7 @@ FastsaParams parse_fastsa_params(const ParamMap& params) {
   p.stop_at_budget = param_bool(kSolver, params, "stop_at_budget", p.stop_at_budget);
   p.carry_over_iterations =
       param_bool(kSolver, params, "carry_over_iterations", p.carry_over_iterations);
+  p.stage2_keep_budget = param_bool(kSolver, params, "stage2_keep_budget", p.stage2_keep_budget);
   const std::string start = param_string(params, "stage2_temperature", "stop");
   if (start == "stop")
     p.stage2_from_stop = true;
@@ -105,7 +107,7 @@ FastsaParams parse_fastsa_params(const ParamMap& params) {
 }
 
 int32_t slots_for(int64_t units, int64_t requested) {
-  constexpr int64_t kSlotsPerUnit = 64, kMin = int64_t{1} << 12, kMax = int64_t{1} << 20;
+  constexpr int64_t kSlotsPerUnit = 16, kMin = int64_t{1} << 12, kMax = int64_t{1} << 20;
   int64_t want = requested > 0 ? requested : std::clamp(kSlotsPerUnit * units, kMin, kMax);
   want = std::max(want, 4 * units + 4);
   int64_t slots = 16;
