@@ -10,7 +10,6 @@
 namespace remat::fastsa {
 namespace {
 
-constexpr int32_t kNoTime = std::numeric_limits<int32_t>::max();
 // Nop slots sit this far below any real memory figure, so the tree's maximum is always taken
 // over occupied slots (Appendix C.2 uses the same trick for the log-add-exp tree).
 constexpr int64_t kNopOffset = int64_t{1} << 62;
@@ -47,6 +46,7 @@ SaState::SaState(const UnitTable& units, int32_t slots, std::span<const int32_t>
   uses_.resize(static_cast<size_t>(units.num_values()));
   for (auto& p : productions_) p.reserve(4);
   for (auto& u : uses_) u.reserve(8);
+  first_.assign(static_cast<size_t>(units.num_values()), FirstTimes{});
   max_tree_.reset(std::vector<int64_t>(static_cast<size_t>(slots), -kNopOffset));
   if (soft_scale_ > 0)
     soft_tree_.reset(std::vector<double>(static_cast<size_t>(slots), -kSoftNopOffset));
@@ -64,10 +64,8 @@ double SaState::soft_peak() const {
 
 bool SaState::can_add(int32_t unit, int32_t t) const {
   if (!units_->recomputable[static_cast<size_t>(unit)]) return false;
-  for (int32_t v : units_->inputs(unit)) {
-    const std::vector<int32_t>& p = productions_[static_cast<size_t>(v)];
-    if (p.empty() || p.front() >= t) return false;
-  }
+  for (int32_t v : units_->inputs(unit))
+    if (first_[static_cast<size_t>(v)].production >= t) return false;
   return true;
 }
 
@@ -75,14 +73,13 @@ bool SaState::can_remove(int32_t t) const {
   const int32_t unit = unit_at(t);
   if (!units_->recomputable[static_cast<size_t>(unit)]) return false;
   for (int32_t v : units_->outputs(unit)) {
-    const std::vector<int32_t>& p = productions_[static_cast<size_t>(v)];
-    if (p.front() < t) continue;  // an earlier production serves every use
+    const FirstTimes& first = first_[static_cast<size_t>(v)];
+    if (first.production < t) continue;  // an earlier production serves every use
     // t is the first production: no use may come before the next one, and an output must
     // keep a production.
-    const std::vector<int32_t>& u = uses_[static_cast<size_t>(v)];
-    if (p.size() == 1) {
-      if (units_->value_is_output[static_cast<size_t>(v)] || !u.empty()) return false;
-    } else if (!u.empty() && u.front() < p[1]) {
+    if (first.second_production == kNoTime) {
+      if (units_->value_is_output[static_cast<size_t>(v)] || first.use != kNoTime) return false;
+    } else if (first.use < first.second_production) {
       return false;
     }
   }
@@ -91,17 +88,13 @@ bool SaState::can_remove(int32_t t) const {
 
 bool SaState::can_move(int32_t from, int32_t to) const {
   const int32_t unit = unit_at(from);
-  for (int32_t v : units_->inputs(unit)) {
-    const std::vector<int32_t>& p = productions_[static_cast<size_t>(v)];
-    if (p.empty() || p.front() >= to) return false;
-  }
+  for (int32_t v : units_->inputs(unit))
+    if (first_[static_cast<size_t>(v)].production >= to) return false;
   if (to < from) return true;  // every output is produced earlier than before
   for (int32_t v : units_->outputs(unit)) {
-    const std::vector<int32_t>& p = productions_[static_cast<size_t>(v)];
-    if (p.front() < from) continue;
-    const int32_t next = p.size() > 1 ? std::min(p[1], to) : to;
-    const std::vector<int32_t>& u = uses_[static_cast<size_t>(v)];
-    if (!u.empty() && u.front() < next) return false;
+    const FirstTimes& first = first_[static_cast<size_t>(v)];
+    if (first.production < from) continue;
+    if (first.use < std::min(first.second_production, to)) return false;
   }
   return true;
 }
@@ -175,10 +168,12 @@ void SaState::add_use(int32_t v, int32_t t) {
     if (end < t) add_live(end + 1, t, units_->value_size[static_cast<size_t>(v)]);
   }
   insert_sorted(uses_[static_cast<size_t>(v)], t);
+  refresh_first(v);
 }
 
 void SaState::remove_use(int32_t v, int32_t t) {
   erase_sorted(uses_[static_cast<size_t>(v)], t);
+  refresh_first(v);
   const std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
   auto it = std::lower_bound(prod.begin(), prod.end(), t);
   if (it == prod.begin()) return;
@@ -201,6 +196,7 @@ void SaState::add_production(int32_t v, int32_t t) {
     if (old_end > new_end) add_live(new_end + 1, old_end, -size);
   }
   prod.insert(it, t);
+  refresh_first(v);
 }
 
 // The inverse: closes [t, end] and lets the previous production's interval run on to the uses
@@ -208,6 +204,7 @@ void SaState::add_production(int32_t v, int32_t t) {
 void SaState::remove_production(int32_t v, int32_t t) {
   std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
   erase_sorted(prod, t);
+  refresh_first(v);
   auto it = std::lower_bound(prod.begin(), prod.end(), t);
   const int32_t next = it == prod.end() ? kNoTime : *it;
   const int64_t size = units_->value_size[static_cast<size_t>(v)];
@@ -217,6 +214,15 @@ void SaState::remove_production(int32_t v, int32_t t) {
     const int32_t old_end = interval_end(v, p, t), new_end = interval_end(v, p, next);
     if (new_end > old_end) add_live(old_end + 1, new_end, size);
   }
+}
+
+void SaState::refresh_first(int32_t v) {
+  const std::vector<int32_t>& p = productions_[static_cast<size_t>(v)];
+  const std::vector<int32_t>& u = uses_[static_cast<size_t>(v)];
+  FirstTimes& first = first_[static_cast<size_t>(v)];
+  first.production = p.empty() ? kNoTime : p[0];
+  first.second_production = p.size() < 2 ? kNoTime : p[1];
+  first.use = u.empty() ? kNoTime : u[0];
 }
 
 void SaState::place(int32_t unit, int32_t t) {

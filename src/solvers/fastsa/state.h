@@ -21,6 +21,7 @@
 namespace remat::fastsa {
 
 inline constexpr int32_t kNop = -1;
+inline constexpr int32_t kNoTime = 0x7fffffff;  // "none" for a time; later than every slot
 
 class SaState {
  public:
@@ -77,6 +78,16 @@ class SaState {
   std::vector<int32_t> occupied_pos_;              // index in occupied_, by time
   std::vector<std::vector<int32_t>> productions_;  // sorted times, by value
   std::vector<std::vector<int32_t>> uses_;         // sorted times, by value
+  // What the validity checks read, by value, in one flat record (kNoTime when absent): the
+  // checks run on every proposal, most of which are rejected, so they must not chase pointers.
+  struct FirstTimes {
+    int32_t production = kNoTime;
+    int32_t second_production = kNoTime;
+    int32_t use = kNoTime;
+    int32_t unused = 0;
+  };
+  std::vector<FirstTimes> first_;
+  void refresh_first(int32_t v);
   MaxAddTree max_tree_;
   LogAddExpTree soft_tree_;
   double soft_scale_ = 0;
