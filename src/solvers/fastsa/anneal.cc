@@ -1,6 +1,7 @@
 #include "anneal.h"
 
 #include <chrono>
+#include <limits>
 #include <cmath>
 #include <utility>
 
@@ -93,7 +94,7 @@ class Annealer {
     const int64_t sample_every = std::max<int64_t>(1, settings_.iterations / 100);
     double last_progress = 0;
     bool fits = best_peak_ <= context_.budget_bytes;
-    bool done = settings_.stop_when_feasible && fits;
+    bool done = settings_.stop_when_feasible && (fits || fits_exactly());
     int64_t it = 0;
     for (; it < settings_.iterations && !done; ++it) {
       if ((it & 1023) == 0 && it > 0) {
@@ -119,7 +120,7 @@ class Annealer {
         log_accepted(p);
         note_state(f);
         fits = state_.peak() <= context_.budget_bytes;
-        done = settings_.stop_when_feasible && fits;
+        done = settings_.stop_when_feasible && (fits || fits_exactly());
       } else {
         undo(p);
       }
@@ -199,6 +200,20 @@ class Annealer {
     if (p.to >= 0) best_.record(p.to, p.unit);
   }
 
+  // Grouped units: the state's peak bounds the expanded sequence's from above. At each new
+  // lowest state peak over the budget, the simulator judges the expansion; when it fits, this
+  // state becomes the best and stage 1 may stop.
+  bool fits_exactly() {
+    if (!settings_.exact_peak || state_.peak() >= lowest_checked_peak_) return false;
+    lowest_checked_peak_ = state_.peak();
+    const int64_t exact = settings_.exact_peak(state_.sequence());
+    if (exact > context_.budget_bytes) return false;
+    best_peak_ = exact;
+    best_cost_ = state_.cost();
+    best_.commit();
+    return true;
+  }
+
   void note_state(double f) {
     best_objective_ = std::min(best_objective_, f);
     const int64_t peak = state_.peak();
@@ -242,6 +257,7 @@ class Annealer {
   int64_t best_peak_ = 0;
   double best_cost_ = 0;
   double best_objective_ = 0;
+  int64_t lowest_checked_peak_ = std::numeric_limits<int64_t>::max();
 };
 
 }  // namespace

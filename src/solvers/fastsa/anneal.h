@@ -45,6 +45,9 @@ struct StageSettings {
   // Once the state fits the budget, reject every mutation that would take it over (stage 2:
   // the objective is continuous at the budget and would trade a little memory for cost).
   bool keep_within_budget = false;
+  // For grouped units: the simulator's peak of a unit sequence expanded to nodes (see
+  // fits_exactly in anneal.cc); empty when the state's peak is exact.
+  std::function<int64_t(const std::vector<int32_t>&)> exact_peak;
   int32_t slots = 1 << 16;
   double soft_peak_scale = 0;  // > 0: objective on the log-add-exp peak (App. C.2)
 };

@@ -64,6 +64,10 @@ class Chain {
       s1.iterations = p_.stage1_iterations;
       s1.stop_when_feasible = p_.stop_at_budget;
       s1.slots = slots_for(units.num_units(), p_.slots);
+      if (p_.group_nodes)
+        s1.exact_peak = [&](const std::vector<int32_t>& order) {
+          return simulate(g_, units.expand(order)).peak_bytes;
+        };
       first = run_stage(units, units.initial_order, s1, "stage 1", context_);
       add_stage_counters(out.stats, "stage1", first, s1.slots);
       out.stats.add_counter("groups", units.num_units());
