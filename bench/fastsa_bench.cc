@@ -191,30 +191,43 @@ Graph generate_training_graph(int32_t layers, uint64_t seed) {
     w.push_back(value(fmt::format("w{}", i), 1000 * rng.between(1, 10)));
     a.push_back(value(fmt::format("a{}", i), 1000 * rng.between(50, 150)));
     cost.push_back(static_cast<double>(rng.between(1, 100)));
-    Node f{.name = fmt::format("f{}", i), .cost = cost.back(), .inputs = {a[i - 1], w[i]}, .outputs = {a[i]}};
+    Node f{.name = fmt::format("f{}", i),
+           .cost = cost.back(),
+           .inputs = {a[i - 1], w[i]},
+           .outputs = {a[i]}};
     if (skip_of(i) >= 0) f.inputs.push_back(a[static_cast<size_t>(skip_of(i))]);
     spec.nodes.push_back(std::move(f));
   }
   // grad[j]: the gradient of a_j, once complete; pending[j]: a partial one from a skip.
-  std::vector<ValueId> grad(static_cast<size_t>(layers) + 1), pending(static_cast<size_t>(layers) + 1);
-  grad[static_cast<size_t>(layers)] = value("da_loss", spec.values[static_cast<size_t>(a[layers].value())].size_bytes);
-  spec.nodes.push_back({.name = "loss", .cost = 1, .inputs = {a[layers]}, .outputs = {grad[static_cast<size_t>(layers)]}});
+  std::vector<ValueId> grad(static_cast<size_t>(layers) + 1),
+      pending(static_cast<size_t>(layers) + 1);
+  grad[static_cast<size_t>(layers)] =
+      value("da_loss", spec.values[static_cast<size_t>(a[layers].value())].size_bytes);
+  spec.nodes.push_back({.name = "loss",
+                        .cost = 1,
+                        .inputs = {a[layers]},
+                        .outputs = {grad[static_cast<size_t>(layers)]}});
   for (int32_t i = layers; i >= 1; --i) {
-    const auto size_of = [&](ValueId v) { return spec.values[static_cast<size_t>(v.value())].size_bytes; };
-    Node b{.name = fmt::format("b{}", i), .cost = 2 * cost[static_cast<size_t>(i)],
+    const auto size_of = [&](ValueId v) {
+      return spec.values[static_cast<size_t>(v.value())].size_bytes;
+    };
+    Node b{.name = fmt::format("b{}", i),
+           .cost = 2 * cost[static_cast<size_t>(i)],
            .inputs = {a[i - 1], w[i], grad[static_cast<size_t>(i)]}};
     const ValueId dx = value(fmt::format("dx{}", i), size_of(a[i - 1]), /*output=*/i == 1);
     b.outputs = {dx, value(fmt::format("dw{}", i), size_of(w[i]), /*output=*/true)};
     const int32_t j = skip_of(i);
     if (j >= 0) {
       b.inputs.push_back(a[static_cast<size_t>(j)]);
-      pending[static_cast<size_t>(j)] = value(fmt::format("ds{}", i), size_of(a[static_cast<size_t>(j)]));
+      pending[static_cast<size_t>(j)] =
+          value(fmt::format("ds{}", i), size_of(a[static_cast<size_t>(j)]));
       b.outputs.push_back(pending[static_cast<size_t>(j)]);
     }
     spec.nodes.push_back(std::move(b));
     if (pending[static_cast<size_t>(i - 1)].valid() && i > 1) {
       grad[static_cast<size_t>(i - 1)] = value(fmt::format("da{}", i - 1), size_of(dx));
-      spec.nodes.push_back({.name = fmt::format("acc{}", i - 1), .cost = 1,
+      spec.nodes.push_back({.name = fmt::format("acc{}", i - 1),
+                            .cost = 1,
                             .inputs = {dx, pending[static_cast<size_t>(i - 1)]},
                             .outputs = {grad[static_cast<size_t>(i - 1)]}});
     } else {
@@ -228,21 +241,24 @@ void large_row(const Graph& g, const Args& args) {
   const Baseline base = baseline(g);
   const int64_t budget = base.peak_bytes / 2;
   const SolveResult r = run_solve(g, budget, args);
-  fmt::print("| {} | {} | {} | {:.1f} | {:.2f} | {:.1f} | {} | {:.1f} | {} |\n", g.name(),
-             g.num_nodes(), g.total_input_count(),
-             percent(static_cast<double>(memory_lower_bound(g)), static_cast<double>(base.peak_bytes)),
-             percent(r.eval.cost - base.cost, base.cost),
-             percent(static_cast<double>(r.eval.peak_bytes), static_cast<double>(base.peak_bytes)),
-             to_string(r.plan.stats.status), r.plan.stats.wall_time_s, r.plan.stats.iterations);
+  fmt::print(
+      "| {} | {} | {} | {:.1f} | {:.2f} | {:.1f} | {} | {:.1f} | {} |\n", g.name(), g.num_nodes(),
+      g.total_input_count(),
+      percent(static_cast<double>(memory_lower_bound(g)), static_cast<double>(base.peak_bytes)),
+      percent(r.eval.cost - base.cost, base.cost),
+      percent(static_cast<double>(r.eval.peak_bytes), static_cast<double>(base.peak_bytes)),
+      to_string(r.plan.stats.status), r.plan.stats.wall_time_s, r.plan.stats.iterations);
   std::fflush(stdout);
 }
 
 void large(const Args& args) {
   fmt::print("## Generated graphs of about 6,000 nodes at 50 % budget\n\n");
-  fmt::print("| graph | nodes | edges | lower bound % | CI % | Mem % | status | s | iterations |\n");
+  fmt::print(
+      "| graph | nodes | edges | lower bound % | CI % | Mem % | status | s | iterations |\n");
   fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   if (args.only != "layered") large_row(generate_training_graph(2572, 1), args);
-  if (args.only != "training") large_row(generate_random_layered({.num_nodes = 6000, .seed = 1}), args);
+  if (args.only != "training")
+    large_row(generate_random_layered({.num_nodes = 6000, .seed = 1}), args);
   fmt::print("\nBar: solved (within budget) in under {} s.\n\n", kSolveSecondsBar);
 }
 
@@ -281,7 +297,8 @@ int run(int argc, char** argv) {
   fmt::print("# fastsa_bench (data: {}, threads {}, params {})\n\n", dir, args.threads, params);
   if (args.only.empty() || args.only == "throughput") throughput(dir);
   if (args.only.empty() || args.only == "table") table1(dir, args);
-  if (args.only.empty() || args.only == "large" || args.only == "training" || args.only == "layered")
+  if (args.only.empty() || args.only == "large" || args.only == "training" ||
+      args.only == "layered")
     large(args);
   return 0;
 }

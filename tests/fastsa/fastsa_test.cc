@@ -122,12 +122,22 @@ TEST(Fastsa, TimeLimitIsASafetyCap) {
   const Graph g = generate_random_layered({.num_nodes = 200, .seed = 4});
   SolveOptions options;
   options.budget = Budget{std::max(percent_of_baseline(g, 40), memory_lower_bound(g))};
-  options.time_limit_s = 0.2;
+  options.time_limit_s = 0.6;
   options.params = {{"stage1_iterations", "2000000000"}, {"stop_at_budget", "false"}};
+  int progress_calls = 0;
+  int64_t last_iterations = -1;
+  options.on_progress = [&](const Progress& p) {
+    ++progress_calls;
+    EXPECT_GT(p.iterations, last_iterations);
+    last_iterations = p.iterations;
+  };
   const SolveResult r = solve(g, "fastsa", options);
   EXPECT_TRUE(r.eval.valid);
   EXPECT_EQ(*r.plan.stats.counter("time_limit_hit"), 1);
   EXPECT_LT(r.plan.stats.wall_time_s, 5.0);
+  // Progress every 0.25 s at most: a 0.6 s run reports once or twice.
+  EXPECT_GE(progress_calls, 1);
+  EXPECT_LE(progress_calls, 3);
 }
 
 // Appendix C.1: on the training graph of a chain with equal sizes, grouping alone (the grouped
@@ -179,12 +189,13 @@ TEST(FastsaOrder, RotationsOnlyKeepEveryNodeOnceAndNeverRaiseThePeak) {
   }
 }
 
-TEST(FastsaObjectives, ProductAndLogAddExpRun) {
+TEST(FastsaObjectives, ProductLogAddExpAndOptionsRun) {
   const Graph g = rich_random_graph({.num_nodes = 50, .seed = 3});
   const int64_t budget = std::max(percent_of_baseline(g, 70), memory_lower_bound(g));
   solve_and_check(g, budget, "fastsa", quick({{"objective", "product"}}), 1);
   solve_and_check(g, budget, "fastsa", quick({{"peak_tree", "logaddexp"}}), 1);
   solve_and_check(g, budget, "fastsa", quick({{"group_nodes", "false"}, {"slots", "1024"}}), 1);
+  solve_and_check(g, budget, "fastsa", quick({{"rotation", "local"}, {"objective", "product"}}), 1);
 }
 
 TEST(FastsaParams, BadParametersNameTheKey) {

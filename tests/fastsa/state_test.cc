@@ -73,6 +73,8 @@ Counts check_against_simulator(const Graph& g, int32_t slots, int steps, uint64_
         to = random_nop(s, rng);
         can = s.can_move(from, to);
         after = mutated(s, {{from, kNop}, {to, unit}});
+        const auto [lo, hi] = s.move_range(from);  // the range local rotations draw from
+        EXPECT_EQ(can, lo < to && to < hi) << "step " << step;
       }
     }
     const Evaluation expected = simulate(g, units.expand(after));

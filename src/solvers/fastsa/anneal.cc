@@ -1,8 +1,8 @@
 #include "anneal.h"
 
 #include <chrono>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "state.h"
@@ -50,6 +50,18 @@ int32_t random_nop(const SaState& state, Rng& rng) {
     const auto t = static_cast<int32_t>(rng.below(static_cast<uint64_t>(state.num_slots())));
     if (state.is_nop(t)) return t;
   }
+}
+
+// A nop strictly inside (lo, hi), or -1 after a few misses.
+int32_t nop_in_range(const SaState& state, std::pair<int32_t, int32_t> range, Rng& rng) {
+  const auto [lo, hi] = range;
+  if (hi - lo < 2) return -1;
+  for (int tries = 0; tries < 8; ++tries) {
+    const auto t = static_cast<int32_t>(
+        lo + 1 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(hi - lo - 1))));
+    if (state.is_nop(t)) return t;
+  }
+  return -1;
 }
 
 enum class Move { kAdd, kRemove, kRotate };
@@ -111,10 +123,9 @@ class Annealer {
       ++r.applied;
       apply(p);
       const double f_new = objective();
-      const bool breaks_budget = settings_.keep_within_budget && fits &&
-                                 state_.peak() > context_.budget_bytes;
-      if (!breaks_budget &&
-          (f_new <= f || context_.rng.uniform() < std::exp((f - f_new) / h))) {
+      const bool breaks_budget =
+          settings_.keep_within_budget && fits && state_.peak() > context_.budget_bytes;
+      if (!breaks_budget && (f_new <= f || context_.rng.uniform() < std::exp((f - f_new) / h))) {
         f = f_new;
         ++r.accepted;
         log_accepted(p);
@@ -162,6 +173,10 @@ class Annealer {
         p.from = state_.occupied_slot(
             static_cast<int32_t>(rng.below(static_cast<uint64_t>(state_.num_occupied()))));
         p.unit = state_.unit_at(p.from);
+        if (settings_.local_rotations) {
+          p.to = nop_in_range(state_, state_.move_range(p.from), rng);
+          return p.to >= 0 && state_.can_move(p.from, p.to);
+        }
         p.to = random_nop(state_, rng);
         return state_.can_move(p.from, p.to);
     }

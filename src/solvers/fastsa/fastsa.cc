@@ -50,6 +50,7 @@ class Chain {
     StageSettings s2{.initial_temperature_fraction = p_.initial_temperature_pct / 100,
                      .final_temperature_ratio = p_.final_temperature_pct / 100,
                      .soft_peak_scale = soft_scale};
+    s2.local_rotations = p_.local_rotations;
     StageResult first, second;
     std::vector<int32_t> start;
     if (p_.mode == Mode::kOrder) {

@@ -12,7 +12,7 @@ namespace remat::fastsa {
 namespace {
 
 constexpr std::string_view kSolver = "fastsa";
-constexpr std::array<std::string_view, 16> kKnown = {
+constexpr std::array<std::string_view, 17> kKnown = {
     "mode",
     "objective",
     "slots",
@@ -26,6 +26,7 @@ constexpr std::array<std::string_view, 16> kKnown = {
     "stage2_temperature",
     "carry_over_iterations",
     "stage2_keep_budget",
+    "rotation",
     "peak_tree",
     "logaddexp_peak",
     "iterations_scale",
@@ -88,6 +89,11 @@ FastsaParams parse_fastsa_params(const ParamMap& params) {
   p.carry_over_iterations =
       param_bool(kSolver, params, "carry_over_iterations", p.carry_over_iterations);
   p.stage2_keep_budget = param_bool(kSolver, params, "stage2_keep_budget", p.stage2_keep_budget);
+  const std::string rotation = param_string(params, "rotation", "uniform");
+  if (rotation == "local")
+    p.local_rotations = true;
+  else if (rotation != "uniform")
+    bad("rotation", rotation, "uniform or local");
   const std::string start = param_string(params, "stage2_temperature", "stop");
   if (start == "stop")
     p.stage2_from_stop = true;

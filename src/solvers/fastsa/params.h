@@ -34,9 +34,12 @@ struct FastsaParams {
   // meeting the budget early is spent on removing recomputation.
   bool carry_over_iterations = true;
   // Stage 2 never leaves the budget once within it (see StageSettings::keep_within_budget).
-  bool stage2_keep_budget = true;  // stage 1 stops once the budget is met (§3.1)
-  bool logaddexp = false;             // objective on the log-add-exp peak (App. C.2)
-  double logaddexp_peak = 10;         // the baseline peak in the scaled units (App. C.2)
+  bool stage2_keep_budget = true;
+  // Rotation targets anywhere ("uniform", §2.2) or within the unit's valid range ("local":
+  // more valid moves, but on the MOCCASIN graphs no better plans and several times slower).
+  bool local_rotations = false;  // stage 1 stops once the budget is met (§3.1)
+  bool logaddexp = false;        // objective on the log-add-exp peak (App. C.2)
+  double logaddexp_peak = 10;    // the baseline peak in the scaled units (App. C.2)
 };
 
 FastsaParams parse_fastsa_params(const ParamMap& params);

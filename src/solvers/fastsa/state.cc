@@ -99,6 +99,19 @@ bool SaState::can_move(int32_t from, int32_t to) const {
   return true;
 }
 
+std::pair<int32_t, int32_t> SaState::move_range(int32_t from) const {
+  const int32_t unit = unit_at(from);
+  int32_t lo = -1, hi = slots_;
+  for (int32_t v : units_->inputs(unit))
+    lo = std::max(lo, first_[static_cast<size_t>(v)].production);
+  for (int32_t v : units_->outputs(unit)) {
+    const FirstTimes& first = first_[static_cast<size_t>(v)];
+    if (first.production == from && first.use < first.second_production)
+      hi = std::min(hi, first.use);
+  }
+  return {lo, hi};
+}
+
 void SaState::add(int32_t unit, int32_t t) {
   add_deferred(unit, t);
   rebuild_trees();

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "segment_tree.h"
@@ -48,6 +49,9 @@ class SaState {
   bool can_add(int32_t unit, int32_t t) const;
   bool can_remove(int32_t t) const;
   bool can_move(int32_t from, int32_t to) const;
+  // The open interval (lo, hi) of slots the unit at `from` can move to: after the first
+  // production of each input, and before the first use of each output it first produces.
+  std::pair<int32_t, int32_t> move_range(int32_t from) const;
   void add(int32_t unit, int32_t t);
   void remove(int32_t t);
   void move(int32_t from, int32_t to);  // remove at `from`, add the same unit at `to`
