@@ -198,6 +198,25 @@ TEST(FastsaObjectives, ProductLogAddExpAndOptionsRun) {
   solve_and_check(g, budget, "fastsa", quick({{"rotation", "local"}, {"objective", "product"}}), 1);
 }
 
+TEST(Fastsa, EdgeCaseGraphs) {
+  // One node; nothing recomputable; all costs zero (the objective is then 0 everywhere).
+  GraphSpec one;
+  one.values = {{"x", 8, /*is_output=*/true}};
+  one.nodes = {{.name = "only", .cost = 1, .outputs = {ValueId{0}}}};
+  const Graph single = Graph::build(one, "one");
+  EXPECT_EQ(solve_and_check(single, 8, "fastsa", quick()).plan.sequence.size(), 1u);
+
+  const Graph rich = rich_random_graph({.num_nodes = 20, .seed = 2, .non_recomputable = 1.0});
+  const SolveResult fixed = solve_and_check(rich, baseline(rich).peak_bytes, "fastsa", quick());
+  EXPECT_EQ(fixed.plan.sequence.size(), static_cast<size_t>(rich.num_nodes()));
+
+  const Graph layered =
+      generate_random_layered({.num_nodes = 30, .seed = 3, .min_cost = 0, .max_cost = 0});
+  const SolveResult free =
+      solve_and_check(layered, baseline(layered).peak_bytes * 9 / 10, "fastsa", quick());
+  EXPECT_TRUE(free.eval.valid);
+}
+
 TEST(FastsaParams, BadParametersNameTheKey) {
   const Graph g = generate_random_layered({.num_nodes = 20, .seed = 1});
   SolveOptions options;
