@@ -102,7 +102,12 @@ TEST(Fastsa, StatsReportStagesAndConvergence) {
         "stage1_seconds", "stage2_seconds", "time_limit_hit"})
     EXPECT_TRUE(s.counter(name).has_value()) << name;
   // Whatever stage 1 leaves unused goes to stage 2: a run is 60,000 + 20,000 iterations.
-  EXPECT_EQ(*s.counter("stage1_iterations") + *s.counter("stage2_iterations"), 80000);
+  // (On this graph the groups cannot reach the budget: half of stage 1 runs on single nodes.)
+  EXPECT_EQ(*s.counter("stage1_iterations"), 30000);
+  ASSERT_TRUE(s.counter("stage1_fallback_iterations").has_value());
+  EXPECT_EQ(*s.counter("stage1_iterations") + *s.counter("stage1_fallback_iterations") +
+                *s.counter("stage2_iterations"),
+            80000);
   EXPECT_EQ(s.iterations, 80000);
   EXPECT_EQ(*s.counter("time_limit_hit"), 0);
   ASSERT_FALSE(s.series.empty());

@@ -12,7 +12,7 @@ namespace remat::fastsa {
 namespace {
 
 constexpr std::string_view kSolver = "fastsa";
-constexpr std::array<std::string_view, 17> kKnown = {
+constexpr std::array<std::string_view, 18> kKnown = {
     "mode",
     "objective",
     "slots",
@@ -26,6 +26,7 @@ constexpr std::array<std::string_view, 17> kKnown = {
     "stage2_temperature",
     "carry_over_iterations",
     "stage2_keep_budget",
+    "stage1_fallback",
     "rotation",
     "peak_tree",
     "logaddexp_peak",
@@ -88,6 +89,7 @@ FastsaParams parse_fastsa_params(const ParamMap& params) {
   p.stop_at_budget = param_bool(kSolver, params, "stop_at_budget", p.stop_at_budget);
   p.carry_over_iterations =
       param_bool(kSolver, params, "carry_over_iterations", p.carry_over_iterations);
+  p.stage1_fallback = param_bool(kSolver, params, "stage1_fallback", p.stage1_fallback);
   p.stage2_keep_budget = param_bool(kSolver, params, "stage2_keep_budget", p.stage2_keep_budget);
   const std::string rotation = param_string(params, "rotation", "uniform");
   if (rotation == "local")

@@ -26,6 +26,9 @@ struct FastsaParams {
   double initial_temperature_pct = 0.1;    // % of the initial objective (App. D.4)
   double final_temperature_pct = 0.01;     // % of each stage's initial temperature (App. D.4)
   bool stop_at_budget = true;
+  // Groups that cannot reach the budget in half of stage 1 give way to single nodes for the
+  // other half (fastsa.cc, run_first_stage).
+  bool stage1_fallback = true;
   // Stage 2 starts at the temperature where stage 1 stopped ("stop") or at its scheduled final
   // temperature ("final"); they differ when stage 1 stops early at the budget.
   bool stage2_from_stop = true;
