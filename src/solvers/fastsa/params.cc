@@ -71,8 +71,8 @@ FastsaParams parse_fastsa_params(const ParamMap& params) {
     bad("objective", objective, "strict or product");
   p.slots = positive_int(params, "slots", 0, 0);
   if (p.slots != 0 &&
-      (p.slots < 16 || p.slots > (int64_t{1} << 26) || (p.slots & (p.slots - 1)) != 0))
-    bad("slots", param_string(params, "slots", ""), "0 or a power of two in [16, 2^26]");
+      (p.slots < 16 || p.slots > (int64_t{1} << 22) || (p.slots & (p.slots - 1)) != 0))
+    bad("slots", param_string(params, "slots", ""), "0 or a power of two in [16, 2^22]");
   p.group_nodes = param_bool(kSolver, params, "group_nodes", p.group_nodes);
   p.max_group_size = static_cast<int32_t>(std::min<int64_t>(
       positive_int(params, "max_group_size", p.max_group_size, 0), int64_t{1} << 30));
