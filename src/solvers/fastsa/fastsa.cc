@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <atomic>
 #include <exception>
 #include <thread>
 
@@ -171,9 +173,17 @@ class FastsaSolver final : public Solver {
         errors[static_cast<size_t>(i)] = std::current_exception();
       }
     };
+    // At most one chain per hardware thread at a time (each holds its own state); which thread
+    // runs a chain does not matter, its seed and slot in `results` are fixed by its index.
+    std::atomic<int> next_chain{1};
+    auto take_chains = [&] {
+      for (int i = next_chain.fetch_add(1); i < chains; i = next_chain.fetch_add(1)) run_chain(i);
+    };
+    const int hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     std::vector<std::thread> workers;
-    for (int i = 1; i < chains; ++i) workers.emplace_back(run_chain, i);
+    for (int k = 1; k < std::min(chains, hardware); ++k) workers.emplace_back(take_chains);
     run_chain(0);  // on the caller's thread, which also reports progress
+    take_chains();
     for (std::thread& w : workers) w.join();
     for (const std::exception_ptr& e : errors)
       if (e) std::rethrow_exception(e);
