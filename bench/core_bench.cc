@@ -15,21 +15,11 @@
 #include "remat/io.h"
 #include "remat/random.h"
 #include "remat/simulate.h"
+#include "timing.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double median_seconds(int repetitions, const std::function<void()>& work) {
-  std::vector<double> times;
-  for (int i = 0; i < repetitions; ++i) {
-    const auto start = Clock::now();
-    work();
-    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+using remat::bench::median_seconds;
 
 // The default schedule with copies of earlier nodes inserted until `steps` long; always valid,
 // since every input of an earlier node was produced before that node first ran.

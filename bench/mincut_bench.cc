@@ -16,22 +16,12 @@
 #include "remat/generate.h"
 #include "remat/simulate.h"
 #include "remat/solver.h"
+#include "timing.h"
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using remat::bench::median_seconds;
 constexpr double kBarSeconds = 0.050;
-
-double median_seconds(int repetitions, const std::function<void()>& work) {
-  std::vector<double> times;
-  for (int i = 0; i < repetitions; ++i) {
-    const auto start = Clock::now();
-    work();
-    times.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 double cut_seconds(const remat::Graph& g, remat::mincut::MaxFlowAlgorithm algorithm) {
   return median_seconds(21, [&] {

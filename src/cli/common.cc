@@ -20,27 +20,35 @@ void add_solver_options(CLI::App& command, SolverArgs& args) {
       ->default_val(1)
       ->check(CLI::Range(1, 1024));
   command.add_option("--param", args.params,
-                     "solver parameter KEY=VALUE (repeatable; see docs/solvers.md)");
+                     "solver parameter KEY=VALUE, or SOLVER.KEY=VALUE for one solver only "
+                     "(repeatable; see docs/solvers/)");
 }
 
-ParamMap parse_params(const std::vector<std::string>& entries) {
+ParamMap parse_params(const std::vector<std::string>& entries, std::string_view solver) {
   ParamMap params;
   for (const std::string& entry : entries) {
     const size_t eq = entry.find('=');
     if (eq == std::string::npos || eq == 0)
-      throw InputError(fmt::format("invalid --param '{}' (expected KEY=VALUE)", entry));
-    params[entry.substr(0, eq)] = entry.substr(eq + 1);
+      throw InputError(
+          fmt::format("invalid --param '{}' (expected KEY=VALUE or SOLVER.KEY=VALUE)", entry));
+    std::string key = entry.substr(0, eq);
+    const size_t dot = key.find('.');
+    if (dot != std::string::npos) {
+      if (std::string_view(key).substr(0, dot) != solver) continue;
+      key.erase(0, dot + 1);
+    }
+    params[key] = entry.substr(eq + 1);
   }
   return params;
 }
 
-SolveOptions make_solve_options(const SolverArgs& args, Budget budget) {
+SolveOptions make_solve_options(const SolverArgs& args, Budget budget, std::string_view solver) {
   SolveOptions options;
   options.budget = budget;
   options.time_limit_s = args.time_limit_s;
   options.seed = args.seed;
   options.threads = args.threads;
-  options.params = parse_params(args.params);
+  options.params = parse_params(args.params, solver);
   return options;
 }
 

@@ -29,9 +29,11 @@ struct SolverArgs {
   std::vector<std::string> params;  // "key=value"
 };
 void add_solver_options(CLI::App& command, SolverArgs& args);
-// Throws InputError for an entry without '='.
-ParamMap parse_params(const std::vector<std::string>& entries);
-SolveOptions make_solve_options(const SolverArgs& args, Budget budget);
+// The parameters for `solver`: "KEY=VALUE" applies to every solver, "SOLVER.KEY=VALUE" only to
+// that one (so `compare --solvers rotor,sequential --param rotor.bins=exact` works). Throws
+// InputError for an entry without '='.
+ParamMap parse_params(const std::vector<std::string>& entries, std::string_view solver);
+SolveOptions make_solve_options(const SolverArgs& args, Budget budget, std::string_view solver);
 
 // Writes to `path` atomically, or to stdout when `path` is empty or "-".
 void emit(const std::string& text, const std::string& path);

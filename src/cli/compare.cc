@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chain_commands.h"
 #include "common.h"
 #include "remat/io.h"
 
@@ -26,18 +27,19 @@ struct Row {
 };
 
 void run_compare(const CompareArgs& args) {
+  if (is_chain_file(args.path))
+    return run_chain_compare(args.path, args.budgets, args.solvers, args.json, args.solver_args);
   const Graph g = read_graph_file(args.path);
   const Baseline base = baseline(g);
   for (const std::string& name : args.solvers) (void)make_solver(name);  // fail before solving
   std::vector<Budget> budgets;
   for (const std::string& text : args.budgets)
     budgets.push_back(parse_budget(text, base.peak_bytes));
-  const ParamMap params = parse_params(args.solver_args.params);
 
   std::vector<Row> rows;
   for (const std::string& solver : args.solvers)
     for (size_t b = 0; b < budgets.size(); ++b) {
-      SolveOptions options = make_solve_options(args.solver_args, budgets[b]);
+      SolveOptions options = make_solve_options(args.solver_args, budgets[b], solver);
       ProgressBar bar(fmt::format("{} @ {}", solver, args.budgets[b]));
       options.on_progress = bar.callback();
       rows.push_back({solver, args.budgets[b], budgets[b], solve(g, solver, options)});
@@ -87,7 +89,7 @@ void run_compare(const CompareArgs& args) {
 void register_compare(CLI::App& app) {
   auto args = std::make_shared<CompareArgs>();
   CLI::App* cmd = app.add_subcommand("compare", "every solver at every budget, one table");
-  cmd->add_option("GRAPH", args->path, "graph file")->required();
+  cmd->add_option("GRAPH", args->path, "graph or chain file")->required();
   cmd->add_option("--budgets", args->budgets, "comma-separated budgets ('90%,50%', bytes, '1GB')")
       ->delimiter(',')
       ->default_str("90%,80%,70%");

@@ -1,4 +1,5 @@
 // remat gen KIND: synthetic graphs for tests and benchmarks (generate.h).
+#include "chain_commands.h"
 #include "common.h"
 #include "remat/generate.h"
 #include "remat/io.h"
@@ -69,6 +70,7 @@ void register_gen(CLI::App& app) {
   gen->require_subcommand(1);
   register_random_layered(*gen);
   register_joint(*gen);
+  register_gen_chain(*gen);
 }
 
 }  // namespace remat::cli

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chain_commands.h"
 #include "common.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
@@ -16,6 +17,7 @@ struct InfoArgs {
 };
 
 void run_info(const InfoArgs& args) {
+  if (is_chain_file(args.path)) return run_chain_info(args.path, args.json);
   const Graph g = read_graph_file(args.path);
   const Baseline base = baseline(g);
   const int64_t mem_lb = memory_lower_bound(g);
@@ -72,7 +74,9 @@ void run_info(const InfoArgs& args) {
 void register_info(CLI::App& app) {
   auto args = std::make_shared<InfoArgs>();
   CLI::App* cmd = app.add_subcommand("info", "counts, baseline peak and cost, lower bounds");
-  cmd->add_option("GRAPH", args->path, "graph file (remat-graph or NetworkX JSON)")->required();
+  cmd->add_option("GRAPH", args->path,
+                  "graph or chain file (remat-graph, NetworkX or remat-chain JSON)")
+      ->required();
   cmd->add_flag("--json", args->json, "print JSON");
   cmd->callback([args] { run_info(*args); });
 }

@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chain_commands.h"
 #include "common.h"
 #include "remat/error.h"
 #include "remat/io.h"
@@ -18,6 +19,8 @@ struct SimulateArgs {
 };
 
 void run_simulate(const SimulateArgs& args) {
+  if (is_chain_file(args.graph_path))
+    return run_chain_simulate(args.graph_path, args.plan_path, args.timeline, args.json);
   const Graph g = read_graph_file(args.graph_path);
   const Plan plan = read_plan_file(g, args.plan_path);
   const Evaluation e = simulate(g, plan.sequence, {.timeline = args.timeline});

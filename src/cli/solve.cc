@@ -1,6 +1,7 @@
 // remat solve GRAPH --budget 50% --solver S: one plan, judged by the simulator.
 #include <fmt/format.h>
 
+#include "chain_commands.h"
 #include "common.h"
 #include "remat/error.h"
 #include "remat/io.h"
@@ -36,9 +37,12 @@ std::string summary(const Graph& g, const SolveResult& r, Budget budget) {
 }
 
 void run_solve(const SolveArgs& args) {
+  if (is_chain_file(args.path))
+    return run_chain_solve(args.path, args.budget, args.solver, args.output, args.json,
+                           args.solver_args);
   const Graph g = read_graph_file(args.path);
   const Budget budget = parse_budget(args.budget, baseline(g).peak_bytes);
-  SolveOptions options = make_solve_options(args.solver_args, budget);
+  SolveOptions options = make_solve_options(args.solver_args, budget, args.solver);
   ProgressBar bar(args.solver);
   options.on_progress = bar.callback();
   const SolveResult result = solve(g, args.solver, options);
@@ -56,7 +60,9 @@ void run_solve(const SolveArgs& args) {
 void register_solve(CLI::App& app) {
   auto args = std::make_shared<SolveArgs>();
   CLI::App* cmd = app.add_subcommand("solve", "find a plan within a memory budget");
-  cmd->add_option("GRAPH", args->path, "graph file (remat-graph or NetworkX JSON)")->required();
+  cmd->add_option("GRAPH", args->path,
+                  "graph or chain file (remat-graph, NetworkX or remat-chain JSON)")
+      ->required();
   cmd->add_option("--budget,-b", args->budget,
                   "memory budget: '50%' of the baseline peak, or bytes ('90MB', '1GiB', '123456')")
       ->default_val("100%");
@@ -67,7 +73,7 @@ void register_solve(CLI::App& app) {
   std::string solvers;
   for (const SolverEntry& e : solver_registry())
     solvers += fmt::format("\n  {:<10} {}", e.name, e.description);
-  cmd->footer("Solvers:" + solvers);
+  cmd->footer("Solvers:" + solvers + chain_solver_help());
   cmd->callback([args] { run_solve(*args); });
 }
 

@@ -99,7 +99,7 @@ void run_sweep(const SweepArgs& args) {
   const int64_t lower_bound = memory_lower_bound(g);
   std::vector<CurvePoint> curve;
   for (Budget budget : sweep_budgets(lower_bound, base.peak_bytes, args.points)) {
-    SolveOptions options = make_solve_options(args.solver_args, budget);
+    SolveOptions options = make_solve_options(args.solver_args, budget, args.solver);
     ProgressBar bar(fmt::format("{} @ {} bytes", args.solver, budget.bytes));
     options.on_progress = bar.callback();
     CurvePoint p{budget, solve(g, args.solver, options)};

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include "baseline/baseline.h"
+#include "fastsa/fastsa.h"
 #include "mincut/mincut.h"
 #include "remat/error.h"
 #include "remat/solver.h"
@@ -11,6 +12,7 @@ namespace {
 
 constexpr SolverEntry kSolvers[] = {
     {"none", "default schedule, no recomputation (the baseline)", baseline_solver::make},
+    {"fastsa", "simulated annealing over sequences with grouping (FastSA), any DAG", fastsa::make},
     {"mincut", "fusion-aware min-cut of saved activations (joint graphs)", mincut::make},
 };
 

@@ -154,3 +154,19 @@ TEST(Cli, SweepPrintsCurveAndPlot) {
 
 }  // namespace
 }  // namespace remat
+
+namespace remat {
+namespace {
+
+TEST(Cli, ScopedParamsReachOnlyTheirSolver) {
+  // `none` takes no parameters: a parameter scoped to another solver is not passed to it, one
+  // scoped to `none` (or unscoped) is, and is rejected.
+  EXPECT_EQ(testing::run_remat("solve " + kLateUse + " --param mincut.fallback=false").exit_code,
+            0);
+  const testing::CommandResult r = testing::run_remat("compare " + kLateUse + " --param none.x=1");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("none: unknown parameter 'x'"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace remat

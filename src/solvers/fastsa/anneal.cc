@@ -1,0 +1,310 @@
+#include "anneal.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "state.h"
+
+namespace remat::fastsa {
+namespace {
+
+// The best state seen, as a copy of the slot vector that lags behind the live state: accepted
+// mutations are logged as (slot, unit) writes and replayed onto the copy when the live state
+// becomes the new best. When the log outgrows the slot count it is compacted to the difference
+// between the two vectors, so memory stays O(slots) and time O(1) amortised per move.
+class BestKeeper {
+ public:
+  explicit BestKeeper(const SaState& state) : best_slots_(static_cast<size_t>(state.num_slots())) {
+    for (int32_t t = 0; t < state.num_slots(); ++t)
+      best_slots_[static_cast<size_t>(t)] = state.unit_at(t);
+    log_.reserve(1024);
+  }
+  void record(int32_t t, int32_t unit) { log_.emplace_back(t, unit); }
+  void commit() {
+    for (auto [t, unit] : log_) best_slots_[static_cast<size_t>(t)] = unit;
+    log_.clear();
+  }
+  void compact_if_long(const SaState& state) {
+    if (log_.size() < best_slots_.size()) return;
+    log_.clear();
+    for (int32_t t = 0; t < state.num_slots(); ++t)
+      if (state.unit_at(t) != best_slots_[static_cast<size_t>(t)])
+        log_.emplace_back(t, state.unit_at(t));
+  }
+  std::vector<int32_t> order() const {
+    std::vector<int32_t> units;
+    for (int32_t u : best_slots_)
+      if (u != kNop) units.push_back(u);
+    return units;
+  }
+
+ private:
+  std::vector<int32_t> best_slots_;
+  std::vector<std::pair<int32_t, int32_t>> log_;
+};
+
+int32_t random_nop(const SaState& state, Rng& rng) {
+  for (;;) {
+    const auto t = static_cast<int32_t>(rng.below(static_cast<uint64_t>(state.num_slots())));
+    if (state.is_nop(t)) return t;
+  }
+}
+
+// A nop strictly inside (lo, hi), or -1 after a few misses.
+int32_t nop_in_range(const SaState& state, std::pair<int32_t, int32_t> range, Rng& rng) {
+  const auto [lo, hi] = range;
+  if (hi - lo < 2) return -1;
+  for (int tries = 0; tries < 8; ++tries) {
+    const auto t = static_cast<int32_t>(
+        lo + 1 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(hi - lo - 1))));
+    if (state.is_nop(t)) return t;
+  }
+  return -1;
+}
+
+enum class Move { kAdd, kRemove, kRotate };
+
+// One proposed mutation, enough to apply, log and undo it.
+struct Proposal {
+  Move move = Move::kAdd;
+  int32_t unit = kNop;
+  int32_t from = -1;  // kRemove, kRotate
+  int32_t to = -1;    // kAdd, kRotate
+};
+
+class Annealer {
+ public:
+  Annealer(const UnitTable& units, std::span<const int32_t> start, const StageSettings& settings,
+           ChainContext& context)
+      : units_(units),
+        settings_(settings),
+        context_(context),
+        state_(units, settings.slots, start, settings.soft_peak_scale),
+        best_(state_) {
+    for (int32_t u = 0; u < units.num_units(); ++u)
+      if (units.recomputable[static_cast<size_t>(u)]) addable_.push_back(u);
+  }
+
+  StageResult run(std::string_view stage_name) {
+    const auto start = std::chrono::steady_clock::now();
+    StageResult r;
+    double f = objective();
+    const double h_initial = settings_.initial_temperature > 0
+                                 ? settings_.initial_temperature
+                                 : settings_.initial_temperature_fraction * f;
+    const double h_final = h_initial * settings_.final_temperature_ratio;
+    const double decay = settings_.iterations > 0
+                             ? std::exp(std::log(settings_.final_temperature_ratio) /
+                                        static_cast<double>(settings_.iterations))
+                             : 1.0;
+    double h = h_initial;
+    best_peak_ = state_.peak();
+    best_cost_ = state_.cost();
+    best_objective_ = f;
+    const int64_t sample_every = std::max<int64_t>(1, settings_.iterations / 100);
+    double last_progress = 0;
+    bool fits = best_peak_ <= context_.budget_bytes;
+    bool done = settings_.stop_when_feasible && (fits || fits_exactly());
+    int64_t it = 0;
+    for (; it < settings_.iterations && !done; ++it) {
+      if ((it & 1023) == 0 && it > 0) {
+        if (context_.deadline != nullptr && context_.deadline->expired()) {
+          r.time_limit_hit = true;
+          break;
+        }
+        if (it % sample_every < 1024) sample(start, it, f);
+        report_progress(stage_name, it, last_progress);
+      }
+      h *= decay;
+      Proposal p;
+      if (!propose(p)) continue;
+      ++r.applied;
+      apply(p);
+      const double f_new = objective();
+      const bool breaks_budget =
+          settings_.keep_within_budget && fits && state_.peak() > context_.budget_bytes;
+      if (!breaks_budget && (f_new <= f || context_.rng.uniform() < std::exp((f - f_new) / h))) {
+        f = f_new;
+        ++r.accepted;
+        log_accepted(p);
+        note_state(f);
+        fits = state_.peak() <= context_.budget_bytes;
+        done = settings_.stop_when_feasible && (fits || fits_exactly());
+      } else {
+        undo(p);
+      }
+    }
+    r.iterations = it;
+    sample(start, it, f);
+    context_.iterations_before += it;
+    r.best_order = best_.order();
+    r.best_peak = best_peak_;
+    r.best_cost = best_cost_;
+    r.final_temperature = h_final;
+    r.stop_temperature = h;
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  }
+
+ private:
+  double objective() const {
+    const double peak =
+        settings_.soft_peak_scale > 0 ? state_.soft_peak() : static_cast<double>(state_.peak());
+    return context_.objective(peak, state_.cost());
+  }
+
+  bool propose(Proposal& p) {
+    Rng& rng = context_.rng;
+    p.move = settings_.rotations_only ? Move::kRotate : static_cast<Move>(rng.below(3));
+    switch (p.move) {
+      case Move::kAdd:
+        if (addable_.empty()) return false;
+        p.unit = addable_[rng.below(addable_.size())];
+        p.to = random_nop(state_, rng);
+        return state_.can_add(p.unit, p.to);
+      case Move::kRemove:
+        p.from = state_.occupied_slot(
+            static_cast<int32_t>(rng.below(static_cast<uint64_t>(state_.num_occupied()))));
+        p.unit = state_.unit_at(p.from);
+        return state_.can_remove(p.from);
+      case Move::kRotate:
+        p.from = state_.occupied_slot(
+            static_cast<int32_t>(rng.below(static_cast<uint64_t>(state_.num_occupied()))));
+        p.unit = state_.unit_at(p.from);
+        if (settings_.local_rotations) {
+          p.to = nop_in_range(state_, state_.move_range(p.from), rng);
+          return p.to >= 0 && state_.can_move(p.from, p.to);
+        }
+        p.to = random_nop(state_, rng);
+        return state_.can_move(p.from, p.to);
+    }
+    return false;
+  }
+
+  void apply(const Proposal& p) {
+    switch (p.move) {
+      case Move::kAdd:
+        state_.add(p.unit, p.to);
+        break;
+      case Move::kRemove:
+        state_.remove(p.from);
+        break;
+      case Move::kRotate:
+        state_.move(p.from, p.to);
+        break;
+    }
+  }
+  // The inverse mutation (§2.2: add and remove undo each other).
+  void undo(const Proposal& p) {
+    switch (p.move) {
+      case Move::kAdd:
+        state_.remove(p.to);
+        break;
+      case Move::kRemove:
+        state_.add(p.unit, p.from);
+        break;
+      case Move::kRotate:
+        state_.move(p.to, p.from);
+        break;
+    }
+  }
+  void log_accepted(const Proposal& p) {
+    if (p.from >= 0) best_.record(p.from, kNop);
+    if (p.to >= 0) best_.record(p.to, p.unit);
+  }
+
+  // Grouped units: the state's peak bounds the expanded sequence's from above. At each new
+  // lowest state peak over the budget, the simulator judges the expansion; when it fits, this
+  // state becomes the best and stage 1 may stop.
+  bool fits_exactly() {
+    if (!settings_.exact_peak || state_.peak() >= lowest_checked_peak_) return false;
+    lowest_checked_peak_ = state_.peak();
+    const int64_t exact = settings_.exact_peak(state_.sequence());
+    if (exact > context_.budget_bytes) return false;
+    best_peak_ = exact;
+    best_cost_ = state_.cost();
+    best_.commit();
+    return true;
+  }
+
+  void note_state(double f) {
+    best_objective_ = std::min(best_objective_, f);
+    const int64_t peak = state_.peak();
+    const double cost = state_.cost();
+    if (better_plan(peak, cost, best_peak_, best_cost_, context_.budget_bytes)) {
+      best_peak_ = peak;
+      best_cost_ = cost;
+      best_.commit();
+    } else {
+      best_.compact_if_long(state_);
+    }
+  }
+
+  void sample(std::chrono::steady_clock::time_point start, int64_t it, double f) {
+    (void)f;
+    context_.series_time_s.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    context_.series_iteration.push_back(static_cast<double>(context_.iterations_before + it));
+    context_.series_best_objective.push_back(best_objective_);
+    context_.series_peak.push_back(static_cast<double>(best_peak_));
+  }
+
+  void report_progress(std::string_view stage_name, int64_t it, double& last_progress) {
+    if (!context_.on_progress || context_.deadline == nullptr) return;
+    const double now = context_.deadline->elapsed_s();
+    if (now - last_progress < context_.progress_every_s) return;
+    last_progress = now;
+    context_.on_progress(
+        Progress{.stage = stage_name,
+                 .fraction = static_cast<double>(it) / static_cast<double>(settings_.iterations),
+                 .iterations = context_.iterations_before + it,
+                 .best_objective = best_objective_});
+  }
+
+  const UnitTable& units_;
+  const StageSettings& settings_;
+  ChainContext& context_;
+  SaState state_;
+  BestKeeper best_;
+  std::vector<int32_t> addable_;
+  int64_t best_peak_ = 0;
+  double best_cost_ = 0;
+  double best_objective_ = 0;
+  int64_t lowest_checked_peak_ = std::numeric_limits<int64_t>::max();
+};
+
+}  // namespace
+
+double ObjectiveFunction::operator()(double peak, double cost) const {
+  switch (kind) {
+    case Objective::kProduct:
+      return std::max(budget, peak) * cost;
+    case Objective::kStrict: {
+      // L(x) = budget * (1 + x / 100): L(0) = budget, L(-100) = 0.
+      const double x = 100.0 * (peak / budget - 1.0);
+      const double elu = x > 0 ? x : std::expm1(x);
+      return budget * (1.0 + elu / 100.0) * std::pow(cost, 0.6);
+    }
+    case Objective::kMemory:
+      return peak;
+  }
+  return peak;
+}
+
+bool better_plan(int64_t peak_a, double cost_a, int64_t peak_b, double cost_b, int64_t budget) {
+  const bool fits_a = peak_a <= budget, fits_b = peak_b <= budget;
+  if (fits_a != fits_b) return fits_a;
+  if (fits_a) return cost_a < cost_b || (cost_a == cost_b && peak_a < peak_b);
+  return peak_a < peak_b || (peak_a == peak_b && cost_a < cost_b);
+}
+
+StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,
+                      const StageSettings& settings, std::string_view stage_name,
+                      ChainContext& context) {
+  Annealer annealer(units, start_order, settings, context);
+  return annealer.run(stage_name);
+}
+
+}  // namespace remat::fastsa

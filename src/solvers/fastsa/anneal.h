@@ -1,0 +1,91 @@
+// anneal.h — one simulated-annealing stage of FastSA over a unit table (Figure 3, App. D.4).
+// Each iteration tries one mutation (add a unit at a random nop, remove the unit of a random
+// occupied slot, or move one to a random nop), keeps it if the objective does not rise, or with
+// probability exp(-Δf / h) if it does, and otherwise undoes it by the inverse mutation. The
+// temperature falls geometrically from h_i to h_f. The best state (within budget and cheapest,
+// else lowest peak) is kept through a log of slot changes, replayed onto a copy when a new best
+// is found, so keeping it costs O(1) per accepted move.
+//   StageResult r = run_stage(units, units.initial_order, settings, context);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "remat/random.h"
+#include "remat/solver.h"
+#include "units.h"
+
+namespace remat::fastsa {
+
+enum class Objective {
+  kProduct,  // max(budget, M) * C, equation (1)
+  kStrict,   // L(Elu(L^-1(M))) * C^0.6, footnote 2
+  kMemory,   // M (Appendix B.2, memory-minimising order)
+};
+
+// What the objective is computed from (the soft peak when the log-add-exp tree is on).
+struct ObjectiveFunction {
+  Objective kind = Objective::kStrict;
+  double budget = 1;
+  double operator()(double peak, double cost) const;
+};
+
+struct StageSettings {
+  int64_t iterations = 0;
+  // Absolute temperatures; when initial_temperature <= 0 it is initial_temperature_fraction times
+  // the objective of the start state.
+  double initial_temperature = 0;
+  double initial_temperature_fraction = 1e-3;
+  double final_temperature_ratio = 1e-4;  // h_f / h_i
+  bool stop_when_feasible = false;        // stage 1: stop once the peak fits the budget
+  bool rotations_only = false;            // Appendix B.2
+  // Rotations draw the target slot within the unit's valid range (state.h move_range) instead
+  // of anywhere: with rotations only, a uniform target is valid a few % of the time.
+  bool local_rotations = false;
+  // Once the state fits the budget, reject every mutation that would take it over (stage 2:
+  // the objective is continuous at the budget and would trade a little memory for cost).
+  bool keep_within_budget = false;
+  // For grouped units: the simulator's peak of a unit sequence expanded to nodes (see
+  // fits_exactly in anneal.cc); empty when the state's peak is exact.
+  std::function<int64_t(const std::vector<int32_t>&)> exact_peak;
+  int32_t slots = 1 << 16;
+  double soft_peak_scale = 0;  // > 0: objective on the log-add-exp peak (App. C.2)
+};
+
+// Shared by the stages of one chain.
+struct ChainContext {
+  ObjectiveFunction objective;
+  int64_t budget_bytes = 0;
+  Rng rng{1};
+  const Deadline* deadline = nullptr;
+  std::function<void(const Progress&)> on_progress;  // empty except on the reporting chain
+  double progress_every_s = 0.25;
+  // Convergence series over the chain (both stages).
+  std::vector<double> series_time_s, series_iteration, series_best_objective, series_peak;
+  int64_t iterations_before = 0;  // iterations of earlier stages, for the series
+};
+
+struct StageResult {
+  std::vector<int32_t> best_order;  // units, nops removed
+  int64_t best_peak = 0;            // the state's own figures; the simulator re-judges them
+  double best_cost = 0;
+  int64_t iterations = 0;
+  int64_t accepted = 0;
+  int64_t applied = 0;  // valid mutations (accepted or undone)
+  double seconds = 0;
+  double final_temperature = 0;  // h_f of the schedule
+  double stop_temperature = 0;   // the temperature when the stage ended (early or not)
+  bool time_limit_hit = false;
+};
+
+StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,
+                      const StageSettings& settings, std::string_view stage_name,
+                      ChainContext& context);
+
+// (within budget, cost) before (over budget, peak): true when a beats b.
+bool better_plan(int64_t peak_a, double cost_a, int64_t peak_b, double cost_b, int64_t budget);
+
+}  // namespace remat::fastsa

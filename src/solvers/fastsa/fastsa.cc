@@ -1,0 +1,213 @@
+#include "fastsa.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <thread>
+
+#include "anneal.h"
+#include "params.h"
+#include "units.h"
+
+namespace remat::fastsa {
+namespace {
+
+struct ChainResult {
+  Sequence sequence;
+  Evaluation eval;
+  SolveStats stats;
+};
+
+void add_stage_counters(SolveStats& stats, std::string_view name, const StageResult& r,
+                        int32_t slots) {
+  stats.add_counter(fmt::format("{}_iterations", name), static_cast<double>(r.iterations));
+  stats.add_counter(fmt::format("{}_valid_mutations", name), static_cast<double>(r.applied));
+  stats.add_counter(fmt::format("{}_accepted_moves", name), static_cast<double>(r.accepted));
+  stats.add_counter(fmt::format("{}_seconds", name), r.seconds);
+  stats.add_counter(fmt::format("{}_slots", name), slots);
+}
+
+class Chain {
+ public:
+  Chain(const Graph& g, const FastsaParams& p, const SolveOptions& options,
+        const Deadline& deadline, uint64_t seed, bool reports)
+      : g_(g), p_(p), options_(options) {
+    context_.budget_bytes = options.budget.bytes;
+    context_.objective.kind = p.mode == Mode::kOrder ? Objective::kMemory : p.objective;
+    context_.objective.budget = static_cast<double>(std::max<int64_t>(1, options.budget.bytes));
+    context_.rng = Rng(seed);
+    context_.deadline = &deadline;
+    if (reports) context_.on_progress = options.on_progress;
+  }
+
+  ChainResult run() {
+    ChainResult out;
+    const UnitTable nodes = node_units(g_);
+    StageSettings s2 = base_settings();
+    StageResult first, second;
+    if (p_.mode == Mode::kOrder) {
+      s2.iterations = p_.stage1_iterations;
+      s2.rotations_only = true;
+      s2.slots = slots_for(nodes.num_units(), p_.slots);
+      second = run_stage(nodes, nodes.initial_order, s2, "order", context_);
+      add_stage_counters(out.stats, "order", second, s2.slots);
+    } else {
+      const std::vector<int32_t> start = run_first_stage(nodes, out.stats, first);
+      s2.iterations = p_.stage2_iterations;
+      s2.keep_within_budget = p_.stage2_keep_budget;
+      if (p_.carry_over_iterations && !first.time_limit_hit)
+        s2.iterations += p_.stage1_iterations - first.iterations;
+      s2.initial_temperature =
+          p_.stage2_from_stop ? first.stop_temperature : first.final_temperature;
+      s2.slots = slots_for(static_cast<int64_t>(start.size()), p_.slots);
+      second = run_stage(nodes, start, s2, "stage 2", context_);
+      add_stage_counters(out.stats, "stage2", second, s2.slots);
+    }
+    out.sequence = nodes.expand(second.best_order);
+    out.eval = simulate(g_, out.sequence);
+    add_totals(out.stats, first, second);
+    return out;
+  }
+
+ private:
+  StageSettings base_settings() const {
+    const double soft_scale =
+        p_.logaddexp
+            ? p_.logaddexp_peak / static_cast<double>(std::max<int64_t>(1, baseline(g_).peak_bytes))
+            : 0;
+    StageSettings s{.initial_temperature_fraction = p_.initial_temperature_pct / 100,
+                    .final_temperature_ratio = p_.final_temperature_pct / 100,
+                    .soft_peak_scale = soft_scale};
+    s.local_rotations = p_.local_rotations;
+    return s;
+  }
+
+  // Stage 1 on grouped nodes, stopping at the budget. Groups cannot be split, so when they
+  // cannot reach the budget in half of stage 1's iterations (App. D.6 notes this limit of
+  // grouping), the other half anneals single nodes from the default schedule, and stage 2
+  // starts from that plan if it fits. Returns the start of stage 2 as node ids; `used` sums the
+  // iterations and time of both parts.
+  std::vector<int32_t> run_first_stage(const UnitTable& nodes, SolveStats& stats,
+                                       StageResult& used) {
+    const UnitTable units =
+        p_.group_nodes ? group_units(g_, {.max_group_size = p_.max_group_size}) : node_units(g_);
+    stats.add_counter("groups", units.num_units());
+    stats.add_counter("grouped_nodes", static_cast<double>(units.members.size()));
+    const bool may_fall_back = p_.group_nodes && p_.stage1_fallback && p_.stop_at_budget;
+    StageSettings s1 = base_settings();
+    s1.iterations = may_fall_back ? p_.stage1_iterations / 2 : p_.stage1_iterations;
+    s1.stop_when_feasible = p_.stop_at_budget;
+    s1.slots = slots_for(units.num_units(), p_.slots);
+    if (p_.group_nodes)
+      s1.exact_peak = [&](const std::vector<int32_t>& order) {
+        return simulate(g_, units.expand(order)).peak_bytes;
+      };
+    used = run_stage(units, units.initial_order, s1, "stage 1", context_);
+    add_stage_counters(stats, "stage1", used, s1.slots);
+    // Node units are numbered as the graph's nodes, so an expansion is already a unit order.
+    std::vector<int32_t> start;
+    for (NodeId n : units.expand(used.best_order)) start.push_back(n.value());
+    if (!may_fall_back || used.time_limit_hit) return start;
+    const Evaluation grouped = simulate(g_, nodes.expand(start));
+    if (grouped.peak_bytes <= options_.budget.bytes) return start;
+
+    StageSettings fallback_settings = s1;
+    fallback_settings.exact_peak = nullptr;
+    fallback_settings.iterations = p_.stage1_iterations - used.iterations;
+    fallback_settings.slots = slots_for(nodes.num_units(), p_.slots);
+    const StageResult fallback =
+        run_stage(nodes, nodes.initial_order, fallback_settings, "stage 1 (nodes)", context_);
+    add_stage_counters(stats, "stage1_fallback", fallback, fallback_settings.slots);
+    used.iterations += fallback.iterations;
+    used.accepted += fallback.accepted;
+    used.applied += fallback.applied;
+    used.seconds += fallback.seconds;
+    used.time_limit_hit = fallback.time_limit_hit;
+    used.stop_temperature = fallback.stop_temperature;
+    used.final_temperature = fallback.final_temperature;
+    // When neither fits, stage 2 starts from the groups' plan, as without the fallback: its
+    // recomputations are what stage 2 needs to work with.
+    const Evaluation single = simulate(g_, nodes.expand(fallback.best_order));
+    return single.peak_bytes <= options_.budget.bytes ? fallback.best_order : start;
+  }
+
+  void add_totals(SolveStats& stats, const StageResult& first, const StageResult& second) {
+    const int64_t iterations = first.iterations + second.iterations;
+    const double seconds = first.seconds + second.seconds;
+    stats.iterations = iterations;
+    stats.add_counter("accepted_moves", static_cast<double>(first.accepted + second.accepted));
+    stats.add_counter("mutations_per_second",
+                      seconds > 0 ? static_cast<double>(iterations) / seconds : 0);
+    stats.add_counter("time_limit_hit", first.time_limit_hit || second.time_limit_hit ? 1 : 0);
+    stats.series = {{"convergence_time_s", std::move(context_.series_time_s)},
+                    {"convergence_iteration", std::move(context_.series_iteration)},
+                    {"convergence_best_objective", std::move(context_.series_best_objective)},
+                    {"convergence_best_peak_bytes", std::move(context_.series_peak)}};
+  }
+
+  const Graph& g_;
+  const FastsaParams& p_;
+  const SolveOptions& options_;
+  ChainContext context_;
+};
+
+class FastsaSolver final : public Solver {
+ public:
+  std::string_view name() const override { return "fastsa"; }
+
+  Plan solve(const Graph& graph, const SolveOptions& options) override {
+    const FastsaParams params = parse_fastsa_params(options.params);
+    const Deadline deadline(options.time_limit_s);
+    const int chains = std::max(1, options.threads);
+    std::vector<ChainResult> results(static_cast<size_t>(chains));
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(chains));
+    auto run_chain = [&](int i) {
+      try {
+        Chain chain(graph, params, options, deadline,
+                    derive_seed(options.seed, static_cast<uint64_t>(i)),
+                    /*reports=*/i == 0);
+        results[static_cast<size_t>(i)] = chain.run();
+      } catch (...) {
+        errors[static_cast<size_t>(i)] = std::current_exception();
+      }
+    };
+    // At most one chain per hardware thread at a time (each holds its own state); which thread
+    // runs a chain does not matter, its seed and slot in `results` are fixed by its index.
+    std::atomic<int> next_chain{1};
+    auto take_chains = [&] {
+      for (int i = next_chain.fetch_add(1); i < chains; i = next_chain.fetch_add(1)) run_chain(i);
+    };
+    const int hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    std::vector<std::thread> workers;
+    for (int k = 1; k < std::min(chains, hardware); ++k) workers.emplace_back(take_chains);
+    run_chain(0);  // on the caller's thread, which also reports progress
+    take_chains();
+    for (std::thread& w : workers) w.join();
+    for (const std::exception_ptr& e : errors)
+      if (e) std::rethrow_exception(e);
+
+    size_t best = 0;
+    for (size_t i = 1; i < results.size(); ++i)
+      if (better_plan(results[i].eval.peak_bytes, results[i].eval.cost,
+                      results[best].eval.peak_bytes, results[best].eval.cost, options.budget.bytes))
+        best = i;
+    Plan plan;
+    plan.sequence = std::move(results[best].sequence);
+    plan.stats = std::move(results[best].stats);
+    plan.stats.status = results[best].eval.peak_bytes <= options.budget.bytes
+                            ? SolveStatus::kFeasible
+                            : SolveStatus::kOverBudget;
+    plan.stats.cost_lower_bound = cost_lower_bound(graph);
+    plan.stats.add_counter("chains", chains);
+    plan.stats.add_counter("best_chain", static_cast<double>(best));
+    return plan;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Solver> make() { return std::make_unique<FastsaSolver>(); }
+
+}  // namespace remat::fastsa

@@ -1,0 +1,268 @@
+#include "state.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "remat/error.h"
+
+namespace remat::fastsa {
+namespace {
+
+// Nop slots sit this far below any real memory figure, so the tree's maximum is always taken
+// over occupied slots (Appendix C.2 uses the same trick for the log-add-exp tree).
+constexpr int64_t kNopOffset = int64_t{1} << 62;
+constexpr double kSoftNopOffset = 1e4;  // 2^-1e4 is 0 in double
+
+void insert_sorted(std::vector<int32_t>& times, int32_t t) {
+  times.insert(std::lower_bound(times.begin(), times.end(), t), t);
+}
+void erase_sorted(std::vector<int32_t>& times, int32_t t) {
+  auto it = std::lower_bound(times.begin(), times.end(), t);
+  REMAT_CHECK(it != times.end() && *it == t, "fastsa: time missing from a value's set");
+  times.erase(it);
+}
+
+}  // namespace
+
+SaState::SaState(const UnitTable& units, int32_t slots, std::span<const int32_t> order,
+                 double soft_peak_scale)
+    : units_(&units), slots_(slots), soft_scale_(soft_peak_scale) {
+  REMAT_CHECK(slots > 0 && (slots & (slots - 1)) == 0, "fastsa: slot count must be a power of 2");
+  REMAT_CHECK(static_cast<size_t>(slots) > order.size(), "fastsa: more units than slots");
+  int64_t total = 0;
+  for (int64_t s : units.value_size) total += s;
+  for (int64_t s : units.temp) total = std::max(total, s);
+  if (total >= kNopOffset / 4)
+    throw InputError(
+        fmt::format("fastsa: the value sizes add up to {} bytes, too large for the "
+                    "memory tree (limit {})",
+                    total, kNopOffset / 4));
+  slot_.assign(static_cast<size_t>(slots), kNop);
+  occupied_pos_.assign(static_cast<size_t>(slots), -1);
+  occupied_.reserve(static_cast<size_t>(slots) / 2);
+  productions_.resize(static_cast<size_t>(units.num_values()));
+  uses_.resize(static_cast<size_t>(units.num_values()));
+  for (auto& p : productions_) p.reserve(4);
+  for (auto& u : uses_) u.reserve(8);
+  first_.assign(static_cast<size_t>(units.num_values()), FirstTimes{});
+  max_tree_.reset(std::vector<int64_t>(static_cast<size_t>(slots), -kNopOffset));
+  if (soft_scale_ > 0)
+    soft_tree_.reset(std::vector<double>(static_cast<size_t>(slots), -kSoftNopOffset));
+  const auto k = static_cast<int64_t>(order.size());
+  for (int64_t i = 0; i < k; ++i) {
+    const auto t = static_cast<int32_t>((i + 1) * slots / (k + 1));
+    REMAT_CHECK(is_nop(t), "fastsa: initial layout collision");
+    add(order[static_cast<size_t>(i)], t);
+  }
+}
+
+double SaState::soft_peak() const {
+  return soft_tree_.root() / soft_scale_ + static_cast<double>(units_->resident_bytes);
+}
+
+bool SaState::can_add(int32_t unit, int32_t t) const {
+  if (!units_->recomputable[static_cast<size_t>(unit)]) return false;
+  for (int32_t v : units_->inputs(unit))
+    if (first_[static_cast<size_t>(v)].production >= t) return false;
+  return true;
+}
+
+bool SaState::can_remove(int32_t t) const {
+  const int32_t unit = unit_at(t);
+  if (!units_->recomputable[static_cast<size_t>(unit)]) return false;
+  for (int32_t v : units_->outputs(unit)) {
+    const FirstTimes& first = first_[static_cast<size_t>(v)];
+    if (first.production < t) continue;  // an earlier production serves every use
+    // t is the first production: no use may come before the next one, and an output must
+    // keep a production.
+    if (first.second_production == kNoTime) {
+      if (units_->value_is_output[static_cast<size_t>(v)] || first.use != kNoTime) return false;
+    } else if (first.use < first.second_production) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool SaState::can_move(int32_t from, int32_t to) const {
+  const int32_t unit = unit_at(from);
+  for (int32_t v : units_->inputs(unit))
+    if (first_[static_cast<size_t>(v)].production >= to) return false;
+  if (to < from) return true;  // every output is produced earlier than before
+  for (int32_t v : units_->outputs(unit)) {
+    const FirstTimes& first = first_[static_cast<size_t>(v)];
+    if (first.production < from) continue;
+    if (first.use < std::min(first.second_production, to)) return false;
+  }
+  return true;
+}
+
+std::pair<int32_t, int32_t> SaState::move_range(int32_t from) const {
+  const int32_t unit = unit_at(from);
+  int32_t lo = -1, hi = slots_;
+  for (int32_t v : units_->inputs(unit))
+    lo = std::max(lo, first_[static_cast<size_t>(v)].production);
+  for (int32_t v : units_->outputs(unit)) {
+    const FirstTimes& first = first_[static_cast<size_t>(v)];
+    if (first.production == from && first.use < first.second_production)
+      hi = std::min(hi, first.use);
+  }
+  return {lo, hi};
+}
+
+void SaState::add(int32_t unit, int32_t t) {
+  add_deferred(unit, t);
+  rebuild_trees();
+}
+
+void SaState::remove(int32_t t) {
+  remove_deferred(t);
+  rebuild_trees();
+}
+
+void SaState::move(int32_t from, int32_t to) {
+  const int32_t unit = unit_at(from);
+  remove_deferred(from);
+  add_deferred(unit, to);
+  rebuild_trees();
+}
+
+void SaState::add_deferred(int32_t unit, int32_t t) {
+  for (int32_t v : units_->inputs(unit)) add_use(v, t);
+  for (int32_t v : units_->outputs(unit)) add_production(v, t);
+  place(unit, t);
+}
+
+void SaState::remove_deferred(int32_t t) {
+  const int32_t unit = unit_at(t);
+  for (int32_t v : units_->inputs(unit)) remove_use(v, t);
+  for (int32_t v : units_->outputs(unit)) remove_production(v, t);
+  clear(t);
+}
+
+std::vector<int32_t> SaState::sequence() const {
+  std::vector<int32_t> order;
+  order.reserve(occupied_.size());
+  for (int32_t t = 0; t < slots_; ++t)
+    if (!is_nop(t)) order.push_back(unit_at(t));
+  return order;
+}
+
+void SaState::rebuild_trees() {
+  max_tree_.rebuild();
+  if (soft_scale_ > 0) soft_tree_.rebuild();
+}
+
+void SaState::add_live(int32_t first, int32_t last, int64_t bytes) {
+  if (first > last || bytes == 0) return;
+  max_tree_.add_deferred(first, last, bytes);
+  if (soft_scale_ > 0)
+    soft_tree_.add_deferred(first, last, static_cast<double>(bytes) * soft_scale_);
+}
+
+int32_t SaState::interval_end(int32_t v, int32_t p, int32_t next) const {
+  if (next == kNoTime && units_->value_is_output[static_cast<size_t>(v)]) return slots_ - 1;
+  const std::vector<int32_t>& u = uses_[static_cast<size_t>(v)];
+  auto it = next == kNoTime ? u.end() : std::lower_bound(u.begin(), u.end(), next);
+  if (it != u.begin() && *(it - 1) > p) return *(it - 1);
+  return p;
+}
+
+// A use at t extends the interval of the production before it (case 2 of §2.2.1) when it is
+// the new last use; a use with no production before it does not count (only during a move).
+void SaState::add_use(int32_t v, int32_t t) {
+  const std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
+  auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  if (it != prod.begin()) {
+    const int32_t p = *(it - 1), next = it == prod.end() ? kNoTime : *it;
+    const int32_t end = interval_end(v, p, next);
+    if (end < t) add_live(end + 1, t, units_->value_size[static_cast<size_t>(v)]);
+  }
+  insert_sorted(uses_[static_cast<size_t>(v)], t);
+  refresh_first(v);
+}
+
+void SaState::remove_use(int32_t v, int32_t t) {
+  erase_sorted(uses_[static_cast<size_t>(v)], t);
+  refresh_first(v);
+  const std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
+  auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  if (it == prod.begin()) return;
+  const int32_t p = *(it - 1), next = it == prod.end() ? kNoTime : *it;
+  const int32_t end = interval_end(v, p, next);
+  if (end < t) add_live(end + 1, t, -units_->value_size[static_cast<size_t>(v)]);
+}
+
+// A production at t opens [t, end] and cuts the previous production's interval at its last use
+// before t (cases 2 and 3 of §2.2.1).
+void SaState::add_production(int32_t v, int32_t t) {
+  std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
+  auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  const int32_t next = it == prod.end() ? kNoTime : *it;
+  const int64_t size = units_->value_size[static_cast<size_t>(v)];
+  add_live(t, interval_end(v, t, next), size);
+  if (it != prod.begin()) {
+    const int32_t p = *(it - 1);
+    const int32_t old_end = interval_end(v, p, next), new_end = interval_end(v, p, t);
+    if (old_end > new_end) add_live(new_end + 1, old_end, -size);
+  }
+  prod.insert(it, t);
+  refresh_first(v);
+}
+
+// The inverse: closes [t, end] and lets the previous production's interval run on to the uses
+// t served (case 4 of §2.2.1, merge).
+void SaState::remove_production(int32_t v, int32_t t) {
+  std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
+  erase_sorted(prod, t);
+  refresh_first(v);
+  auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  const int32_t next = it == prod.end() ? kNoTime : *it;
+  const int64_t size = units_->value_size[static_cast<size_t>(v)];
+  add_live(t, interval_end(v, t, next), -size);
+  if (it != prod.begin()) {
+    const int32_t p = *(it - 1);
+    const int32_t old_end = interval_end(v, p, t), new_end = interval_end(v, p, next);
+    if (new_end > old_end) add_live(old_end + 1, new_end, size);
+  }
+}
+
+void SaState::refresh_first(int32_t v) {
+  const std::vector<int32_t>& p = productions_[static_cast<size_t>(v)];
+  const std::vector<int32_t>& u = uses_[static_cast<size_t>(v)];
+  FirstTimes& first = first_[static_cast<size_t>(v)];
+  first.production = p.empty() ? kNoTime : p[0];
+  first.second_production = p.size() < 2 ? kNoTime : p[1];
+  first.use = u.empty() ? kNoTime : u[0];
+}
+
+void SaState::place(int32_t unit, int32_t t) {
+  slot_[static_cast<size_t>(t)] = unit;
+  occupied_pos_[static_cast<size_t>(t)] = static_cast<int32_t>(occupied_.size());
+  occupied_.push_back(t);
+  cost_ += units_->cost[static_cast<size_t>(unit)];
+  const int64_t temp = units_->temp[static_cast<size_t>(unit)];
+  max_tree_.add_deferred(t, t, kNopOffset + temp);
+  if (soft_scale_ > 0)
+    soft_tree_.add_deferred(t, t, kSoftNopOffset + static_cast<double>(temp) * soft_scale_);
+}
+
+void SaState::clear(int32_t t) {
+  const int32_t unit = unit_at(t);
+  const int32_t pos = occupied_pos_[static_cast<size_t>(t)];
+  const int32_t last = occupied_.back();
+  occupied_[static_cast<size_t>(pos)] = last;
+  occupied_pos_[static_cast<size_t>(last)] = pos;
+  occupied_.pop_back();
+  occupied_pos_[static_cast<size_t>(t)] = -1;
+  slot_[static_cast<size_t>(t)] = kNop;
+  cost_ -= units_->cost[static_cast<size_t>(unit)];
+  const int64_t temp = units_->temp[static_cast<size_t>(unit)];
+  max_tree_.add_deferred(t, t, -(kNopOffset + temp));
+  if (soft_scale_ > 0)
+    soft_tree_.add_deferred(t, t, -(kSoftNopOffset + static_cast<double>(temp) * soft_scale_));
+}
+
+}  // namespace remat::fastsa

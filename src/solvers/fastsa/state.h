@@ -1,0 +1,101 @@
+// state.h — the annealing state of FastSA §2.2: a fixed-length vector of time slots, each empty
+// (nop) or holding one unit, with the memory over time kept incrementally.
+// Invariant: tree leaf t = (live bytes at t) + temp of the unit at t, minus kNopOffset when slot t
+// is a nop, so the root of the max tree plus the resident bytes is the peak over the occupied
+// slots, which equals remat::simulate's peak of the sequence with the nops removed (DESIGN.md
+// §1). Per value, the sorted production and use times give the interval updates of §2.2.1
+// (extend, shrink, split, merge) as at most two range adds, and the validity checks of §2.2 in
+// O(1) (only the first production and first use matter).
+//   SaState s(units, 1 << 16, units.initial_order);
+//   if (s.can_add(u, t)) { s.add(u, t); ...; s.remove(t); }  // undo = the inverse mutation
+//   int64_t peak = s.peak();
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "segment_tree.h"
+#include "units.h"
+
+namespace remat::fastsa {
+
+inline constexpr int32_t kNop = -1;
+inline constexpr int32_t kNoTime = 0x7fffffff;  // "none" for a time; later than every slot
+
+class SaState {
+ public:
+  // Places `order` evenly: unit i of k at slot floor((i + 1) * slots / (k + 1)) (Appendix D.4).
+  // `slots` must be a power of two larger than order.size(). With `soft_peak_scale` > 0 a
+  // log-add-exp tree (Appendix C.2) is kept beside the max tree, over sizes times that scale.
+  SaState(const UnitTable& units, int32_t slots, std::span<const int32_t> order,
+          double soft_peak_scale = 0);
+
+  int32_t num_slots() const { return slots_; }
+  int32_t unit_at(int32_t t) const { return slot_[static_cast<size_t>(t)]; }
+  bool is_nop(int32_t t) const { return slot_[static_cast<size_t>(t)] == kNop; }
+  int32_t num_occupied() const { return static_cast<int32_t>(occupied_.size()); }
+  // The i-th occupied slot, in no particular order (for uniform sampling).
+  int32_t occupied_slot(int32_t i) const { return occupied_[static_cast<size_t>(i)]; }
+
+  int64_t peak() const { return max_tree_.root() + units_->resident_bytes; }
+  // log2 of sum over occupied slots of 2^(scaled memory), back in bytes; needs soft_peak_scale.
+  double soft_peak() const;
+  double cost() const { return cost_; }
+
+  // Validity of §2.2. Each assumes the slot preconditions (t a nop for add, t occupied for
+  // remove, t1 occupied and t2 a nop for move); non-recomputable units may only move.
+  bool can_add(int32_t unit, int32_t t) const;
+  bool can_remove(int32_t t) const;
+  bool can_move(int32_t from, int32_t to) const;
+  // The open interval (lo, hi) of slots the unit at `from` can move to: after the first
+  // production of each input, and before the first use of each output it first produces.
+  std::pair<int32_t, int32_t> move_range(int32_t from) const;
+  void add(int32_t unit, int32_t t);
+  void remove(int32_t t);
+  void move(int32_t from, int32_t to);  // remove at `from`, add the same unit at `to`
+
+  // Units in slot order, nops left out.
+  std::vector<int32_t> sequence() const;
+
+ private:
+  // Interval updates are deferred in the trees and rebuilt once per add, remove or move.
+  void add_deferred(int32_t unit, int32_t t);
+  void remove_deferred(int32_t t);
+  void add_live(int32_t first, int32_t last, int64_t bytes);
+  void rebuild_trees();
+  void add_use(int32_t v, int32_t t);
+  void remove_use(int32_t v, int32_t t);
+  void add_production(int32_t v, int32_t t);
+  void remove_production(int32_t v, int32_t t);
+  // End of the interval opened by the production at p when the next production is `next`
+  // (kNoTime: none): the last use in (p, next), p when there is none, the end for an output.
+  int32_t interval_end(int32_t v, int32_t p, int32_t next) const;
+  void place(int32_t unit, int32_t t);
+  void clear(int32_t t);
+
+  const UnitTable* units_;
+  int32_t slots_ = 0;
+  std::vector<int32_t> slot_;                      // unit or kNop, by time
+  std::vector<int32_t> occupied_;                  // occupied slots
+  std::vector<int32_t> occupied_pos_;              // index in occupied_, by time
+  std::vector<std::vector<int32_t>> productions_;  // sorted times, by value
+  std::vector<std::vector<int32_t>> uses_;         // sorted times, by value
+  // What the validity checks read, by value, in one flat record (kNoTime when absent): the
+  // checks run on every proposal, most of which are rejected, so they must not chase pointers.
+  struct FirstTimes {
+    int32_t production = kNoTime;
+    int32_t second_production = kNoTime;
+    int32_t use = kNoTime;
+    int32_t unused = 0;
+  };
+  std::vector<FirstTimes> first_;
+  void refresh_first(int32_t v);
+  MaxAddTree max_tree_;
+  LogAddExpTree soft_tree_;
+  double soft_scale_ = 0;
+  double cost_ = 0;
+};
+
+}  // namespace remat::fastsa

@@ -1,0 +1,37 @@
+// chain_arrays.h — a chain as flat arrays indexed the paper's way (ℓ = 0..L+1), in bytes or in
+// memory bins, for the dynamic programs (internal to src/solvers/rotor/).
+// Discretisation (§5.2): a budget of M bytes is cut into S bins of ceil(M / S) bytes; every size
+// is rounded *up* to whole bins and the budget *down*, so a plan that fits in bins fits in bytes.
+//   ChainArrays<int64_t> bytes = chain_arrays(chain);
+//   Discretisation d = discretise(bytes, budget_bytes, /*bins=*/500);  // d.chain.a[ℓ] in bins
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "remat/chain.h"
+
+namespace remat::rotor {
+
+template <class Size>
+struct ChainArrays {
+  int n = 0;                         // L + 1: the number of stages, loss included; stages are 1..n
+  std::vector<Size> a, abar, delta;  // index 0..n (a^0 is the input)
+  std::vector<Size> of, ob;          // index 1..n (0 unused)
+  std::vector<double> uf, ub;        // index 1..n (0 unused)
+};
+
+ChainArrays<int64_t> chain_arrays(const Chain& chain);
+
+struct Discretisation {
+  ChainArrays<int32_t> chain;
+  int64_t bin_bytes = 1;
+  int32_t budget_bins = 0;  // floor(budget / bin_bytes)
+};
+// bins = 0: exact (one byte per bin). Throws InputError when a size would not fit in 31 bits.
+Discretisation discretise(const ChainArrays<int64_t>& chain, int64_t budget_bytes, int64_t bins);
+
+// A large value that survives a few additions of sizes without overflowing.
+inline constexpr int64_t kNoBytes = INT64_MAX / 8;
+
+}  // namespace remat::rotor

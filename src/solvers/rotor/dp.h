@@ -1,0 +1,76 @@
+// dp.h — Rotor's dynamic programs (internal to src/solvers/rotor/).
+//   persistent_dp  Algorithm 3 + 4 (Theorem 4.8): the optimal memory-persistent sequence, O(S L^3).
+//                  Family kRevolve keeps only F_all right before B (the Griewank–Walther strategy
+//                  for the AD model, made valid as in §5.4).
+//   weak_dp        Algorithm 1 + 2 (Theorem 4.7): the optimal weakly persistent sequence with a
+//                  floating activation, which Lemma 4.4 shows is optimal among all sequences.
+//   persistent_dp_exact  the same in exact bytes, rows kept as Pareto fronts (bins=exact).
+//   *_min_memory   the exact smallest budget (bytes, a^0 included) of the same family and a
+//                  sequence that needs no more; used for infeasible budgets and as a fallback.
+// DP values are in the chain's time unit; memory is in bins (Discretisation). Every sequence is
+// judged again by simulate_chain(); the DP value is only used to choose.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "chain_arrays.h"
+#include "chain_simulate.h"
+#include "dp_kernels.h"
+#include "remat/solver.h"
+
+namespace remat::rotor {
+
+enum class PersistentFamily { kRotor, kRevolve };
+
+struct DpOutcome {
+  std::optional<ChainSequence> ops;  // nullopt: nothing fits the binned budget (or timed out)
+  double makespan = kInfinity;       // the DP's optimum C(1, ..., L+1, M - ω_a^0)
+  int64_t rows = 0;                  // DP rows (sub-problems) computed, S + 1 entries each
+  int64_t relaxed = 0;               // entries relaxed (candidate evaluations), in all
+  bool timed_out = false;
+};
+
+// A time limit (remat::Deadline lives in remat_solvers, which links this library, hence our own).
+class TimeLimit {
+ public:
+  explicit TimeLimit(double seconds)
+      : start_(std::chrono::steady_clock::now()),
+        end_(start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(std::min(seconds, 1e9)))) {}
+  bool expired() const { return std::chrono::steady_clock::now() >= end_; }
+  double elapsed_s() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_, end_;
+};
+
+struct DpControl {
+  const TimeLimit* deadline = nullptr;               // checked between rows
+  std::function<void(const Progress&)> on_progress;  // may be empty
+};
+
+DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family, const DpControl& control);
+DpOutcome weak_dp(const Discretisation& d, const DpControl& control);
+// persistent_dp in exact bytes (bins=exact): rows are step functions kept as their breakpoints.
+DpOutcome persistent_dp_exact(const ChainArrays<int64_t>& c, int64_t budget_bytes,
+                              PersistentFamily family, const DpControl& control);
+
+struct MinMemory {
+  int64_t bytes = 0;  // the family's smallest feasible budget per the DP's memory rules
+  ChainSequence ops;  // a sequence whose peak is at most `bytes`
+};
+MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily family);
+// O(L^5); nullopt when `deadline` (optional) expires first.
+std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c,
+                                         const TimeLimit* deadline = nullptr);
+
+// DP table entries (rows x (S + 1)) the weak DP would allocate, to refuse too large a run early.
+int64_t weak_dp_entries(int n, int64_t budget_bins);
+
+}  // namespace remat::rotor

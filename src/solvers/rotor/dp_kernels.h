@@ -1,0 +1,35 @@
+// dp_kernels.h — the inner loops of the Rotor dynamic programs, vectorised over the memory axis.
+// A DP row holds the optimal makespan of one sub-chain for every memory m = 0..M; each candidate
+// decomposition relaxes a whole row at once (out[m] = min(out[m], add + x[m] + y[m])), which is
+// what makes the DPs fast: the memory axis is contiguous, the loops have no branches, and AVX2 is
+// used when the CPU has it (function multi-versioning, so the binary still runs everywhere).
+#pragma once
+
+#include <cstdint>
+
+namespace remat::rotor {
+
+inline constexpr double kInfinity = __builtin_inf();
+
+// out[i] = min(out[i], add + x[i] + y[i]) for i < count. The three ranges must not overlap.
+void relax2(double* __restrict out, const double* __restrict x, const double* __restrict y,
+            double add, int64_t count);
+// out[i] = min(out[i], add + x[i]) for i < count.
+void relax1(double* __restrict out, const double* __restrict x, double add, int64_t count);
+// The first i < count with row[i] finite, or count when none is.
+int64_t first_finite(const double* row, int64_t count);
+// For a row non-increasing on [lo, hi): the first i in [lo, hi) with row[i] <= threshold, or hi.
+// A candidate whose every value is at least `threshold` can only improve the entries before it,
+// which is how the DPs skip most of the memory axis for candidates that recompute a lot.
+int64_t first_at_most(const double* row, int64_t lo, int64_t hi, double threshold);
+
+// The same in single precision, for the persistent DP's table: half the memory traffic, which is
+// what bounds that DP (its candidates differ by whole stage times, far above float rounding).
+inline constexpr float kInfinityF = __builtin_inff();
+void relax2(float* __restrict out, const float* __restrict x, const float* __restrict y, float add,
+            int64_t count);
+void relax1(float* __restrict out, const float* __restrict x, float add, int64_t count);
+int64_t first_finite(const float* row, int64_t count);
+int64_t first_at_most(const float* row, int64_t lo, int64_t hi, float threshold);
+
+}  // namespace remat::rotor

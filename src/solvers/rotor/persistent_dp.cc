@@ -1,0 +1,301 @@
+// Algorithm 3 / 4 of the Rotor paper (Theorem 4.8). C(s, t, m): the least makespan of the
+// sub-chain s..t when a^{s-1} (not counted in m) and δ^t are stored, within memory m, ending with
+// δ^{s-1}. The paper fills the table m-major; here each (s, t) row holds every m at once and rows
+// are filled by decreasing s and, within s, increasing t (every dependency is then ready and the
+// current row s stays in cache), so each decomposition is one vectorised pass over m.
+// Saturation: from the memory sat(s, t) that the store-all sequence of the sub-chain needs, the
+// value is the no-recomputation makespan; only m < sat(s, t) is computed, the rest is filled.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "dp.h"
+#include "remat/error.h"
+
+namespace remat::rotor {
+namespace {
+
+// m∅(s,t) and m_all(s,t) of Theorem 4.8, in the size type of the chain.
+template <class Size>
+class PersistentBounds {
+ public:
+  explicit PersistentBounds(const ChainArrays<Size>& c) : c_(c), n_(c.n) {
+    forward_.assign(static_cast<size_t>((n_ + 1) * (n_ + 1)), 0);
+    for (int s = 1; s <= n_; ++s) {
+      Size peak = c.a[s] + c.of[s];  // F_ck^s
+      for (int t = s; t <= n_; ++t) {
+        if (t > s + 1) peak = std::max<Size>(peak, c.a[t - 2] + c.a[t - 1] + c.of[t - 1]);
+        forward_[index(s, t)] = peak;  // F_∅^j for s < j < t
+      }
+    }
+  }
+  // Memory to run F_ck^s then F_∅^{s+1..t-1} with δ^t stored (a^{s-1} not counted).
+  Size none(int s, int t) const { return c_.delta[t] + forward_[index(s, t)]; }
+  // Memory to run F_all^s with δ^t stored, and later B^s.
+  Size all(int s, int t) const {
+    return std::max<Size>(c_.delta[t] + c_.abar[s] + c_.of[s],
+                          c_.delta[s] + c_.delta[s - 1] + c_.abar[s] + c_.ob[s]);
+  }
+
+ private:
+  size_t index(int s, int t) const { return static_cast<size_t>(s * (n_ + 1) + t); }
+  const ChainArrays<Size>& c_;
+  int n_;
+  std::vector<Size> forward_;
+};
+
+// Rows (s, t), 1 <= s <= t <= n, each of width + 1 floats (single precision halves the memory
+// traffic that bounds this DP; a relative rounding of 1e-7 only matters between near-equal plans,
+// and every reported makespan comes from the simulator anyway).
+using Value = float;
+constexpr Value kInf = kInfinityF;
+class TriangleTable {
+ public:
+  TriangleTable(int n, int32_t max_m) : n_(n), width_(max_m + 1) {
+    offset_.assign(static_cast<size_t>(n + 2), 0);
+    for (int s = 1; s <= n; ++s) offset_[s + 1] = offset_[s] + (n - s + 1);
+    const int64_t rows = offset_[n + 1];
+    values_.assign(static_cast<size_t>(rows * width_), kInf);
+    first_.assign(static_cast<size_t>(rows), width_);
+  }
+  Value* row(int s, int t) { return values_.data() + id(s, t) * width_; }
+  const Value* row(int s, int t) const { return values_.data() + id(s, t) * width_; }
+  int64_t& first(int s, int t) { return first_[static_cast<size_t>(id(s, t))]; }
+  int64_t first(int s, int t) const { return first_[static_cast<size_t>(id(s, t))]; }
+  int64_t width() const { return width_; }
+  int64_t rows() const { return offset_[n_ + 1]; }
+  int64_t relaxed = 0;  // entries relaxed, for the statistics
+
+ private:
+  int64_t id(int s, int t) const { return offset_[s] + (t - s); }
+  int n_;
+  int64_t width_;
+  std::vector<int64_t> offset_;
+  std::vector<Value> values_;
+  std::vector<int64_t> first_;  // first finite m of each row (width_ when none)
+};
+
+// sat(s, t) and the makespan of the store-all sequence of each sub-chain (Rotor family only).
+class Saturation {
+ public:
+  Saturation(const ChainArrays<int32_t>& c, PersistentFamily family, int64_t width)
+      : n_(c.n),
+        memory_(static_cast<size_t>((n_ + 2) * (n_ + 2)), width),
+        makespan_(memory_.size(), 0) {
+    if (family != PersistentFamily::kRotor) return;  // revolve never stores all
+    for (int s = 1; s <= n_; ++s) {
+      int64_t stored = 0, forward = 0, backward = 0;
+      for (int t = s; t <= n_; ++t) {
+        stored += c.abar[t];  // ā^s..ā^t (a^{s-1} is not counted)
+        forward = std::max<int64_t>(forward, stored + c.of[t]);
+        backward = std::max<int64_t>(backward, stored + c.delta[t] + c.delta[t - 1] + c.ob[t]);
+        memory_[index(s, t)] = std::min<int64_t>(width, std::max(c.delta[t] + forward, backward));
+      }
+    }
+    for (int t = 1; t <= n_; ++t) {  // same order of additions as the DP's F_all branch
+      makespan_[index(t, t)] = c.uf[t] + c.ub[t];
+      for (int s = t - 1; s >= 1; --s)
+        makespan_[index(s, t)] = (c.uf[s] + c.ub[s]) + makespan_[index(s + 1, t)];
+    }
+  }
+  int64_t memory(int s, int t) const { return memory_[index(s, t)]; }
+  double makespan(int s, int t) const { return makespan_[index(s, t)]; }
+
+ private:
+  size_t index(int s, int t) const { return static_cast<size_t>(s * (n_ + 2) + t); }
+  int n_;
+  std::vector<int64_t> memory_;
+  std::vector<double> makespan_;
+};
+
+void fill_row(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bounds,
+              const Saturation& saturation, PersistentFamily family, int s, int t,
+              TriangleTable& table) {
+  Value* out = table.row(s, t);
+  const int64_t width = saturation.memory(s, t);  // m >= width is filled below
+  if (s == t) {
+    const int64_t lo = bounds.all(s, s);
+    std::fill(out + std::min(lo, width), out + width, static_cast<Value>(c.uf[s] + c.ub[s]));
+  } else {
+    if (family == PersistentFamily::kRotor) {  // F_all^s, C(s+1, t, m - ω_ā^s), B^s
+      const int64_t lo = std::max<int64_t>(bounds.all(s, t), table.first(s + 1, t) + c.abar[s]);
+      if (lo < width) {
+        relax1(out + lo, table.row(s + 1, t) + lo - c.abar[s],
+               static_cast<Value>(c.uf[s] + c.ub[s]), width - lo);
+        table.relaxed += width - lo;
+      }
+    }
+    const int64_t lo_none = bounds.none(s, t);
+    const int64_t last = table.width() - 1;
+    double forward = 0;
+    for (int s2 = s + 1; s2 <= t; ++s2) {  // F_ck^s F_∅.. up to a^{s2-1}, C(s2, t), C(s, s2-1)
+      forward += c.uf[s2 - 1];
+      const int32_t w = c.a[s2 - 1];
+      const int64_t lo = std::max({lo_none, table.first(s2, t) + w, table.first(s, s2 - 1)});
+      if (lo >= width) continue;
+      // Rows are non-increasing, so the candidate is never below this; skip entries already at it.
+      const auto add = static_cast<Value>(forward);
+      const Value least = add + table.row(s2, t)[last] + table.row(s, s2 - 1)[last];
+      const int64_t hi = first_at_most(out, lo, width, least);
+      if (lo < hi) {
+        relax2(out + lo, table.row(s2, t) + lo - w, table.row(s, s2 - 1) + lo, add, hi - lo);
+        table.relaxed += hi - lo;
+      }
+    }
+  }
+  if (width < table.width())
+    std::fill(out + width, out + table.width(), static_cast<Value>(saturation.makespan(s, t)));
+  table.first(s, t) = first_finite(out, table.width());
+}
+
+// Algorithm 4: the sequence of the optimum C(s, t, m), choosing as fill_row() did.
+void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bounds,
+             PersistentFamily family, const TriangleTable& table, int s, int t, int64_t m,
+             ChainSequence& out) {
+  if (s == t) {
+    out.push_back({OpKind::kForwardAll, s});
+    out.push_back({OpKind::kBackward, s});
+    return;
+  }
+  double best = kInfinity;
+  int best_split = 0;  // 0: F_all^s; s2 > s: F_ck^s with next checkpoint a^{s2-1}
+  // Candidates are evaluated as fill_row() did, in float, and the first smallest is kept.
+  if (family == PersistentFamily::kRotor && m >= bounds.all(s, t) && m >= c.abar[s]) {
+    best = static_cast<Value>(c.uf[s] + c.ub[s]) + table.row(s + 1, t)[m - c.abar[s]];
+  }
+  if (m >= bounds.none(s, t)) {
+    double forward = 0;
+    for (int s2 = s + 1; s2 <= t; ++s2) {
+      forward += c.uf[s2 - 1];
+      if (m < c.a[s2 - 1]) continue;
+      const Value v =
+          static_cast<Value>(forward) + table.row(s2, t)[m - c.a[s2 - 1]] + table.row(s, s2 - 1)[m];
+      if (v < best) {
+        best = v;
+        best_split = s2;
+      }
+    }
+  }
+  REMAT_CHECK(best < kInfinity, fmt::format("persistent DP: no choice for C({}, {}, {})", s, t, m));
+  if (best_split == 0) {
+    out.push_back({OpKind::kForwardAll, s});
+    rebuild(c, bounds, family, table, s + 1, t, m - c.abar[s], out);
+    out.push_back({OpKind::kBackward, s});
+    return;
+  }
+  out.push_back({OpKind::kForwardCheckpoint, s});
+  for (int j = s + 1; j < best_split; ++j) out.push_back({OpKind::kForwardNoSave, j});
+  rebuild(c, bounds, family, table, best_split, t, m - c.a[best_split - 1], out);
+  rebuild(c, bounds, family, table, s, best_split - 1, m, out);
+}
+
+int block_size() {
+  const char* text = std::getenv("REMAT_ROTOR_BLOCK");
+  return text != nullptr ? std::max(1, std::atoi(text)) : 8;
+}
+
+}  // namespace
+
+DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family,
+                        const DpControl& control) {
+  const ChainArrays<int32_t>& c = d.chain;
+  DpOutcome outcome;
+  const int64_t top_m = static_cast<int64_t>(d.budget_bins) - c.a[0];
+  if (top_m < 0) return outcome;
+  const PersistentBounds<int32_t> bounds(c);
+  TriangleTable table(c.n, static_cast<int32_t>(top_m));
+  const Saturation saturation(c, family, table.width());
+  // Blocks of kBlock consecutive s, and within a block t ascending then s descending: every row
+  // (s2, t) read for the block's t is reused by all its s while in cache (the table is far larger).
+  const int block = block_size();
+  for (int s_hi = c.n; s_hi >= 1; s_hi -= block) {
+    if (control.deadline != nullptr && control.deadline->expired()) {
+      outcome.timed_out = true;
+      return outcome;
+    }
+    const int s_lo = std::max(1, s_hi - block + 1);
+    for (int t = s_lo; t <= c.n; ++t)
+      for (int s = std::min(s_hi, t); s >= s_lo; --s)
+        fill_row(c, bounds, saturation, family, s, t, table);
+    if (control.on_progress) {
+      const double done =
+          1 - static_cast<double>(s_lo - 1) * s_lo / (static_cast<double>(c.n) * (c.n + 1));
+      control.on_progress({.stage = "dp", .fraction = done});
+    }
+  }
+  outcome.rows = table.rows();
+  outcome.relaxed = table.relaxed;
+  outcome.makespan = table.row(1, c.n)[top_m];
+  if (outcome.makespan == kInfinity) return outcome;  // float inf converts to double inf
+  ChainSequence ops;
+  rebuild(c, bounds, family, table, 1, c.n, top_m, ops);
+  outcome.ops = std::move(ops);
+  return outcome;
+}
+
+MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily family) {
+  // P(s, t): the least m with C(s, t, m) finite, in bytes; choice: 0 for F_all^s, else s2.
+  const int n = c.n;
+  const PersistentBounds<int64_t> bounds(c);
+  auto at = [n](int s, int t) { return static_cast<size_t>(s * (n + 1) + t); };
+  std::vector<int64_t> need(static_cast<size_t>((n + 1) * (n + 1)), kNoBytes);
+  std::vector<int> choice(need.size(), -1);
+  for (int span = 0; span < n; ++span)
+    for (int s = 1; s + span <= n; ++s) {
+      const int t = s + span;
+      int64_t best = kNoBytes;
+      int best_choice = 0;
+      if (s == t) {
+        best = bounds.all(s, s);
+      } else {
+        if (family == PersistentFamily::kRotor)
+          best = std::max(bounds.all(s, t), need[at(s + 1, t)] + c.abar[s]);
+        for (int s2 = s + 1; s2 <= t; ++s2) {
+          const int64_t v =
+              std::max({bounds.none(s, t), need[at(s2, t)] + c.a[s2 - 1], need[at(s, s2 - 1)]});
+          if (v < best) {
+            best = v;
+            best_choice = s2;
+          }
+        }
+      }
+      need[at(s, t)] = std::min(best, kNoBytes);
+      choice[at(s, t)] = best_choice;
+    }
+  MinMemory result;
+  result.bytes = need[at(1, n)] + c.a[0];
+  // Rebuild with an explicit stack of (s, t, phase) so deep chains need no deep recursion.
+  struct Frame {
+    int s, t;
+    bool close;  // emit B^s (after the F_all^s branch's sub-chain)
+  };
+  std::vector<Frame> stack = {{1, n, false}};
+  while (!stack.empty()) {
+    const Frame f = stack.back();
+    stack.pop_back();
+    if (f.close) {
+      result.ops.push_back({OpKind::kBackward, f.s});
+      continue;
+    }
+    if (f.s == f.t) {
+      result.ops.push_back({OpKind::kForwardAll, f.s});
+      result.ops.push_back({OpKind::kBackward, f.s});
+      continue;
+    }
+    const int s2 = choice[at(f.s, f.t)];
+    if (s2 == 0) {
+      result.ops.push_back({OpKind::kForwardAll, f.s});
+      stack.push_back({f.s, f.t, true});
+      stack.push_back({f.s + 1, f.t, false});
+      continue;
+    }
+    result.ops.push_back({OpKind::kForwardCheckpoint, f.s});
+    for (int j = f.s + 1; j < s2; ++j) result.ops.push_back({OpKind::kForwardNoSave, j});
+    stack.push_back({f.s, s2 - 1, false});  // runs second
+    stack.push_back({s2, f.t, false});
+  }
+  return result;
+}
+
+}  // namespace remat::rotor

@@ -1,0 +1,196 @@
+// The incremental state of FastSA against the simulator: after every mutation of long random
+// sequences, the peak kept by the segment tree and the cost equal remat::simulate's figures for
+// the sequence with nops removed, and a mutation is judged valid exactly when the simulator
+// accepts the mutated sequence.
+#include "fastsa/state.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "fastsa/segment_tree.h"
+#include "fastsa/units.h"
+#include "fastsa_test_graphs.h"
+#include "remat/generate.h"
+#include "remat/random.h"
+#include "remat/simulate.h"
+
+namespace remat::fastsa {
+namespace {
+
+using testing::rich_random_graph;
+
+struct Counts {
+  int applied = 0;
+  int rejected = 0;
+};
+
+// The slot vector as a unit sequence after writing `unit` at `t` (kNop clears).
+std::vector<int32_t> mutated(const SaState& s,
+                             std::initializer_list<std::pair<int32_t, int32_t>> writes) {
+  std::vector<int32_t> slots(static_cast<size_t>(s.num_slots()));
+  for (int32_t t = 0; t < s.num_slots(); ++t) slots[static_cast<size_t>(t)] = s.unit_at(t);
+  for (auto [t, unit] : writes) slots[static_cast<size_t>(t)] = unit;
+  std::vector<int32_t> order;
+  for (int32_t u : slots)
+    if (u != kNop) order.push_back(u);
+  return order;
+}
+
+int32_t random_nop(const SaState& s, Rng& rng) {
+  for (;;) {
+    const auto t = static_cast<int32_t>(rng.below(static_cast<uint64_t>(s.num_slots())));
+    if (s.is_nop(t)) return t;
+  }
+}
+
+// Random add / remove / move steps on single-node units; checks validity both ways and the
+// figures after every applied step.
+Counts check_against_simulator(const Graph& g, int32_t slots, int steps, uint64_t seed) {
+  const UnitTable units = node_units(g);
+  constexpr double kSoftScale = 0.01;
+  SaState s(units, slots, units.initial_order, kSoftScale);
+  Rng rng(seed);
+  Counts counts;
+  for (int step = 0; step < steps; ++step) {
+    const uint64_t kind = rng.below(3);
+    bool can = false;
+    std::vector<int32_t> after;
+    int32_t unit = 0, from = 0, to = 0;
+    if (kind == 0 || s.num_occupied() == 0) {
+      unit = static_cast<int32_t>(rng.below(static_cast<uint64_t>(units.num_units())));
+      to = random_nop(s, rng);
+      can = s.can_add(unit, to);
+      after = mutated(s, {{to, unit}});
+    } else {
+      from =
+          s.occupied_slot(static_cast<int32_t>(rng.below(static_cast<uint64_t>(s.num_occupied()))));
+      unit = s.unit_at(from);
+      if (kind == 1) {
+        can = s.can_remove(from);
+        after = mutated(s, {{from, kNop}});
+      } else {
+        to = random_nop(s, rng);
+        can = s.can_move(from, to);
+        after = mutated(s, {{from, kNop}, {to, unit}});
+        const auto [lo, hi] = s.move_range(from);  // the range local rotations draw from
+        EXPECT_EQ(can, lo < to && to < hi) << "step " << step;
+      }
+    }
+    const Evaluation expected = simulate(g, units.expand(after));
+    EXPECT_EQ(can, expected.valid) << "step " << step << " kind " << kind << ": " << expected.error;
+    if (!can) {
+      ++counts.rejected;
+      continue;
+    }
+    ++counts.applied;
+    if (kind == 0 || s.num_occupied() == 0)
+      s.add(unit, to);
+    else if (kind == 1)
+      s.remove(from);
+    else
+      s.move(from, to);
+    EXPECT_EQ(s.peak(), expected.peak_bytes) << "step " << step << " kind " << kind;
+    EXPECT_NEAR(s.cost(), expected.cost, 1e-6);
+    EXPECT_GE(s.soft_peak(), static_cast<double>(expected.peak_bytes) - 1e-6);
+    EXPECT_LE(s.soft_peak(), static_cast<double>(expected.peak_bytes) +
+                                 std::log2(static_cast<double>(s.num_occupied())) / kSoftScale +
+                                 1e-6);
+    if (::testing::Test::HasFailure()) break;  // one clear failure, not thousands
+  }
+  return counts;
+}
+
+TEST(FastsaState, IncrementalPeakMatchesSimulatorOnRichGraphs) {
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    const Graph g =
+        rich_random_graph({.num_nodes = 25 + 5 * static_cast<int32_t>(seed), .seed = seed});
+    const Counts c = check_against_simulator(g, /*slots=*/256, /*steps=*/4000, seed);
+    // Both outcomes must be exercised for the test to mean anything.
+    EXPECT_GT(c.applied, 500) << g.name();
+    EXPECT_GT(c.rejected, 100) << g.name();
+    ASSERT_FALSE(HasFailure()) << g.name();
+  }
+}
+
+TEST(FastsaState, IncrementalPeakMatchesSimulatorOnLayeredGraphs) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    const Graph g = generate_random_layered({.num_nodes = 60, .seed = seed});
+    const Counts c = check_against_simulator(g, /*slots=*/512, /*steps=*/3000, seed + 100);
+    EXPECT_GT(c.applied, 500) << g.name();
+    ASSERT_FALSE(HasFailure()) << g.name();
+  }
+}
+
+TEST(FastsaState, InitialStateEqualsBaseline) {
+  const Graph g = rich_random_graph({.num_nodes = 40, .seed = 9});
+  const UnitTable units = node_units(g);
+  const SaState s(units, 1024, units.initial_order);
+  EXPECT_EQ(s.peak(), baseline(g).peak_bytes);
+  EXPECT_DOUBLE_EQ(s.cost(), baseline(g).cost);
+  EXPECT_EQ(units.expand(s.sequence()), default_schedule(g));
+}
+
+// Grouped units model a group's members by its inputs, outputs and temp over one slot; that must
+// bound the expanded sequence's memory from above, so a stage-1 state within budget stays within
+// budget when decomposed.
+TEST(FastsaState, GroupedModelBoundsTheExpandedPeak) {
+  int grouped_graphs = 0;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    const Graph g = rich_random_graph({.num_nodes = 40, .seed = seed, .non_recomputable = 0.05});
+    const UnitTable units = group_units(g, {});
+    grouped_graphs += units.num_units() < g.num_nodes();
+    SaState s(units, 512, units.initial_order);
+    Rng rng(seed);
+    for (int step = 0; step < 2000; ++step) {
+      const int32_t from =
+          s.occupied_slot(static_cast<int32_t>(rng.below(static_cast<uint64_t>(s.num_occupied()))));
+      const int32_t to = random_nop(s, rng);
+      const auto unit = static_cast<int32_t>(rng.below(static_cast<uint64_t>(units.num_units())));
+      switch (rng.below(3)) {
+        case 0:
+          if (s.can_add(unit, to)) s.add(unit, to);
+          break;
+        case 1:
+          if (s.can_remove(from)) s.remove(from);
+          break;
+        default:
+          if (s.can_move(from, to)) s.move(from, to);
+          break;
+      }
+      const Evaluation e = simulate(g, units.expand(s.sequence()));
+      ASSERT_TRUE(e.valid) << e.error;
+      EXPECT_LE(e.peak_bytes, s.peak()) << "seed " << seed << " step " << step;
+      EXPECT_NEAR(e.cost, s.cost(), 1e-6);
+      if (HasFailure()) return;
+    }
+  }
+  EXPECT_GE(grouped_graphs, 4);  // grouping happened on most graphs
+}
+
+TEST(FastsaSegmentTree, MaxAndLeavesAfterRangeAdds) {
+  std::vector<int64_t> plain(64, 0);
+  MaxAddTree tree(plain);
+  Rng rng(3);
+  for (int step = 0; step < 2000; ++step) {
+    auto l = static_cast<int32_t>(rng.below(64)), r = static_cast<int32_t>(rng.below(64));
+    if (l > r) std::swap(l, r);
+    const int64_t x = rng.between(-50, 50);
+    tree.add(l, r, x);
+    for (int32_t i = l; i <= r; ++i) plain[static_cast<size_t>(i)] += x;
+    ASSERT_EQ(tree.root(), *std::max_element(plain.begin(), plain.end()));
+    const auto probe = static_cast<int32_t>(rng.below(64));
+    ASSERT_EQ(tree.leaf(probe), plain[static_cast<size_t>(probe)]);
+  }
+}
+
+TEST(FastsaSegmentTree, LogAddExpIsASmoothMaximum) {
+  const std::vector<double> leaves = {1.0, 3.0, 3.0, -1e4};
+  LogAddExpTree tree(leaves);
+  EXPECT_NEAR(tree.root(), std::log2(2.0 + 8.0 + 8.0), 1e-12);
+  tree.add(0, 1, 2.0);  // 3, 5, 3
+  EXPECT_NEAR(tree.root(), std::log2(8.0 + 32.0 + 8.0), 1e-12);
+}
+
+}  // namespace
+}  // namespace remat::fastsa
