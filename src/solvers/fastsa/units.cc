@@ -45,6 +45,17 @@ std::vector<int32_t> set_minus(const std::vector<int32_t>& a, const std::vector<
 // once in a group, each production opening an interval as in the simulator), plus the member's
 // own temp. Together with the unit's inputs and outputs counted over its whole slot, this bounds
 // the memory of every step of the expanded members from above.
+// The unit of one node, before any grouping.
+WorkUnit single_node_unit(const Graph& g, NodeId n) {
+  const Node& node = g.node(n);
+  WorkUnit u;
+  u.members = {n};
+  u.inputs = sorted_ids(node.inputs);
+  u.outputs = sorted_ids(node.outputs);
+  u.recomputable = node.recomputable;
+  return u;
+}
+
 int64_t unit_temp(const Graph& g, std::span<const NodeId> members,
                   const std::vector<int32_t>& outputs) {
   if (members.size() == 1) return g.node(members[0]).temp_bytes;
@@ -95,12 +106,8 @@ class Grouper {
     readers_.resize(static_cast<size_t>(g.num_values()));
     unit_stamp_.assign(static_cast<size_t>(g.num_nodes()), -1);
     for (int32_t n = 0; n < g.num_nodes(); ++n) {
-      const Node& node = g.node(NodeId{n});
       WorkUnit& u = units_[static_cast<size_t>(n)];
-      u.members = {NodeId{n}};
-      u.inputs = sorted_ids(node.inputs);
-      u.outputs = sorted_ids(node.outputs);
-      u.recomputable = node.recomputable;
+      u = single_node_unit(g, NodeId{n});
       for (int32_t v : u.inputs) readers_[static_cast<size_t>(v)].push_back(n);
     }
   }
@@ -227,14 +234,8 @@ Sequence UnitTable::expand(std::span<const int32_t> units) const {
 
 UnitTable node_units(const Graph& graph) {
   std::vector<WorkUnit> units(static_cast<size_t>(graph.num_nodes()));
-  for (int32_t n = 0; n < graph.num_nodes(); ++n) {
-    const Node& node = graph.node(NodeId{n});
-    WorkUnit& u = units[static_cast<size_t>(n)];
-    u.members = {NodeId{n}};
-    u.inputs = sorted_ids(node.inputs);
-    u.outputs = sorted_ids(node.outputs);
-    u.recomputable = node.recomputable;
-  }
+  for (int32_t n = 0; n < graph.num_nodes(); ++n)
+    units[static_cast<size_t>(n)] = single_node_unit(graph, NodeId{n});
   return make_table(graph, units);
 }
 

@@ -28,23 +28,6 @@ REMAT_VECTOR_CLONES void relax1(double* __restrict out, const double* __restrict
   }
 }
 
-int64_t first_at_most(const double* row, int64_t lo, int64_t hi, double threshold) {
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (row[mid] <= threshold)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
-}
-
-int64_t first_finite(const double* row, int64_t count) {
-  int64_t i = 0;
-  while (i < count && row[i] == kInfinity) ++i;
-  return i;
-}
-
 REMAT_VECTOR_CLONES void relax2(float* __restrict out, const float* __restrict x,
                                 const float* __restrict y, float add, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
@@ -59,23 +42,6 @@ REMAT_VECTOR_CLONES void relax1(float* __restrict out, const float* __restrict x
     const float v = add + x[i];
     out[i] = v < out[i] ? v : out[i];
   }
-}
-
-int64_t first_at_most(const float* row, int64_t lo, int64_t hi, float threshold) {
-  while (lo < hi) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    if (row[mid] <= threshold)
-      hi = mid;
-    else
-      lo = mid + 1;
-  }
-  return lo;
-}
-
-int64_t first_finite(const float* row, int64_t count) {
-  int64_t i = 0;
-  while (i < count && row[i] == kInfinityF) ++i;
-  return i;
 }
 
 }  // namespace remat::rotor

@@ -16,12 +16,6 @@ void relax2(double* __restrict out, const double* __restrict x, const double* __
             double add, int64_t count);
 // out[i] = min(out[i], add + x[i]) for i < count.
 void relax1(double* __restrict out, const double* __restrict x, double add, int64_t count);
-// The first i < count with row[i] finite, or count when none is.
-int64_t first_finite(const double* row, int64_t count);
-// For a row non-increasing on [lo, hi): the first i in [lo, hi) with row[i] <= threshold, or hi.
-// A candidate whose every value is at least `threshold` can only improve the entries before it,
-// which is how the DPs skip most of the memory axis for candidates that recompute a lot.
-int64_t first_at_most(const double* row, int64_t lo, int64_t hi, double threshold);
 
 // The same in single precision, for the persistent DP's table: half the memory traffic, which is
 // what bounds that DP (its candidates differ by whole stage times, far above float rounding).
@@ -29,7 +23,30 @@ inline constexpr float kInfinityF = __builtin_inff();
 void relax2(float* __restrict out, const float* __restrict x, const float* __restrict y, float add,
             int64_t count);
 void relax1(float* __restrict out, const float* __restrict x, float add, int64_t count);
-int64_t first_finite(const float* row, int64_t count);
-int64_t first_at_most(const float* row, int64_t lo, int64_t hi, float threshold);
+// (The relax loops are overloads, not a template: GCC's function multi-versioning,
+// target_clones, does not apply to templates.)
+
+// The first i < count with row[i] finite, or count when none is.
+template <class Real>
+int64_t first_finite(const Real* row, int64_t count) {
+  int64_t i = 0;
+  while (i < count && row[i] == static_cast<Real>(kInfinity)) ++i;
+  return i;
+}
+
+// For a row non-increasing on [lo, hi): the first i in [lo, hi) with row[i] <= threshold, or hi.
+// A candidate whose every value is at least `threshold` can only improve the entries before it,
+// which is how the DPs skip most of the memory axis for candidates that recompute a lot.
+template <class Real>
+int64_t first_at_most(const Real* row, int64_t lo, int64_t hi, Real threshold) {
+  while (lo < hi) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    if (row[mid] <= threshold)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
 
 }  // namespace remat::rotor
