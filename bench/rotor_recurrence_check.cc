@@ -28,15 +28,8 @@ class PrintedRecurrence {
   double solve(int64_t budget) { return value(1, 1, c_.n, budget - c_.a[0]); }
 
  private:
-  int64_t m_none(int s, int l) const {
-    int64_t peak = c_.a[s] + c_.of[s];
-    for (int j = s + 1; j < l; ++j) peak = std::max(peak, c_.a[j - 1] + c_.a[j] + c_.of[j]);
-    return c_.delta[l] + peak;
-  }
-  int64_t m_all(int s, int l) const {
-    return std::max(c_.delta[l] + c_.abar[s] + c_.of[s],
-                    c_.delta[s] + c_.delta[s - 1] + c_.abar[s] + c_.ob[s]);
-  }
+  int64_t m_none(int s, int l) const { return forward_none_memory(c_, s, l); }
+  int64_t m_all(int s, int l) const { return forward_all_memory(c_, s, l); }
 
   double value(int s, int t, int l, int64_t m) {
     if (m < 0 || s > t || t > l) return kInfinity;

@@ -6,6 +6,7 @@
 //   Discretisation d = discretise(bytes, budget_bytes, /*bins=*/500);  // d.chain.a[ℓ] in bins
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -22,6 +23,21 @@ struct ChainArrays {
 };
 
 ChainArrays<int64_t> chain_arrays(const Chain& chain);
+
+// The memory conditions the DPs share (a^{s-1} not counted; δ^t stored throughout).
+// F_all^s, then later B^s.
+template <class Size>
+Size forward_all_memory(const ChainArrays<Size>& c, int s, int t) {
+  return std::max<Size>(c.delta[t] + c.abar[s] + c.of[s],
+                        c.delta[s] + c.delta[s - 1] + c.abar[s] + c.ob[s]);
+}
+// F_ck^s, then F_∅^{s+1..t-1}.
+template <class Size>
+Size forward_none_memory(const ChainArrays<Size>& c, int s, int t) {
+  Size peak = c.a[s] + c.of[s];
+  for (int j = s + 1; j < t; ++j) peak = std::max<Size>(peak, c.a[j - 1] + c.a[j] + c.of[j]);
+  return c.delta[t] + peak;
+}
 
 struct Discretisation {
   ChainArrays<int32_t> chain;

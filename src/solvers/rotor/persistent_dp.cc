@@ -33,10 +33,7 @@ class PersistentBounds {
   // Memory to run F_ck^s then F_∅^{s+1..t-1} with δ^t stored (a^{s-1} not counted).
   Size none(int s, int t) const { return c_.delta[t] + forward_[index(s, t)]; }
   // Memory to run F_all^s with δ^t stored, and later B^s.
-  Size all(int s, int t) const {
-    return std::max<Size>(c_.delta[t] + c_.abar[s] + c_.of[s],
-                          c_.delta[s] + c_.delta[s - 1] + c_.abar[s] + c_.ob[s]);
-  }
+  Size all(int s, int t) const { return forward_all_memory(c_, s, t); }
 
  private:
   size_t index(int s, int t) const { return static_cast<size_t>(s * (n_ + 1) + t); }

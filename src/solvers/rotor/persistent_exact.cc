@@ -40,15 +40,8 @@ class ExactPersistent {
   ExactPersistent(const ChainArrays<int64_t>& c, PersistentFamily family, int64_t top)
       : c_(c), family_(family), top_(top), fronts_(static_cast<size_t>((c.n + 2) * (c.n + 2))) {}
 
-  int64_t none(int s, int t) const {
-    int64_t peak = c_.a[s] + c_.of[s];
-    for (int j = s + 1; j < t; ++j) peak = std::max(peak, c_.a[j - 1] + c_.a[j] + c_.of[j]);
-    return c_.delta[t] + peak;
-  }
-  int64_t all(int s, int t) const {
-    return std::max(c_.delta[t] + c_.abar[s] + c_.of[s],
-                    c_.delta[s] + c_.delta[s - 1] + c_.abar[s] + c_.ob[s]);
-  }
+  int64_t none(int s, int t) const { return forward_none_memory(c_, s, t); }
+  int64_t all(int s, int t) const { return forward_all_memory(c_, s, t); }
   const Front& front(int s, int t) const { return fronts_[index(s, t)]; }
 
   bool fill(const TimeLimit* deadline) {

@@ -30,10 +30,7 @@ template <class Size>
 struct WeakBounds {
   const ChainArrays<Size>& c;
   // F_all^s with δ^l stored, then B^s.
-  Size all(int s, int l) const {
-    return std::max<Size>(c.delta[l] + c.abar[s] + c.of[s],
-                          c.delta[s] + c.delta[s - 1] + c.abar[s] + c.ob[s]);
-  }
+  Size all(int s, int l) const { return forward_all_memory(c, s, l); }
   // F_∅^s or F_ck^s with δ^l stored.
   Size first_forward(int s, int l) const { return c.delta[l] + c.a[s] + c.of[s]; }
   // F_∅^j (j > s) after F_ck^s, with δ^l stored.
