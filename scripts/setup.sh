@@ -9,6 +9,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libboost-graph-dev
   googletest libgtest-dev libbenchmark-dev
   python3-dev pybind11-dev python3-torch python3-torchvision python3-networkx python3-pytest
+  coinor-libcbc-dev coinor-libclp-dev libgecode-dev python3-scipy ccache
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -23,5 +24,7 @@ if ((${#missing[@]})); then
 fi
 
 build_dir=${REMAT_BUILD_DIR:-build}
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=/usr/bin/python3 >/dev/null
+# ccache makes a rebuild in a fresh clone (CI) cheap after the first one.
+cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=/usr/bin/python3 \
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)"
