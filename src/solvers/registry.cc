@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 
 #include "baseline/baseline.h"
+#ifdef REMAT_WITH_CBC
+#include "checkmate/checkmate.h"
+#endif
 #include "fastsa/fastsa.h"
 #include "mincut/mincut.h"
 #include "remat/error.h"
@@ -14,6 +17,12 @@ constexpr SolverEntry kSolvers[] = {
     {"none", "default schedule, no recomputation (the baseline)", baseline_solver::make},
     {"fastsa", "simulated annealing over sequences with grouping (FastSA), any DAG", fastsa::make},
     {"mincut", "fusion-aware min-cut of saved activations (joint graphs)", mincut::make},
+#ifdef REMAT_WITH_CBC
+    {"checkmate", "Checkmate MILP over the default order (CBC), optimal or with a gap",
+     checkmate::make_milp},
+    {"checkmate-lp", "Checkmate LP relaxation (Clp) with rounding; LP value as lower bound",
+     checkmate::make_lp},
+#endif
 };
 
 }  // namespace
