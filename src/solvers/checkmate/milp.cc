@@ -190,8 +190,8 @@ void write_mps(const MilpModel& model, const std::string& path) {
   LogRouter silent(nullptr);
   osi.passInMessageHandler(&silent);
   load(model, osi, true);
-  // writeMpsNative appends nothing when the name already ends in .mps.
-  const int errors = osi.writeMpsNative(path.c_str(), nullptr, nullptr, 1);
+  // Clp's writer does not compress (Osi's native writer appends .gz); format 1: full precision.
+  const int errors = osi.getModelPtr()->writeMps(path.c_str(), 1);
   if (errors != 0) throw InputError(fmt::format("cannot write the MPS file '{}'", path));
 }
 
