@@ -100,7 +100,7 @@ class Step:
                 f", planned {remat.format_bytes(self.planned_peak_bytes)}, measured {measured}>")
 
 
-def optimize(model, example_inputs, loss_fn, budget="50%", solver="fastsa", *, time_limit=10.0,
+def optimize(model, example_inputs, loss_fn, budget="50%", solver="auto", *, time_limit=10.0,
              seed=1, threads=1, cost="flops", model_inputs=1, **params):
     """Traces one training step, plans it under `budget` with `solver`, returns a Step.
 
