@@ -48,7 +48,7 @@ void run_compare(const CompareArgs& args) {
       // One solver's InputError (a graph it cannot take) marks its row; the others still run.
       try {
         row.result = solve(g, solver, options);
-      } catch (const InputError& e) {
+      } catch (const UnsupportedGraph& e) {
         row.error = e.what();
       }
       rows.push_back(std::move(row));

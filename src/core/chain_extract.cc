@@ -133,7 +133,7 @@ class Extractor {
           fmt::format("chain: max_stages must be at least 2 (got {})", options_.max_stages));
     for (const Node& n : g_.nodes())
       if (n.phase == Phase::kUnknown)
-        throw InputError(fmt::format(
+        throw UnsupportedGraph(fmt::format(
             "{} has no chain structure: node '{}' has no phase (chain extraction needs a joint "
             "training graph with every node marked forward or backward)",
             where(g_), n.name));
@@ -142,15 +142,15 @@ class Extractor {
       (g_.node(n).phase == Phase::kForward ? forward_ : backward_).push_back(n);
     }
     if (forward_.empty() || backward_.empty())
-      throw InputError(fmt::format("{} has no chain structure: it has no {} nodes", where(g_),
-                                   forward_.empty() ? "forward" : "backward"));
+      throw UnsupportedGraph(fmt::format("{} has no chain structure: it has no {} nodes", where(g_),
+                                         forward_.empty() ? "forward" : "backward"));
     last_forward_use_.assign(static_cast<size_t>(g_.num_values()), kNone);
     for (size_t i = 0; i < forward_.size(); ++i)
       for (ValueId v : g_.node(forward_[i]).inputs) {
         if (g_.is_graph_input(v)) continue;
         if (!forward_value(v))
-          throw InputError(fmt::format("{}: forward {} reads backward {}", where(g_),
-                                       g_.describe(forward_[i]), g_.describe(v)));
+          throw UnsupportedGraph(fmt::format("{}: forward {} reads backward {}", where(g_),
+                                             g_.describe(forward_[i]), g_.describe(v)));
         last_forward_use_[v] = static_cast<int32_t>(i);
       }
   }
@@ -159,7 +159,7 @@ class Extractor {
     std::vector<int32_t> cuts = separator_positions(g_, forward_, last_forward_use_);
     out_.separator_candidates = static_cast<int32_t>(cuts.size());
     if (cuts.empty())
-      throw InputError(fmt::format(
+      throw UnsupportedGraph(fmt::format(
           "{} has no chain structure: fewer than 2 stages (no forward node separates the "
           "forward graph: some value crosses every position)",
           where(g_)));
@@ -226,7 +226,7 @@ class Extractor {
         if (out_.stage_of[p] < cap) cap = out_.stage_of[p], cap_reason = p;
       }
       if (low[n] > cap)
-        throw InputError(fmt::format(
+        throw UnsupportedGraph(fmt::format(
             "{} has no usable chain structure: backward {} must run in stage {} or later (the "
             "stages of the activations it or its users read) but by stage {} ({})",
             where(g_), g_.describe(n), low[n], cap,
