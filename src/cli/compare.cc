@@ -14,7 +14,7 @@ namespace {
 struct CompareArgs {
   std::string path;
   std::vector<std::string> budgets = {"90%", "80%", "70%"};
-  std::vector<std::string> solvers = {"none"};
+  std::vector<std::string> solvers = {"auto"};
   bool json = false;
   SolverArgs solver_args;
 };
@@ -95,7 +95,7 @@ void register_compare(CLI::App& app) {
       ->default_str("90%,80%,70%");
   cmd->add_option("--solvers", args->solvers, "comma-separated solver names")
       ->delimiter(',')
-      ->default_str("none");
+      ->default_str("auto");
   cmd->add_flag("--json", args->json, "print JSON");
   add_solver_options(*cmd, args->solver_args);
   cmd->callback([args] { run_compare(*args); });

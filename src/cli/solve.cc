@@ -12,7 +12,7 @@ namespace {
 struct SolveArgs {
   std::string path;
   std::string budget = "100%";
-  std::string solver = "none";
+  std::string solver = "auto";
   std::string output;
   bool json = false;
   SolverArgs solver_args;
@@ -70,7 +70,7 @@ void register_solve(CLI::App& app) {
          "memory budget: '50%' of the baseline peak, bytes ('90MB', '1GiB', '123456'), or 'min' "
          "(the memory lower bound: the least-memory plan)")
       ->default_val("100%");
-  cmd->add_option("--solver,-s", args->solver, "solver name (listed below)")->default_val("none");
+  cmd->add_option("--solver,-s", args->solver, "solver name (listed below)")->default_val("auto");
   cmd->add_option("--output,-o", args->output, "write the plan JSON here");
   cmd->add_flag("--json", args->json, "print the plan JSON instead of a summary");
   add_solver_options(*cmd, args->solver_args);

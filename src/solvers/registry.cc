@@ -1,6 +1,7 @@
 // The solver registry: one line per solver (name, one-line description, factory).
 #include <fmt/format.h>
 
+#include "auto.h"
 #include "baseline/baseline.h"
 #include "fastsa/fastsa.h"
 #include "mincut/mincut.h"
@@ -11,6 +12,8 @@ namespace remat {
 namespace {
 
 constexpr SolverEntry kSolvers[] = {
+    {"auto", "the best plan of every applicable solver (portfolio; the default)",
+     auto_solver::make},
     {"none", "default schedule, no recomputation (the baseline)", baseline_solver::make},
     {"fastsa", "simulated annealing over sequences with grouping (FastSA), any DAG", fastsa::make},
     {"mincut", "fusion-aware min-cut of saved activations (joint graphs)", mincut::make},

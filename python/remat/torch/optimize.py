@@ -351,7 +351,7 @@ def plan(traced, budget="50%", solver="fastsa", *, time_limit=None, seed=1, thre
     return result, sequence, hit
 
 
-def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="fastsa", *,
+def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *,
              time_limit=None, seed=1, threads=1, cost="flops", model_inputs=1,
              model_kwargs=None, retrace=False, progress=True, **params):
     """Traces one training step (or takes a TracedStep), plans it under `budget` with `solver`,

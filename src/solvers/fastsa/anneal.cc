@@ -107,11 +107,17 @@ class Annealer {
     double last_progress = 0;
     bool fits = best_peak_ <= context_.budget_bytes;
     bool done = settings_.stop_when_feasible && (fits || fits_exactly());
-    int64_t it = 0;
+    int64_t& it = iteration_;
+    const int64_t window = settings_.convergence_window;
     for (; it < settings_.iterations && !done; ++it) {
       if ((it & 1023) == 0 && it > 0) {
         if (context_.deadline != nullptr && context_.deadline->expired()) {
           r.time_limit_hit = true;
+          break;
+        }
+        // Checked every 1024 iterations, so the stop point is a pure function of the seed.
+        if (window > 0 && it - last_improvement_ >= window) {
+          r.converged = true;
           break;
         }
         if (it % sample_every < 1024) sample(start, it, f);
@@ -230,10 +236,14 @@ class Annealer {
   }
 
   void note_state(double f) {
-    best_objective_ = std::min(best_objective_, f);
+    if (f < best_objective_) {
+      best_objective_ = f;
+      last_improvement_ = iteration_;
+    }
     const int64_t peak = state_.peak();
     const double cost = state_.cost();
     if (better_plan(peak, cost, best_peak_, best_cost_, context_.budget_bytes)) {
+      last_improvement_ = iteration_;
       best_peak_ = peak;
       best_cost_ = cost;
       best_.commit();
@@ -272,6 +282,8 @@ class Annealer {
   int64_t best_peak_ = 0;
   double best_cost_ = 0;
   double best_objective_ = 0;
+  int64_t iteration_ = 0;
+  int64_t last_improvement_ = 0;  // iteration of the last new best plan or objective
   int64_t lowest_checked_peak_ = std::numeric_limits<int64_t>::max();
 };
 

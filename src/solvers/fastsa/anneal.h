@@ -53,6 +53,9 @@ struct StageSettings {
   std::function<int64_t(const std::vector<int32_t>&)> exact_peak;
   int32_t slots = 1 << 16;
   double soft_peak_scale = 0;  // > 0: objective on the log-add-exp peak (App. C.2)
+  // > 0: the stage ends once neither the best plan (better_plan) nor the best objective has
+  // improved for this many iterations. 0: it runs all `iterations`.
+  int64_t convergence_window = 0;
 };
 
 // Shared by the stages of one chain.
@@ -79,6 +82,7 @@ struct StageResult {
   double final_temperature = 0;  // h_f of the schedule
   double stop_temperature = 0;   // the temperature when the stage ended (early or not)
   bool time_limit_hit = false;
+  bool converged = false;  // ended by the convergence window
 };
 
 StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,
