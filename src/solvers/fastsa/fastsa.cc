@@ -110,6 +110,7 @@ class Chain {
                     .final_temperature_ratio = p_.final_temperature_pct / 100,
                     .soft_peak_scale = soft_scale};
     s.local_rotations = p_.local_rotations;
+    if (p_.converge && p_.mode == Mode::kRecompute) s.least_cost = least_cost_;
     return s;
   }
 
@@ -188,6 +189,7 @@ class Chain {
   const FastsaParams& p_;
   const SolveOptions& options_;
   std::span<const NodeId> start_;  // empty: from the default schedule
+  double least_cost_ = cost_lower_bound(g_);
   ChainContext context_;
 };
 
