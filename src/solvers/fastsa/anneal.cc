@@ -145,6 +145,7 @@ class Annealer {
       }
     }
     r.iterations = it;
+    r.at_least_cost = at_least_cost();
     sample(start, it, f);
     context_.iterations_before += it;
     r.best_order = best_.order();

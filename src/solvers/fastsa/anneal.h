@@ -86,6 +86,7 @@ struct StageResult {
   double stop_temperature = 0;   // the temperature when the stage ended (early or not)
   bool time_limit_hit = false;
   bool converged = false;  // ended by the convergence window
+  bool at_least_cost = false;  // ended within budget at StageSettings::least_cost
 };
 
 StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,

@@ -179,6 +179,7 @@ class Chain {
                       seconds > 0 ? static_cast<double>(iterations) / seconds : 0);
     stats.add_counter("time_limit_hit", first.time_limit_hit || second.time_limit_hit ? 1 : 0);
     stats.add_counter("converged", second.converged ? 1 : 0);
+    stats.add_counter("reached_cost_lower_bound", second.at_least_cost ? 1 : 0);
     stats.series = {{"convergence_time_s", std::move(context_.series_time_s)},
                     {"convergence_iteration", std::move(context_.series_iteration)},
                     {"convergence_best_objective", std::move(context_.series_best_objective)},
