@@ -134,7 +134,8 @@ TEST(Fastsa, TimeLimitIsASafetyCap) {
   SolveOptions options;
   options.budget = Budget{std::max(percent_of_baseline(g, 40), memory_lower_bound(g))};
   options.time_limit_s = 0.6;
-  options.params = {{"stage1_iterations", "2000000000"}, {"stop_at_budget", "false"}};
+  options.params = {
+      {"stage1_iterations", "2000000000"}, {"stop_at_budget", "false"}, {"schedule", "fixed"}};
   int progress_calls = 0;
   int64_t last_iterations = -1;
   options.on_progress = [&](const Progress& p) {
