@@ -204,8 +204,9 @@ void large(const Args& args) {
 // each, at 70 % and 50 %: `--nodes N` and `--budgets 70` narrow it (one solve can take 30 s).
 void generated(const Args& args) {
   fmt::print("## Random layered graphs, three seeds, at 70 % and 50 %\n\n");
-  fmt::print("| nodes | seed | lower bound % | B % | CI % | Mem % | status | s | iterations | "
-             "stopped by |\n");
+  fmt::print(
+      "| nodes | seed | lower bound % | B % | CI % | Mem % | status | s | iterations | "
+      "stopped by |\n");
   fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   int within70 = 0, runs70 = 0;
   for (int32_t nodes : {1000, 3000, 6000}) {
@@ -224,20 +225,19 @@ void generated(const Args& args) {
         }
         const SolveResult r = run_solve(g, base.peak_bytes * pct / 100, args);
         const SolveStats& s = r.plan.stats;
-        const char* stop = s.counter("time_limit_hit").value_or(0) > 0 ? "time limit"
-                           : s.counter("converged").value_or(0) > 0   ? "convergence"
-                           : s.counter("reached_cost_lower_bound").value_or(0) > 0
-                               ? "least cost"
-                               : "iterations";
+        const char* stop = s.counter("time_limit_hit").value_or(0) > 0             ? "time limit"
+                           : s.counter("converged").value_or(0) > 0                ? "convergence"
+                           : s.counter("reached_cost_lower_bound").value_or(0) > 0 ? "least cost"
+                                                                                   : "iterations";
         if (pct == 70) {
           ++runs70;
           if (r.eval.peak_bytes <= base.peak_bytes * pct / 100 && s.wall_time_s <= 30) ++within70;
         }
-        fmt::print("| {} | {} | {:.1f} | {} | {:.2f} | {:.1f} | {} | {:.1f} | {} | {} |\n", nodes,
-                   seed, lb_pct, pct, percent(r.eval.cost - base.cost, base.cost),
-                   percent(static_cast<double>(r.eval.peak_bytes),
-                           static_cast<double>(base.peak_bytes)),
-                   to_string(s.status), s.wall_time_s, s.iterations, stop);
+        fmt::print(
+            "| {} | {} | {:.1f} | {} | {:.2f} | {:.1f} | {} | {:.1f} | {} | {} |\n", nodes, seed,
+            lb_pct, pct, percent(r.eval.cost - base.cost, base.cost),
+            percent(static_cast<double>(r.eval.peak_bytes), static_cast<double>(base.peak_bytes)),
+            to_string(s.status), s.wall_time_s, s.iterations, stop);
         std::fflush(stdout);
       }
     }

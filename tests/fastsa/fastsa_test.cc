@@ -324,8 +324,9 @@ TEST(FastsaStart, WarmStartFromAPlanNeverEndsWorse) {
   // Both at once, a missing file, a solver that takes no start: one clear error each.
   options.start = first.plan.sequence;
   options.params["init"] = dir + "/p.json";
-  EXPECT_NE(remat::testing::input_error_of([&] { solve(g, "fastsa", options); })
-                .find("'init' and a start sequence"),
+  EXPECT_NE(remat::testing::input_error_of([&] {
+              solve(g, "fastsa", options);
+            }).find("'init' and a start sequence"),
             std::string::npos);
   options.params = {{"init", dir + "/missing.json"}};
   options.start.clear();
@@ -333,8 +334,9 @@ TEST(FastsaStart, WarmStartFromAPlanNeverEndsWorse) {
             std::string::npos);
   options.params.clear();
   options.start = first.plan.sequence;
-  EXPECT_NE(remat::testing::input_error_of([&] { solve(g, "none", options); })
-                .find("takes no start sequence"),
+  EXPECT_NE(remat::testing::input_error_of([&] {
+              solve(g, "none", options);
+            }).find("takes no start sequence"),
             std::string::npos);
 }
 

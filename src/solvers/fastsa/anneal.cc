@@ -240,8 +240,7 @@ class Annealer {
 
   // The best plan within budget has the least cost any plan can have: nothing left to improve.
   bool at_least_cost() const {
-    return best_peak_ <= context_.budget_bytes &&
-           best_cost_ <= settings_.least_cost * (1 + 1e-9);
+    return best_peak_ <= context_.budget_bytes && best_cost_ <= settings_.least_cost * (1 + 1e-9);
   }
 
   // What the convergence window watches: the user's objective, i.e. reaching the budget, then

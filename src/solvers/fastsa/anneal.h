@@ -85,7 +85,7 @@ struct StageResult {
   double final_temperature = 0;  // h_f of the schedule
   double stop_temperature = 0;   // the temperature when the stage ended (early or not)
   bool time_limit_hit = false;
-  bool converged = false;  // ended by the convergence window
+  bool converged = false;      // ended by the convergence window
   bool at_least_cost = false;  // ended within budget at StageSettings::least_cost
 };
 
