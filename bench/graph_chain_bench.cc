@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "remat/error.h"
 #include "remat/io.h"
 #include "remat/lower.h"
 #include "remat/simulate.h"
