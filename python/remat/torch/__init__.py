@@ -10,8 +10,10 @@ Works with PyTorch 1.13 and 2.x (the differences live in _compat.py).
 """
 
 from remat.torch.execute import plan_module, run_measured
+from remat.torch.partition import aot_backend, partition
 from remat.torch.optimize import Step, load_plan, optimize, plan_summary
 from remat.torch.trace import TracedStep, TraceError, trace
 
-__all__ = ["Step", "TraceError", "TracedStep", "load_plan", "optimize", "plan_module",
+__all__ = ["Step", "TraceError", "TracedStep", "aot_backend", "load_plan", "optimize", "partition",
+           "plan_module",
            "plan_summary", "run_measured", "trace"]
