@@ -2,9 +2,8 @@
 // generated graphs (random layered, and joint graphs where mincut applies); members that are not
 // registered or refuse the graph are recorded, not fatal; and FastSA's warm start and
 // convergence stopping (RL 1 at 80 %: stops early at the fixed schedule's CI).
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -67,8 +66,8 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
     if (!peak) continue;
     ASSERT_TRUE(cost.has_value());
     ++ran;
-    EXPECT_TRUE(not_worse(r.eval.peak_bytes, r.eval.cost, static_cast<int64_t>(*peak), *cost,
-                          budget))
+    EXPECT_TRUE(
+        not_worse(r.eval.peak_bytes, r.eval.cost, static_cast<int64_t>(*peak), *cost, budget))
         << member;
   }
   EXPECT_GE(ran, 1);
@@ -90,8 +89,8 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
 INSTANTIATE_TEST_SUITE_P(Graphs, AutoProperty,
                          ::testing::Values(Case{false, 1, 90}, Case{false, 2, 70},
                                            Case{false, 3, 50}, Case{false, 4, 35},
-                                           Case{true, 1, 90}, Case{true, 2, 70},
-                                           Case{true, 3, 50}, Case{true, 4, 30}));
+                                           Case{true, 1, 90}, Case{true, 2, 70}, Case{true, 3, 50},
+                                           Case{true, 4, 30}));
 
 TEST(Auto, MembersThatDoNotApplyAreRecordedNotFatal) {
   // A random layered graph has no phases: mincut says why; unregistered rows say so.
@@ -119,9 +118,8 @@ TEST(Auto, ParametersAreCheckedAndForwarded) {
             }).find("fastsa: invalid value '3' for parameter 'slots'"),
             std::string::npos);
   // members=fastsa still runs the default schedule first.
-  const SolveResult r =
-      solve_and_check(g, budget * 8 / 10, "auto",
-                      {{"members", "fastsa"}, {"fastsa.iterations_scale", "0.01"}});
+  const SolveResult r = solve_and_check(
+      g, budget * 8 / 10, "auto", {{"members", "fastsa"}, {"fastsa.iterations_scale", "0.01"}});
   EXPECT_EQ(list_of(r.plan.stats, "auto_members").size(), 2u);
 }
 
@@ -134,10 +132,9 @@ TEST(Auto, OverBudgetNeverWorseThanTheDefaultSchedule) {
     const Baseline base = baseline(g);
     const int64_t budget = memory_lower_bound(g);
     for (std::string_view solver : {"auto", "fastsa"}) {
-      const SolveResult r =
-          solve_and_check(g, budget, solver,
-                          solver == "auto" ? kQuickAuto : ParamMap{{"iterations_scale", "0.01"}},
-                          seed);
+      const SolveResult r = solve_and_check(
+          g, budget, solver, solver == "auto" ? kQuickAuto : ParamMap{{"iterations_scale", "0.01"}},
+          seed);
       EXPECT_LE(r.eval.peak_bytes, base.peak_bytes) << solver << " seed " << seed;
       if (r.eval.peak_bytes == base.peak_bytes) {
         EXPECT_LE(r.eval.cost, base.cost) << solver;

@@ -107,6 +107,7 @@ class Annealer {
     double last_progress = 0;
     bool fits = best_peak_ <= context_.budget_bytes;
     bool done = settings_.stop_when_feasible && (fits || fits_exactly());
+    done = done || at_least_cost();
     int64_t& it = iteration_;
     const int64_t window = settings_.convergence_window;
     for (; it < settings_.iterations && !done; ++it) {
@@ -138,11 +139,13 @@ class Annealer {
         note_state(f);
         fits = state_.peak() <= context_.budget_bytes;
         done = settings_.stop_when_feasible && (fits || fits_exactly());
+        done = done || at_least_cost();
       } else {
         undo(p);
       }
     }
     r.iterations = it;
+    r.at_least_cost = at_least_cost();
     sample(start, it, f);
     context_.iterations_before += it;
     r.best_order = best_.order();
@@ -235,15 +238,29 @@ class Annealer {
     return true;
   }
 
+  // The best plan within budget has the least cost any plan can have: nothing left to improve.
+  bool at_least_cost() const {
+    return best_peak_ <= context_.budget_bytes && best_cost_ <= settings_.least_cost * (1 + 1e-9);
+  }
+
+  // What the convergence window watches: the user's objective, i.e. reaching the budget, then
+  // a lower cost within it, or a lower peak while over it. A lower peak at the same cost within
+  // the budget, or a lower annealing objective, does not count: both go on improving by tiny
+  // amounts long after the plan has stopped changing in any way the user sees.
+  bool improves_goal(int64_t peak, double cost) const {
+    if (settings_.rotations_only) return peak < best_peak_;  // App. B.2: the objective is M
+    const int64_t budget = context_.budget_bytes;
+    const bool fits = peak <= budget, best_fits = best_peak_ <= budget;
+    if (fits != best_fits) return fits;
+    return fits ? cost < best_cost_ : peak < best_peak_;
+  }
+
   void note_state(double f) {
-    if (f < best_objective_) {
-      best_objective_ = f;
-      last_improvement_ = iteration_;
-    }
+    best_objective_ = std::min(best_objective_, f);
     const int64_t peak = state_.peak();
     const double cost = state_.cost();
+    if (improves_goal(peak, cost)) last_improvement_ = iteration_;
     if (better_plan(peak, cost, best_peak_, best_cost_, context_.budget_bytes)) {
-      last_improvement_ = iteration_;
       best_peak_ = peak;
       best_cost_ = cost;
       best_.commit();

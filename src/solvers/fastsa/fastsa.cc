@@ -110,6 +110,7 @@ class Chain {
                     .final_temperature_ratio = p_.final_temperature_pct / 100,
                     .soft_peak_scale = soft_scale};
     s.local_rotations = p_.local_rotations;
+    if (p_.converge && p_.mode == Mode::kRecompute) s.least_cost = least_cost_;
     return s;
   }
 
@@ -178,6 +179,7 @@ class Chain {
                       seconds > 0 ? static_cast<double>(iterations) / seconds : 0);
     stats.add_counter("time_limit_hit", first.time_limit_hit || second.time_limit_hit ? 1 : 0);
     stats.add_counter("converged", second.converged ? 1 : 0);
+    stats.add_counter("reached_cost_lower_bound", second.at_least_cost ? 1 : 0);
     stats.series = {{"convergence_time_s", std::move(context_.series_time_s)},
                     {"convergence_iteration", std::move(context_.series_iteration)},
                     {"convergence_best_objective", std::move(context_.series_best_objective)},
@@ -188,6 +190,7 @@ class Chain {
   const FastsaParams& p_;
   const SolveOptions& options_;
   std::span<const NodeId> start_;  // empty: from the default schedule
+  double least_cost_ = cost_lower_bound(g_);
   ChainContext context_;
 };
 
