@@ -1,6 +1,6 @@
 """remat for PyTorch: trace a training step, plan it, run the plan with identical gradients.
 
-    step = remat.torch.optimize(model, (x, y), F.cross_entropy, budget=0.5, solver="fastsa")
+    step = remat.torch.optimize(model, (x, y), F.cross_entropy, budget=0.5)   # solver="auto"
     loss = step(x, y)                  # p.grad of every parameter, as loss.backward() would
     step.summary(); step.save_plan("plan.json"); step.replan("min")
     step = remat.torch.load_plan(model, (x, y), F.cross_entropy, "plan.json")
