@@ -49,6 +49,10 @@ struct SolveOptions {
   int threads = 1;
   ParamMap params;  // solver-specific, documented per solver
   std::function<void(const Progress&)> on_progress;
+  // A plan to start the search from (a warm start, e.g. the best plan another solver found).
+  // Empty: none. Only solvers whose accepts_start() is true take one; solve() rejects it for the
+  // others and rejects a sequence the simulator finds invalid, so it is never silently ignored.
+  Sequence start;
 };
 
 class Solver {
@@ -56,6 +60,8 @@ class Solver {
   virtual ~Solver() = default;
   virtual std::string_view name() const = 0;
   virtual Plan solve(const Graph& graph, const SolveOptions& options) = 0;
+  // True when the solver starts from SolveOptions::start (see there).
+  virtual bool accepts_start() const { return false; }
 };
 
 struct SolverEntry {

@@ -27,7 +27,6 @@ from remat._remat import (  # noqa: E402
     format_bytes,
     load,
     memory_lower_bound,
-    parse_budget,
     save,
     simulate,
 )
@@ -56,14 +55,53 @@ def solvers():
     return [name for name, _ in _remat.solvers()]
 
 
+def parse_budget(graph, budget, *, check_lower_bound=False):
+    """A budget in bytes. `budget` is int bytes, a float fraction of the baseline peak in (0, 1]
+    (0.5 = 50 %), text ("50%", "90MB", "1.5GiB") or "min" (the memory lower bound: ask for the
+    least-memory plan). ValueError when out of range, and with check_lower_bound when below the
+    memory lower bound (the message names the bound, as the CLI does)."""
+    base = _remat.baseline(graph)[0]
+    if isinstance(budget, bool) or not isinstance(budget, (int, float, str)):
+        raise TypeError(f"budget must be int bytes, a float fraction, text such as \"50%\" or "
+                        f"\"90MB\", or \"min\" (got {type(budget).__name__})")
+    if isinstance(budget, int):
+        if budget <= 0:
+            raise ValueError(f"budget must be positive bytes (got {budget})")
+        budget_bytes = budget
+    elif isinstance(budget, float):
+        if not 0.0 < budget <= 1.0:
+            raise ValueError(f"a float budget is a fraction of the baseline peak in (0, 1] "
+                             f"(0.5 = 50 %); got {budget!r} (use text like \"150%\" or "
+                             f"\"90MB\" for other budgets)")
+        budget_bytes = int(budget * base)
+    elif budget.strip().lower() == "min":
+        budget_bytes = _remat.memory_lower_bound(graph)
+    else:
+        budget_bytes = _remat.parse_budget(graph, budget)
+    if check_lower_bound:
+        lower = _remat.memory_lower_bound(graph)
+        if budget_bytes < lower:
+            raise ValueError(
+                f"budget {format_bytes(budget_bytes)} ({_percent(budget_bytes, base):.1f} % of "
+                f"the baseline peak {format_bytes(base)}) is below the memory lower bound "
+                f"{format_bytes(lower)} ({_percent(lower, base):.1f} %) of {graph.name}: no plan "
+                f"can fit; budget=\"min\" asks for the least-memory plan")
+    return budget_bytes
+
+
+def _percent(part, whole):
+    return 100.0 * part / whole if whole else 0.0
+
+
 def solve(graph, budget, solver="none", *, time_limit=60.0, seed=1, threads=1, progress=None,
           **params):
-    """Runs `solver` on `graph` under `budget` (bytes, or text like "50%" of the baseline peak).
+    """Runs `solver` on `graph` under `budget` (see parse_budget: bytes, a float fraction, text
+    like "50%" of the baseline peak or "90MB", or "min").
 
     Solver-specific parameters go as keyword arguments (converted to text for the core, which
     rejects unknown keys). `progress(stage, fraction, iterations, best_objective)` is called as
     the solver reports (fraction -1 when unknown); an exception it raises is re-raised after the
     solver returns. The result's peak and cost come from the simulator.
     """
-    return _remat.solve(graph, budget, solver, float(time_limit), int(seed), int(threads), params,
+    return _remat.solve(graph, parse_budget(graph, budget), solver, float(time_limit), int(seed), int(threads), params,
                         progress)

@@ -49,8 +49,10 @@ void reject_infeasible(const std::string& path, const ChainSolveResult& r, Budge
                   budget.bytes, mib(budget.bytes), r.plan.solver, path, *least, mib(*least)));
 }
 
-// "none", the graph baseline, is store-all on a chain.
+// "none", the graph baseline, is store-all on a chain. "auto" (the default) is rotor: its DP is
+// optimal on a chain, so a portfolio has nothing to add.
 std::string chain_solver_name(const std::string& name) {
+  if (name == "auto") return "rotor";
   return name == "none" ? "store-all" : name;
 }
 

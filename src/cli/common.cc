@@ -34,8 +34,12 @@ ParamMap parse_params(const std::vector<std::string>& entries, std::string_view 
     std::string key = entry.substr(0, eq);
     const size_t dot = key.find('.');
     if (dot != std::string::npos) {
-      if (std::string_view(key).substr(0, dot) != solver) continue;
-      key.erase(0, dot + 1);
+      const std::string_view prefix = std::string_view(key).substr(0, dot);
+      // `auto` forwards MEMBER.KEY to its member, so it keeps keys meant for other solvers.
+      if (prefix == solver)
+        key.erase(0, dot + 1);
+      else if (solver != "auto")
+        continue;
     }
     params[key] = entry.substr(eq + 1);
   }

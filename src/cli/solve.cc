@@ -12,7 +12,7 @@ namespace {
 struct SolveArgs {
   std::string path;
   std::string budget = "100%";
-  std::string solver = "none";
+  std::string solver = "auto";
   std::string output;
   bool json = false;
   SolverArgs solver_args;
@@ -41,7 +41,9 @@ void run_solve(const SolveArgs& args) {
     return run_chain_solve(args.path, args.budget, args.solver, args.output, args.json,
                            args.solver_args);
   const Graph g = read_graph_file(args.path);
-  const Budget budget = parse_budget(args.budget, baseline(g).peak_bytes);
+  // "min" asks for the least-memory plan: the memory lower bound as the budget.
+  const Budget budget = args.budget == "min" ? Budget{memory_lower_bound(g)}
+                                             : parse_budget(args.budget, baseline(g).peak_bytes);
   SolveOptions options = make_solve_options(args.solver_args, budget, args.solver);
   ProgressBar bar(args.solver);
   options.on_progress = bar.callback();
@@ -63,10 +65,12 @@ void register_solve(CLI::App& app) {
   cmd->add_option("GRAPH", args->path,
                   "graph or chain file (remat-graph, NetworkX or remat-chain JSON)")
       ->required();
-  cmd->add_option("--budget,-b", args->budget,
-                  "memory budget: '50%' of the baseline peak, or bytes ('90MB', '1GiB', '123456')")
+  cmd->add_option(
+         "--budget,-b", args->budget,
+         "memory budget: '50%' of the baseline peak, bytes ('90MB', '1GiB', '123456'), or 'min' "
+         "(the memory lower bound: the least-memory plan)")
       ->default_val("100%");
-  cmd->add_option("--solver,-s", args->solver, "solver name (listed below)")->default_val("none");
+  cmd->add_option("--solver,-s", args->solver, "solver name (listed below)")->default_val("auto");
   cmd->add_option("--output,-o", args->output, "write the plan JSON here");
   cmd->add_flag("--json", args->json, "print the plan JSON instead of a summary");
   add_solver_options(*cmd, args->solver_args);

@@ -1,22 +1,39 @@
 // The solver registry: one line per solver (name, one-line description, factory).
 #include <fmt/format.h>
 
+#include "auto.h"
 #include "baseline/baseline.h"
 #ifdef REMAT_WITH_CBC
 #include "checkmate/checkmate.h"
 #endif
 #include "fastsa/fastsa.h"
 #include "mincut/mincut.h"
+#ifdef REMAT_HAVE_MOCCASIN
+#include "moccasin/moccasin.h"
+#endif
 #include "remat/error.h"
 #include "remat/solver.h"
+#include "rotor/graph_solvers.h"
 
 namespace remat {
 namespace {
 
 constexpr SolverEntry kSolvers[] = {
+    {"auto", "the best plan of every applicable solver (portfolio; the default)",
+     auto_solver::make},
     {"none", "default schedule, no recomputation (the baseline)", baseline_solver::make},
     {"fastsa", "simulated annealing over sequences with grouping (FastSA), any DAG", fastsa::make},
     {"mincut", "fusion-aware min-cut of saved activations (joint graphs)", mincut::make},
+    {"rotor", "Rotor's optimal chain DP on the graph's chain of stages (joint graphs)",
+     rotor::make_rotor_on_graph},
+    {"revolve", "Griewank-Walther revolve on the graph's chain of stages (joint graphs)",
+     rotor::make_revolve_on_graph},
+    {"sequential", "checkpoint_sequential on the graph's chain of stages (joint graphs)",
+     rotor::make_sequential_on_graph},
+#ifdef REMAT_HAVE_MOCCASIN
+    {"moccasin", "MOCCASIN retention-interval CP on Gecode, fixed order (optimal within C_v)",
+     moccasin::make},
+#endif
 #ifdef REMAT_WITH_CBC
     {"checkmate", "Checkmate MILP over the default order (CBC), optimal or with a gap",
      checkmate::make_milp},

@@ -16,6 +16,14 @@ SolveResult solve(const Graph& graph, std::string_view solver_name, const SolveO
     throw InputError(fmt::format("time limit must be > 0 seconds (got {})", options.time_limit_s));
   if (options.threads < 1)
     throw InputError(fmt::format("threads must be >= 1 (got {})", options.threads));
+  if (!options.start.empty()) {
+    if (!solver->accepts_start())
+      throw InputError(fmt::format("solver '{}' takes no start sequence", solver->name()));
+    const Evaluation start = simulate(graph, options.start);
+    if (!start.valid)
+      throw InputError(
+          fmt::format("start sequence for '{}' is invalid: {}", solver->name(), start.error));
+  }
 
   SolveResult result;
   const int64_t lower_bound = memory_lower_bound(graph);

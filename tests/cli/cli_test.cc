@@ -58,7 +58,9 @@ TEST(Cli, BadInputGetsOneLineExitTwoAndNoOutput) {
       {"unknown solver", "solve " + kLateUse + " --solver magic -o " + out,
        "unknown solver 'magic'"},
       {"unknown param", "solve " + kLateUse + " --param x=1 -o " + out,
-       "none: unknown parameter 'x'"},
+       "auto: unknown parameter 'x'"},
+      {"auto bad member", "solve " + kLateUse + " --param members=none,magic -o " + out,
+       "'magic' is not a member"},
       {"bad param syntax", "solve " + kLateUse + " --param x -o " + out, "invalid --param 'x'"},
       {"invalid plan", "simulate " + kLateUse + " " + bad_plan,
        "step 0: node 2 ('h') reads value 1 ('b') before it is produced"},
@@ -94,9 +96,15 @@ TEST(Cli, SolveThenSimulate) {
       << r.out;
   EXPECT_NE(r.out.find("3 k 21\n"), std::string::npos) << r.out;
   // Over budget (>= lower bound 21, < baseline 30): the baseline plan is returned and says so.
-  r = run_remat("solve " + kLateUse + " --budget 25 --json");
+  r = run_remat("solve " + kLateUse + " --solver none --budget 25 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"status\": \"over-budget\""), std::string::npos) << r.out;
+  // The default solver is `auto`: it finds a plan within 25 bytes and says which member won.
+  r = run_remat("solve " + kLateUse + " --budget 25 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"solver\": \"auto\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"status\": \"feasible\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"auto_winner\""), std::string::npos) << r.out;
 }
 
 TEST(Cli, InfoCompareConvertGen) {
@@ -161,11 +169,19 @@ namespace {
 TEST(Cli, ScopedParamsReachOnlyTheirSolver) {
   // `none` takes no parameters: a parameter scoped to another solver is not passed to it, one
   // scoped to `none` (or unscoped) is, and is rejected.
-  EXPECT_EQ(testing::run_remat("solve " + kLateUse + " --param mincut.fallback=false").exit_code,
+  EXPECT_EQ(testing::run_remat("solve " + kLateUse + " --solver none --param mincut.fallback=false")
+                .exit_code,
             0);
-  const testing::CommandResult r = testing::run_remat("compare " + kLateUse + " --param none.x=1");
+  const testing::CommandResult r =
+      testing::run_remat("compare " + kLateUse + " --solvers none --param none.x=1");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("none: unknown parameter 'x'"), std::string::npos) << r.err;
+  // `auto` forwards MEMBER.KEY to its member; a bad one is that member's error.
+  const testing::CommandResult scoped =
+      testing::run_remat("solve " + kLateUse + " --budget 25 --param fastsa.slots=3");
+  EXPECT_EQ(scoped.exit_code, 2);
+  EXPECT_NE(scoped.err.find("fastsa: invalid value '3' for parameter 'slots'"), std::string::npos)
+      << scoped.err;
 }
 
 }  // namespace

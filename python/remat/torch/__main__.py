@@ -1,4 +1,6 @@
 """python -m remat.torch trace MODEL -o graph.json: a model's training step as remat-graph JSON.
+python -m remat.torch summary graph.json plan.json: what a plan recomputes and keeps (the tables
+of step.summary()).
 
 MODEL is either
   torchvision:NAME          a torchvision.models builder (random images, cross-entropy), or
@@ -11,6 +13,7 @@ Bad arguments and models that cannot be traced end with one line on stderr and e
 
 import argparse
 import importlib
+import json
 import importlib.util
 import os
 import sys
@@ -78,6 +81,26 @@ def _trace_command(args):
           f"baseline peak {remat.format_bytes(peak)}, cost {cost:.6g}")
 
 
+def _summary_command(args):
+    from remat.torch.optimize import plan_summary
+
+    graph = remat.load(args.graph)
+    with open(args.plan, encoding="utf-8") as f:
+        try:
+            plan = json.load(f)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{args.plan}: not JSON: {error}") from None
+    if not isinstance(plan, dict) or not isinstance(plan.get("sequence"), list):
+        raise ValueError(f"{args.plan}: not a remat plan (no 'sequence' list)")
+    sequence = [e.get("id") if isinstance(e, dict) else e for e in plan["sequence"]]
+    if not all(isinstance(n, int) and 0 <= n < graph.num_nodes for n in sequence):
+        raise ValueError(f"{args.plan}: names nodes outside {args.graph}'s {graph.num_nodes}")
+    evaluation = remat.simulate(graph, sequence)
+    if not evaluation.valid:
+        raise ValueError(f"{args.plan}: not a valid plan of {args.graph}: {evaluation.error}")
+    print(plan_summary(graph, sequence, limit=args.limit, title=f"{args.plan} on {args.graph}"))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m remat.torch",
                                      description="remat tools for PyTorch models")
@@ -93,7 +116,18 @@ def main(argv=None):
     trace_parser.add_argument("--cost", choices=("flops", "measure"), default="flops",
                               help="node cost: FLOP model or measured microseconds")
     trace_parser.add_argument("--name", default=None, help="graph name (default: model class)")
+    summary_parser = commands.add_parser("summary", help="what a plan recomputes and keeps")
+    summary_parser.add_argument("graph", help="remat-graph JSON")
+    summary_parser.add_argument("plan", help="remat-plan JSON (remat solve -o, step.save_plan)")
+    summary_parser.add_argument("--limit", type=int, default=15, help="rows per table")
     args = parser.parse_args(argv)
+    if args.command == "summary":
+        try:
+            _summary_command(args)
+        except (ValueError, OSError) as error:
+            print(f"remat: error: {error}", file=sys.stderr)
+            return 2
+        return 0
     if args.batch < 1:
         parser.error(f"--batch must be >= 1 (got {args.batch})")
     try:

@@ -1,71 +1,139 @@
 """optimize(): trace, solve and wrap the plan as a training-step callable.
 
-    step = remat.torch.optimize(model, (x, y), F.cross_entropy, budget="50%", solver="fastsa")
+    step = remat.torch.optimize(model, (x, y), F.cross_entropy, budget=0.5)   # solver="auto"
     loss = step(x, y)                   # runs the plan, writes p.grad of every parameter
+    step.summary()                      # what is recomputed and kept, bytes, extra cost
+    step.save_plan("plan.json")         # remat-plan JSON; rt.load_plan(...) runs it later
+    step.replan("min")                  # another budget, same trace
     step.measured_peak_bytes            # set by the first call (and by any with measure=True)
     step.baseline_peak_bytes, step.planned_peak_bytes   # from the simulator
 
 Gradients accumulate into `.grad` as loss.backward() does. Buffers (batch-norm statistics) are
 updated in place as in eager training. On a GPU every call measures torch.cuda's peak; on the CPU
 a measured call runs the plan in an interpreter that counts the bytes of live tensor storages.
+
+Each call checks, cheaply, that the model is still the one traced: the same trainable
+parameters, the same training/eval mode of every submodule, the same batch structure, constants
+and tensor layouts. A change raises ValueError saying what changed, or, with
+`optimize(..., retrace=True)`, traces and plans again with the same options.
 """
 
+import json
+import sys
+import time
 import warnings
 
 import torch
 
 import remat
+from remat.torch.capture import trainable
 from remat.torch.execute import plan_module, run_measured
-from remat.torch.trace import trace
+from remat.torch.trace import TracedStep, trace, training_modes
+
+# With no time limit given, planning stops by the solver's own iteration counts (the same plan on
+# a quiet or a busy machine); this limit is only a safety net, and the step says when it fired.
+SAFETY_TIME_LIMIT_S = 600.0
 
 
 class Step:
     """One planned training step of a model; see the module docstring."""
 
-    def __init__(self, model, traced, sequence, solver="given", status="given"):
+    def __init__(self, model, traced, sequence, solver="given", status="given", *,
+                 planning=None, retrace=False, time_limit_hit=False):
         self.model = model
         self.traced = traced
-        self.sequence = list(sequence)
         self.solver = solver
         self.status = status
-        evaluation = remat.simulate(traced.graph, self.sequence)
+        self.planning = dict(planning or {})  # the optimize() options, for replan and retrace
+        self.retrace = retrace
+        self.time_limit_hit = time_limit_hit
+        self._set_plan(list(sequence))
+        self.measured_peak_bytes = None
+        self._trainable = tuple(traced.param_names)
+        self._modes = traced.training_modes
+
+    def _set_plan(self, sequence):
+        traced = self.traced
+        evaluation = remat.simulate(traced.graph, sequence)
         if not evaluation.valid:
             raise ValueError(f"{traced.model_name}: invalid plan: {evaluation.error}")
-        self.module = plan_module(traced, self.sequence)
+        self.sequence = sequence
+        self.module = plan_module(traced, sequence)
         self.baseline_peak_bytes, self.baseline_cost = remat.baseline(traced.graph)
         self.planned_peak_bytes = evaluation.peak_bytes
         self.planned_cost = evaluation.cost
         self.measured_peak_bytes = None
 
-    def flat_inputs(self, batch):
-        batch = [self._as_traced(i, x) for i, x in enumerate(batch)]
+    @property
+    def extra_cost_percent(self):
+        """Extra compute of the plan over the default schedule, % of the baseline cost."""
+        return _percent(self.planned_cost - self.baseline_cost, self.baseline_cost)
+
+    @property
+    def peak_percent(self):
+        return _percent(self.planned_peak_bytes, self.baseline_peak_bytes)
+
+    # -- checks ---------------------------------------------------------------------------------
+    def _what_changed(self, args, kwargs):
+        """Text saying how the model or batch differs from the traced ones, or None."""
+        now = tuple(n for n, _ in trainable(self.model))
+        if now != self._trainable:
+            added = sorted(set(now) - set(self._trainable))
+            removed = sorted(set(self._trainable) - set(now))
+            parts = []
+            if removed:
+                parts.append(f"no longer trainable: {', '.join(removed)}")
+            if added:
+                parts.append(f"newly trainable: {', '.join(added)}")
+            return ("the trainable parameters changed (" + "; ".join(parts or ["order"]) + ")")
+        modes = training_modes(self.model)
+        if modes != self._modes:
+            differ = [name or "(model)" for (name, m), (_, t) in zip(modes, self._modes) if m != t]
+            was = "training" if self._modes[0][1] else "eval"
+            return (f"the training mode changed since tracing (traced in {was} mode; now "
+                    f"different for {', '.join(differ[:3]) or 'the module tree'})")
+        try:
+            self.traced.spec.tensors(args, kwargs)
+        except ValueError as error:
+            return str(error)
+        return None
+
+    def _check(self, args, kwargs):
+        changed = self._what_changed(args, kwargs)
+        if changed is None:
+            return
+        if not self.retrace:
+            raise ValueError(f"{self.traced.model_name} step: {changed}; trace again, or pass "
+                             "retrace=True to optimize()")
+        warnings.warn(f"remat: {self.traced.model_name}: {changed}; tracing and planning "
+                      "again", stacklevel=3)
+        traced = trace(self.model, args, self.traced.loss_fn, model_inputs=self.traced.model_inputs,
+                       model_kwargs=kwargs, cost=self.planning.get("cost", "flops"),
+                       name=self.traced.model_name)
+        self._adopt(traced)
+        self.replan(self.planning.get("budget", "50%"))
+
+    def _adopt(self, traced):
+        self.traced = traced
+        self._trainable = tuple(traced.param_names)
+        self._modes = traced.training_modes
+
+    # -- running --------------------------------------------------------------------------------
+    def flat_inputs(self, args, kwargs=None):
+        batch = self.traced.spec.tensors(args, kwargs or {})
         params = dict(self.model.named_parameters())
         buffers = dict(self.model.named_buffers())
         fixed = [buffers[n] if n in buffers else params[n].detach()
                  for n in self.traced.fixed_names]
         return [params[n].detach() for n in self.traced.param_names] + fixed + list(batch)
 
-    def _as_traced(self, index, x):
-        """The traced graph is specialized to the example batch: same shape, dtype and device;
-        a tensor laid out differently is copied into the traced strides."""
-        shape, stride, dtype, device = self.traced.data_layouts[index]
-        if tuple(x.shape) != shape or x.dtype != dtype or x.device != device:
-            raise ValueError(f"{self.traced.model_name} step: batch tensor {index} is "
-                             f"{tuple(x.shape)} {x.dtype} on {x.device}; the step was traced "
-                             f"for {shape} {dtype} on {device}")
-        if tuple(x.stride()) == stride:
-            return x
-        return torch.empty_strided(shape, stride, dtype=dtype, device=device).copy_(x)
-
-    def __call__(self, *batch, measure=None):
-        """Runs the plan on `batch`, accumulates .grad, returns the loss. On the CPU the first
+    def __call__(self, *args, measure=None, **kwargs):
+        """Runs the plan on the batch, accumulates .grad, returns the loss. On the CPU the first
         call (or any with measure=True) runs with live-bytes accounting, which is slower."""
-        if len(batch) != self.traced.num_data:
-            raise ValueError(f"{self.traced.model_name} step: expected {self.traced.num_data} "
-                             f"batch tensors, got {len(batch)}")
+        self._check(args, dict(sorted(kwargs.items())))
         if measure is None:
             measure = self.measured_peak_bytes is None
-        inputs = self.flat_inputs(batch)
+        inputs = self.flat_inputs(args, dict(sorted(kwargs.items())))
         on_cuda = any(x.is_cuda for x in inputs if isinstance(x, torch.Tensor))
         if on_cuda:
             torch.cuda.synchronize()
@@ -92,29 +160,272 @@ class Step:
             else:
                 p.grad.add_(grad)
 
+    # -- planning -------------------------------------------------------------------------------
+    def replan(self, budget, solver=None, **options):
+        """Plans the same trace again under `budget` (no retrace); returns self."""
+        planning = dict(self.planning)
+        planning.update(options)
+        if solver is not None:
+            planning["solver"] = solver
+        planning["budget"] = budget
+        result, sequence, hit = plan(self.traced, **planning)
+        self.planning = planning
+        self.solver, self.status, self.time_limit_hit = result.solver, result.status, hit
+        self._set_plan(sequence)
+        return self
+
+    # -- plans as files -------------------------------------------------------------------------
+    def plan_json(self):
+        """The remat-plan v1 JSON of this step (the format `remat solve -o` writes), with the
+        traced graph's fingerprint."""
+        g = self.traced.graph
+        budget = self.planning.get("budget_bytes", self.planned_peak_bytes)
+        return {
+            "format": "remat-plan", "version": 1, "graph": g.name,
+            "graph_fingerprint": self.traced.fingerprint, "solver": self.solver,
+            "budget_bytes": budget, "status": self.status,
+            "peak_bytes": self.planned_peak_bytes, "cost": self.planned_cost,
+            "baseline_peak_bytes": self.baseline_peak_bytes, "baseline_cost": self.baseline_cost,
+            "peak_percent_of_baseline": self.peak_percent,
+            "cost_increase_percent": self.extra_cost_percent, "steps": len(self.sequence),
+            "sequence": [{"id": i, "name": g.node(i)["name"]} for i in self.sequence],
+        }
+
+    def save_plan(self, path):
+        """Writes the plan as remat-plan JSON; `remat simulate GRAPH path` and
+        `rt.load_plan(model, batch, loss_fn, path)` read it."""
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(self.plan_json(), f, indent=1)
+            f.write("\n")
+
+    # -- reports --------------------------------------------------------------------------------
+    def summary(self, file=None, limit=15):
+        """Prints (to `file`, default stdout) what the plan recomputes and what it keeps."""
+        text = plan_summary(self.traced.graph, self.sequence, limit=limit,
+                            title=repr(self))
+        print(text, file=file or sys.stdout)
+
     def __repr__(self):
         measured = ("not measured" if self.measured_peak_bytes is None
                     else remat.format_bytes(self.measured_peak_bytes))
-        return (f"<remat step {self.traced.model_name}: solver {self.solver} "
-                f"({self.status}), baseline peak {remat.format_bytes(self.baseline_peak_bytes)}"
-                f", planned {remat.format_bytes(self.planned_peak_bytes)}, measured {measured}>")
+        return (f"<remat step {self.traced.model_name}: solver {self.solver} ({self.status}), "
+                f"baseline peak {remat.format_bytes(self.baseline_peak_bytes)}, planned "
+                f"{remat.format_bytes(self.planned_peak_bytes)} ({self.peak_percent:.1f} %), "
+                f"extra compute {self.extra_cost_percent:+.1f} %, measured {measured}>")
 
 
-def optimize(model, example_inputs, loss_fn, budget="50%", solver="fastsa", *, time_limit=10.0,
-             seed=1, threads=1, cost="flops", model_inputs=1, **params):
-    """Traces one training step, plans it under `budget` with `solver`, returns a Step.
+def _percent(part, whole):
+    return 100.0 * part / whole if whole else 0.0
 
-    budget: bytes or text ("50%" of the baseline peak, "90MB"); solver-specific parameters go as
-    keyword arguments. Raises TraceError when the model cannot be traced and ValueError for a bad
-    budget, solver or parameter.
-    """
-    traced = trace(model, example_inputs, loss_fn, model_inputs=model_inputs, cost=cost)
-    plan = remat.solve(traced.graph, budget, solver, time_limit=time_limit, seed=seed,
-                       threads=threads, **params)
-    if not plan.feasible:
+
+def plan_summary(graph, sequence, limit=15, title=None):
+    """Tables of what `sequence` recomputes (op, times, bytes, extra cost) and keeps (values
+    produced in the forward and read by the backward, by size)."""
+    base_peak, base_cost = remat.baseline(graph)
+    evaluation = remat.simulate(graph, list(sequence))
+    runs = {}
+    for n in sequence:
+        runs[n] = runs.get(n, 0) + 1
+    recomputed = sorted(((n, k - 1) for n, k in runs.items() if k > 1),
+                        key=lambda item: -graph.node(item[0])["cost"] * item[1])
+    lines = [title] if title else []
+    lines.append(f"peak {remat.format_bytes(evaluation.peak_bytes)} "
+                 f"({_percent(evaluation.peak_bytes, base_peak):.1f} % of the baseline "
+                 f"{remat.format_bytes(base_peak)}), extra compute "
+                 f"{_percent(evaluation.cost - base_cost, base_cost):+.1f} %, "
+                 f"{len(sequence) - graph.num_nodes} recomputations")
+    lines.append(f"recomputed ({len(recomputed)} nodes):")
+    lines.append(f"  {'node':<28} {'op':<36} {'times':>5} {'bytes':>12} {'extra cost':>11}")
+    for n, times in recomputed[:limit]:
+        node = graph.node(n)
+        size = sum(graph.value(v)["size"] for v in node["outputs"])
+        lines.append(f"  {node['name'][:28]:<28} {node['op'][:36]:<36} {times:>5} "
+                     f"{remat.format_bytes(size):>12} "
+                     f"{_percent(node['cost'] * times, base_cost):>10.2f}%")
+    if len(recomputed) > limit:
+        lines.append(f"  ... {len(recomputed) - limit} more")
+    kept = _kept_values(graph, sequence)
+    lines.append(f"kept for the backward ({len(kept)} values, "
+                 f"{remat.format_bytes(sum(s for _, s in kept))}):")
+    lines.append(f"  {'value':<28} {'op':<36} {'bytes':>12}")
+    for v, size in kept[:limit]:
+        producer = graph.producer(v)
+        op = graph.node(producer)["op"] if producer is not None else "(input)"
+        lines.append(f"  {graph.value(v)['name'][:28]:<28} {op[:36]:<36} "
+                     f"{remat.format_bytes(size):>12}")
+    if len(kept) > limit:
+        lines.append(f"  ... {len(kept) - limit} more")
+    return "\n".join(lines)
+
+
+def _kept_values(graph, sequence):
+    """Values the backward reads from their forward-pass copy (made before the first backward
+    node ran, so kept through the forward), largest first."""
+    first_backward = next((t for t, n in enumerate(sequence)
+                           if graph.node(n)["phase"] != "forward"), len(sequence))
+    made_at = {}
+    kept = set()
+    for t, n in enumerate(sequence):
+        node = graph.node(n)
+        if t >= first_backward:
+            kept.update(v for v in node["inputs"] if made_at.get(v, t) < first_backward)
+        for v in node["outputs"]:
+            made_at[v] = t
+    sized = [(v, graph.value(v)["size"]) for v in kept if graph.value(v)["size"] > 0]
+    return sorted(sized, key=lambda item: -item[1])
+
+
+def resolve_budget(graph, budget):
+    """The budget in bytes: int bytes, a float fraction of the baseline peak (0.5 = 50 %), text
+    ("50%", "90MB") or "min" (the memory lower bound: the least-memory plan). ValueError when it
+    is out of range or below the memory lower bound (naming the bound)."""
+    return remat.parse_budget(graph, budget, check_lower_bound=True)
+
+
+def _progress_printer(name, stream):
+    """Progress on stderr, at most every second: stage, fraction, iterations, best objective."""
+    state = {"last": 0.0, "start": time.monotonic(), "printed": False}
+
+    def report(stage, fraction, iterations, best):
+        now = time.monotonic()
+        if now - state["last"] < 1.0 or now - state["start"] < 1.0:
+            return
+        state["last"] = now
+        state["printed"] = True
+        done = f"{100 * fraction:5.1f} %" if fraction >= 0 else "   ?  "
+        best_text = f", best objective {best:.6g}" if best >= 0 else ""
+        print(f"\rremat: planning {name}: {stage} {done}, {iterations} iterations"
+              f"{best_text}   ", end="", file=stream, flush=True)
+
+    def finish():
+        if state["printed"]:
+            print(file=stream, flush=True)
+
+    return report, finish
+
+
+def plan(traced, budget="50%", solver="auto", *, time_limit=None, seed=1, threads=1,
+         progress=True, params=None, **_ignored):
+    """Solves the traced graph; returns (result, sequence, time_limit_hit). The sequence is the
+    solver's plan, or the default schedule when that is better (never worse than the baseline).
+    `progress`: True prints to stderr, False is silent, a callable gets
+    (stage, fraction, iterations, best_objective) as remat.solve documents."""
+    g = traced.graph
+    budget_bytes = resolve_budget(g, budget)
+    limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
+    finish = None
+    callback = progress
+    if progress is True:
+        callback, finish = _progress_printer(traced.model_name, sys.stderr)
+    elif progress is False:
+        callback = None
+    try:
+        result = remat.solve(g, budget_bytes, solver, time_limit=limit, seed=seed,
+                             threads=threads, progress=callback, **(params or {}))
+    finally:
+        if finish is not None:
+            finish()
+    hit = result.wall_time_s >= 0.98 * limit
+    sequence = list(result.sequence)
+    base_peak, base_cost = remat.baseline(g)
+    if (result.peak_bytes, result.cost) > (base_peak, base_cost) and \
+            result.peak_bytes >= base_peak:
+        sequence = remat.default_schedule(g)  # never worse than the baseline
+    evaluation = remat.simulate(g, sequence)
+    extra = _percent(evaluation.cost - base_cost, base_cost)
+    if not result.feasible:
         warnings.warn(f"remat: {traced.model_name}: {solver} found no plan within "
-                      f"{remat.format_bytes(plan.budget_bytes)} ({plan.status}); running the "
-                      f"lowest-peak plan found, {remat.format_bytes(plan.peak_bytes)} (memory "
-                      f"lower bound {remat.format_bytes(remat.memory_lower_bound(traced.graph))})",
-                      stacklevel=2)
-    return Step(model, traced, plan.sequence, solver=plan.solver, status=plan.status)
+                      f"{remat.format_bytes(budget_bytes)} ({result.status}); running the "
+                      f"lowest-peak plan, {remat.format_bytes(evaluation.peak_bytes)} "
+                      f"({_percent(evaluation.peak_bytes, base_peak):.1f} % of the baseline), "
+                      f"extra compute {extra:+.1f} % (memory lower bound "
+                      f"{remat.format_bytes(remat.memory_lower_bound(g))})", stacklevel=3)
+    if hit and time_limit is not None:
+        warnings.warn(f"remat: {traced.model_name}: {solver} stopped at the time limit "
+                      f"({limit:g} s): the plan depends on machine speed (peak "
+                      f"{remat.format_bytes(evaluation.peak_bytes)}, extra compute "
+                      f"{extra:+.1f} %)", stacklevel=3)
+    elif hit:
+        warnings.warn(f"remat: {traced.model_name}: {solver} hit the safety time limit "
+                      f"({limit:g} s): the plan depends on machine speed", stacklevel=3)
+    return result, sequence, hit
+
+
+def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *,
+             time_limit=None, seed=1, threads=1, cost="flops", model_inputs=1,
+             model_kwargs=None, retrace=False, progress=True, **params):
+    """Traces one training step (or takes a TracedStep), plans it under `budget` with `solver`,
+    returns a Step.
+
+    budget: int bytes, a float fraction of the baseline peak (0.5 = 50 %), text ("50%",
+    "90MB") or "min" (the least-memory plan). Solver-specific parameters go as keyword
+    arguments. `example_inputs` may be a TracedStep (from rt.trace or a Step's .traced): it is
+    planned again without tracing. time_limit: seconds, a safety net only when None (planning
+    stops by iterations, so the plan does not depend on machine load). progress: True prints
+    planning progress to stderr, False is silent, or a callable (see remat.solve). Raises
+    TraceError when the model cannot be traced and ValueError for a bad budget (below the
+    memory lower bound included), solver or parameter.
+    """
+    if isinstance(example_inputs, TracedStep):
+        traced = example_inputs
+        if loss_fn is not None:
+            traced.loss_fn = loss_fn
+    else:
+        if loss_fn is None:
+            raise ValueError("optimize: loss_fn is required unless a TracedStep is given")
+        traced = trace(model, example_inputs, loss_fn, model_inputs=model_inputs,
+                       model_kwargs=model_kwargs, cost=cost)
+    planning = {"budget": budget, "solver": solver, "time_limit": time_limit, "seed": seed,
+                "threads": threads, "progress": progress, "params": params, "cost": cost}
+    result, sequence, hit = plan(traced, **planning)
+    step = Step(model, traced, sequence, solver=result.solver, status=result.status,
+                planning=planning, retrace=retrace, time_limit_hit=hit)
+    step.planning["budget_bytes"] = result.budget_bytes
+    return step
+
+
+def load_plan(model, example_inputs, loss_fn, path, *, model_inputs=1, model_kwargs=None,
+              cost="flops", retrace=False):
+    """Traces the step and runs the plan stored at `path` (remat-plan JSON from
+    step.save_plan or `remat solve GRAPH -o`). ValueError when the plan was made for another
+    graph (its graph_fingerprint, or its step names, differ from the traced graph's)."""
+    traced = trace(model, example_inputs, loss_fn, model_inputs=model_inputs,
+                   model_kwargs=model_kwargs, cost=cost)
+    sequence, info = read_plan(traced, path)
+    return Step(model, traced, sequence, solver=info.get("solver", "file"),
+                status=info.get("status", "given"), retrace=retrace,
+                planning={"budget_bytes": info.get("budget_bytes")})
+
+
+def read_plan(traced, path):
+    """(sequence, plan JSON) of a plan file, checked against the traced graph."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            info = json.load(f)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path}: not JSON: {error}") from None
+    if not isinstance(info, dict) or not isinstance(info.get("sequence"), list):
+        raise ValueError(f"{path}: not a remat plan (no 'sequence' list)")
+    g = traced.graph
+    fingerprint = info.get("graph_fingerprint")
+    if fingerprint is not None and fingerprint != traced.fingerprint:
+        raise ValueError(f"{path}: the plan was made for another graph (fingerprint "
+                         f"{str(fingerprint)[:12]}, the traced {traced.model_name} step has "
+                         f"{traced.fingerprint[:12]}); plan it again")
+    sequence = []
+    for t, entry in enumerate(info["sequence"]):
+        node_id = entry.get("id") if isinstance(entry, dict) else entry
+        if not isinstance(node_id, int) or isinstance(node_id, bool) or \
+                not 0 <= node_id < g.num_nodes:
+            raise ValueError(f"{path}: step {t} names node {node_id!r}, but the traced graph has "
+                             f"{g.num_nodes} nodes: was the plan made for another graph?")
+        if isinstance(entry, dict) and "name" in entry and entry["name"] != g.node(node_id)["name"]:
+            raise ValueError(f"{path}: step {t} is node {node_id} '{entry['name']}', but the "
+                             f"traced graph's node {node_id} is '{g.node(node_id)['name']}': was "
+                             "the plan made for another graph?")
+        sequence.append(node_id)
+    evaluation = remat.simulate(g, sequence)
+    if not evaluation.valid:
+        raise ValueError(f"{path}: the plan is not valid for the traced graph: "
+                         f"{evaluation.error}")
+    return sequence, info

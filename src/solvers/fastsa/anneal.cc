@@ -107,11 +107,18 @@ class Annealer {
     double last_progress = 0;
     bool fits = best_peak_ <= context_.budget_bytes;
     bool done = settings_.stop_when_feasible && (fits || fits_exactly());
-    int64_t it = 0;
+    done = done || at_least_cost();
+    int64_t& it = iteration_;
+    const int64_t window = settings_.convergence_window;
     for (; it < settings_.iterations && !done; ++it) {
       if ((it & 1023) == 0 && it > 0) {
         if (context_.deadline != nullptr && context_.deadline->expired()) {
           r.time_limit_hit = true;
+          break;
+        }
+        // Checked every 1024 iterations, so the stop point is a pure function of the seed.
+        if (window > 0 && it - last_improvement_ >= window) {
+          r.converged = true;
           break;
         }
         if (it % sample_every < 1024) sample(start, it, f);
@@ -132,11 +139,13 @@ class Annealer {
         note_state(f);
         fits = state_.peak() <= context_.budget_bytes;
         done = settings_.stop_when_feasible && (fits || fits_exactly());
+        done = done || at_least_cost();
       } else {
         undo(p);
       }
     }
     r.iterations = it;
+    r.at_least_cost = at_least_cost();
     sample(start, it, f);
     context_.iterations_before += it;
     r.best_order = best_.order();
@@ -229,10 +238,28 @@ class Annealer {
     return true;
   }
 
+  // The best plan within budget has the least cost any plan can have: nothing left to improve.
+  bool at_least_cost() const {
+    return best_peak_ <= context_.budget_bytes && best_cost_ <= settings_.least_cost * (1 + 1e-9);
+  }
+
+  // What the convergence window watches: the user's objective, i.e. reaching the budget, then
+  // a lower cost within it, or a lower peak while over it. A lower peak at the same cost within
+  // the budget, or a lower annealing objective, does not count: both go on improving by tiny
+  // amounts long after the plan has stopped changing in any way the user sees.
+  bool improves_goal(int64_t peak, double cost) const {
+    if (settings_.rotations_only) return peak < best_peak_;  // App. B.2: the objective is M
+    const int64_t budget = context_.budget_bytes;
+    const bool fits = peak <= budget, best_fits = best_peak_ <= budget;
+    if (fits != best_fits) return fits;
+    return fits ? cost < best_cost_ : peak < best_peak_;
+  }
+
   void note_state(double f) {
     best_objective_ = std::min(best_objective_, f);
     const int64_t peak = state_.peak();
     const double cost = state_.cost();
+    if (improves_goal(peak, cost)) last_improvement_ = iteration_;
     if (better_plan(peak, cost, best_peak_, best_cost_, context_.budget_bytes)) {
       best_peak_ = peak;
       best_cost_ = cost;
@@ -272,6 +299,8 @@ class Annealer {
   int64_t best_peak_ = 0;
   double best_cost_ = 0;
   double best_objective_ = 0;
+  int64_t iteration_ = 0;
+  int64_t last_improvement_ = 0;  // iteration of the last new best plan or objective
   int64_t lowest_checked_peak_ = std::numeric_limits<int64_t>::max();
 };
 

@@ -53,6 +53,12 @@ struct StageSettings {
   std::function<int64_t(const std::vector<int32_t>&)> exact_peak;
   int32_t slots = 1 << 16;
   double soft_peak_scale = 0;  // > 0: objective on the log-add-exp peak (App. C.2)
+  // > 0: the stage ends once the goal (within budget, then cost; over budget, peak) has not
+  // improved for this many iterations. 0: it runs all `iterations`.
+  int64_t convergence_window = 0;
+  // The stage ends once its best plan fits the budget at this cost (the graph's cost lower
+  // bound: every needed node once), which no plan can beat. 0: never.
+  double least_cost = 0;
 };
 
 // Shared by the stages of one chain.
@@ -79,6 +85,8 @@ struct StageResult {
   double final_temperature = 0;  // h_f of the schedule
   double stop_temperature = 0;   // the temperature when the stage ended (early or not)
   bool time_limit_hit = false;
+  bool converged = false;      // ended by the convergence window
+  bool at_least_cost = false;  // ended within budget at StageSettings::least_cost
 };
 
 StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,

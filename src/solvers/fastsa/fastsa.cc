@@ -9,6 +9,8 @@
 
 #include "anneal.h"
 #include "params.h"
+#include "remat/error.h"
+#include "remat/io.h"
 #include "units.h"
 
 namespace remat::fastsa {
@@ -27,13 +29,14 @@ void add_stage_counters(SolveStats& stats, std::string_view name, const StageRes
   stats.add_counter(fmt::format("{}_accepted_moves", name), static_cast<double>(r.accepted));
   stats.add_counter(fmt::format("{}_seconds", name), r.seconds);
   stats.add_counter(fmt::format("{}_slots", name), slots);
+  stats.add_counter(fmt::format("{}_converged", name), r.converged ? 1 : 0);
 }
 
 class Chain {
  public:
   Chain(const Graph& g, const FastsaParams& p, const SolveOptions& options,
-        const Deadline& deadline, uint64_t seed, bool reports)
-      : g_(g), p_(p), options_(options) {
+        std::span<const NodeId> start, const Deadline& deadline, uint64_t seed, bool reports)
+      : g_(g), p_(p), options_(options), start_(start) {
     context_.budget_bytes = options.budget.bytes;
     context_.objective.kind = p.mode == Mode::kOrder ? Objective::kMemory : p.objective;
     context_.objective.budget = static_cast<double>(std::max<int64_t>(1, options.budget.bytes));
@@ -47,27 +50,53 @@ class Chain {
     const UnitTable nodes = node_units(g_);
     StageSettings s2 = base_settings();
     StageResult first, second;
+    std::vector<int32_t> given_start;
+    for (NodeId n : start_) given_start.push_back(n.value());
     if (p_.mode == Mode::kOrder) {
       s2.iterations = p_.stage1_iterations;
       s2.rotations_only = true;
       s2.slots = slots_for(nodes.num_units(), p_.slots);
-      second = run_stage(nodes, nodes.initial_order, s2, "order", context_);
+      s2.convergence_window = window(nodes.num_units());
+      second = run_stage(nodes, start_.empty() ? nodes.initial_order : given_start, s2, "order",
+                         context_);
       add_stage_counters(out.stats, "order", second, s2.slots);
     } else {
-      const std::vector<int32_t> start = run_first_stage(nodes, out.stats, first);
+      std::vector<int32_t> start;
+      if (start_.empty()) {
+        start = run_first_stage(nodes, out.stats, first);
+        s2.initial_temperature =
+            p_.stage2_from_stop ? first.stop_temperature : first.final_temperature;
+      } else {
+        // A given plan: stage 2 from it when it fits, else stage 1 on single nodes from it (its
+        // recomputations cannot be expressed as groups). Stage 2 then starts at the initial
+        // temperature scale of the start's objective, as stage 1 would.
+        start = given_start;
+        if (simulate(g_, start_).peak_bytes > options_.budget.bytes) {
+          StageSettings s1 = base_settings();
+          s1.iterations = p_.stage1_iterations;
+          s1.stop_when_feasible = p_.stop_at_budget;
+          s1.slots = slots_for(static_cast<int64_t>(start.size()), p_.slots);
+          s1.convergence_window = window(nodes.num_units());
+          first = run_stage(nodes, given_start, s1, "stage 1", context_);
+          add_stage_counters(out.stats, "stage1", first, s1.slots);
+          start = first.best_order;
+          s2.initial_temperature = first.stop_temperature;
+        }
+      }
       s2.iterations = p_.stage2_iterations;
       s2.keep_within_budget = p_.stage2_keep_budget;
       if (p_.carry_over_iterations && !first.time_limit_hit)
         s2.iterations += p_.stage1_iterations - first.iterations;
-      s2.initial_temperature =
-          p_.stage2_from_stop ? first.stop_temperature : first.final_temperature;
       s2.slots = slots_for(static_cast<int64_t>(start.size()), p_.slots);
+      s2.convergence_window = window(nodes.num_units());
       second = run_stage(nodes, start, s2, "stage 2", context_);
       add_stage_counters(out.stats, "stage2", second, s2.slots);
     }
     out.sequence = nodes.expand(second.best_order);
     out.eval = simulate(g_, out.sequence);
     add_totals(out.stats, first, second);
+    out.stats.add_counter("started_from_plan", start_.empty() ? 0 : 1);
+    out.stats.add_counter("convergence_window", static_cast<double>(window(nodes.num_units())));
     return out;
   }
 
@@ -81,7 +110,13 @@ class Chain {
                     .final_temperature_ratio = p_.final_temperature_pct / 100,
                     .soft_peak_scale = soft_scale};
     s.local_rotations = p_.local_rotations;
+    if (p_.converge && p_.mode == Mode::kRecompute) s.least_cost = least_cost_;
     return s;
+  }
+
+  int64_t window(int64_t units) const {
+    if (!p_.converge) return 0;
+    return p_.convergence_window > 0 ? p_.convergence_window : window_for(units);
   }
 
   // Stage 1 on grouped nodes, stopping at the budget. Groups cannot be split, so when they
@@ -100,6 +135,7 @@ class Chain {
     s1.iterations = may_fall_back ? p_.stage1_iterations / 2 : p_.stage1_iterations;
     s1.stop_when_feasible = p_.stop_at_budget;
     s1.slots = slots_for(units.num_units(), p_.slots);
+    s1.convergence_window = window(units.num_units());
     if (p_.group_nodes)
       s1.exact_peak = [&](const std::vector<int32_t>& order) {
         return simulate(g_, units.expand(order)).peak_bytes;
@@ -117,6 +153,7 @@ class Chain {
     fallback_settings.exact_peak = nullptr;
     fallback_settings.iterations = p_.stage1_iterations - used.iterations;
     fallback_settings.slots = slots_for(nodes.num_units(), p_.slots);
+    fallback_settings.convergence_window = window(nodes.num_units());
     const StageResult fallback =
         run_stage(nodes, nodes.initial_order, fallback_settings, "stage 1 (nodes)", context_);
     add_stage_counters(stats, "stage1_fallback", fallback, fallback_settings.slots);
@@ -141,6 +178,8 @@ class Chain {
     stats.add_counter("mutations_per_second",
                       seconds > 0 ? static_cast<double>(iterations) / seconds : 0);
     stats.add_counter("time_limit_hit", first.time_limit_hit || second.time_limit_hit ? 1 : 0);
+    stats.add_counter("converged", second.converged ? 1 : 0);
+    stats.add_counter("reached_cost_lower_bound", second.at_least_cost ? 1 : 0);
     stats.series = {{"convergence_time_s", std::move(context_.series_time_s)},
                     {"convergence_iteration", std::move(context_.series_iteration)},
                     {"convergence_best_objective", std::move(context_.series_best_objective)},
@@ -150,22 +189,35 @@ class Chain {
   const Graph& g_;
   const FastsaParams& p_;
   const SolveOptions& options_;
+  std::span<const NodeId> start_;  // empty: from the default schedule
+  double least_cost_ = cost_lower_bound(g_);
   ChainContext context_;
 };
 
 class FastsaSolver final : public Solver {
  public:
   std::string_view name() const override { return "fastsa"; }
+  bool accepts_start() const override { return true; }
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const FastsaParams params = parse_fastsa_params(options.params);
+    Sequence start = options.start;
+    if (!params.init_plan_path.empty()) {
+      if (!start.empty())
+        throw InputError("fastsa: parameter 'init' and a start sequence were both given");
+      start = read_plan_file(graph, params.init_plan_path).sequence;
+      const Evaluation e = simulate(graph, start);
+      if (!e.valid)
+        throw InputError(fmt::format("fastsa: init plan '{}' is invalid for this graph: {}",
+                                     params.init_plan_path, e.error));
+    }
     const Deadline deadline(options.time_limit_s);
     const int chains = std::max(1, options.threads);
     std::vector<ChainResult> results(static_cast<size_t>(chains));
     std::vector<std::exception_ptr> errors(static_cast<size_t>(chains));
     auto run_chain = [&](int i) {
       try {
-        Chain chain(graph, params, options, deadline,
+        Chain chain(graph, params, options, start, deadline,
                     derive_seed(options.seed, static_cast<uint64_t>(i)),
                     /*reports=*/i == 0);
         results[static_cast<size_t>(i)] = chain.run();

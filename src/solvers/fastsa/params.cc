@@ -12,7 +12,7 @@ namespace remat::fastsa {
 namespace {
 
 constexpr std::string_view kSolver = "fastsa";
-constexpr std::array<std::string_view, 18> kKnown = {
+constexpr std::array<std::string_view, 21> kKnown = {
     "mode",
     "objective",
     "slots",
@@ -31,6 +31,9 @@ constexpr std::array<std::string_view, 18> kKnown = {
     "peak_tree",
     "logaddexp_peak",
     "iterations_scale",
+    "schedule",
+    "convergence_window",
+    "init",
 };
 
 [[noreturn]] void bad(std::string_view key, std::string_view text, std::string_view expected) {
@@ -111,8 +114,24 @@ FastsaParams parse_fastsa_params(const ParamMap& params) {
   else
     bad("peak_tree", tree, "max or logaddexp");
   p.logaddexp_peak = positive_double(params, "logaddexp_peak", p.logaddexp_peak);
+  const std::string schedule = param_string(params, "schedule", "converge");
+  if (schedule == "converge")
+    p.converge = true;
+  else if (schedule == "fixed")
+    p.converge = false;
+  else
+    bad("schedule", schedule, "converge or fixed");
+  p.convergence_window = positive_int(params, "convergence_window", 0, 0);
+  if (!p.converge && params.contains("convergence_window"))
+    throw InputError(
+        "fastsa: parameter 'convergence_window' needs schedule=converge (it has no effect with "
+        "schedule=fixed)");
+  p.init_plan_path = param_string(params, "init", "");
+  if (params.contains("init") && p.init_plan_path.empty()) bad("init", "", "a plan JSON file");
   return p;
 }
+
+int64_t window_for(int64_t units) { return std::max<int64_t>(1'000'000, 500 * units); }
 
 int32_t slots_for(int64_t units, int64_t requested) {
   constexpr int64_t kSlotsPerUnit = 16, kMin = int64_t{1} << 12, kMax = int64_t{1} << 20;

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "anneal.h"
 #include "remat/solver.h"
@@ -43,7 +44,19 @@ struct FastsaParams {
   bool local_rotations = false;  // stage 1 stops once the budget is met (§3.1)
   bool logaddexp = false;        // objective on the log-add-exp peak (App. C.2)
   double logaddexp_peak = 10;    // the baseline peak in the scaled units (App. C.2)
+  // Stopping. kConverge (default): a stage also ends once its best plan and best objective have
+  // not improved for `convergence_window` iterations, so small graphs finish in a fraction of a
+  // second; the temperature schedule is the same as kFixed. kFixed: the paper's iteration counts
+  // (App. D.4) run to the end. Both stop by iterations, so the plan does not depend on machine
+  // load; the time limit is only a safety net (counter time_limit_hit says when it fired).
+  bool converge = true;
+  int64_t convergence_window = 0;  // iterations; 0: window_for(units) (see there)
+  // A plan file (plan JSON) to start from instead of the default schedule; see fastsa.h.
+  std::string init_plan_path;
 };
+
+// The automatic convergence window: 1 M iterations, or 500 per unit on larger graphs.
+int64_t window_for(int64_t units);
 
 FastsaParams parse_fastsa_params(const ParamMap& params);
 

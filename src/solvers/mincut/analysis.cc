@@ -37,10 +37,15 @@ bool fusible(OpKind kind) {
 // V_f: forward-phase nodes, and backward-phase nodes with at least one input, all in V_f (like
 // `sin1` in the paper's Figure 2). Graph inputs read by a forward node are the forward inputs;
 // other graph inputs and input-less backward nodes are gradient seeds.
+// When that rule takes in every backward node, the gradient seed is computed from the forward
+// (`ones_like(loss)` rather than a tangent input) and nothing would be left to cut: V_f is then
+// the forward phase alone, the split the graph's `phase` labels give.
 void find_vf(const Graph& graph, JointAnalysis& a) {
   for (ValueId v : graph.graph_inputs())
     for (NodeId u : graph.users(v))
       if (graph.node(u).phase == Phase::kForward) a.forward_input[v] = a.in_vf[v] = 1;
+  const IdVector<ValueId, uint8_t> inputs_in_vf = a.in_vf;
+  bool backward_outside = false, has_backward = false;
   for (int32_t i = 0; i < graph.num_nodes(); ++i) {
     const NodeId n{i};
     const Node& node = graph.node(n);
@@ -56,6 +61,16 @@ void find_vf(const Graph& graph, JointAnalysis& a) {
     }
     a.node_in_vf[n] = node.phase == Phase::kForward || (all_vf && !node.inputs.empty());
     for (ValueId v : node.outputs) a.in_vf[v] = a.node_in_vf[n];
+    has_backward = has_backward || node.phase == Phase::kBackward;
+    backward_outside = backward_outside || !a.node_in_vf[n];
+  }
+  a.split_from_phase = has_backward && !backward_outside;
+  if (!a.split_from_phase) return;
+  a.in_vf = inputs_in_vf;
+  for (int32_t i = 0; i < graph.num_nodes(); ++i) {
+    const NodeId n{i};
+    a.node_in_vf[n] = graph.node(n).phase == Phase::kForward;
+    for (ValueId v : graph.node(n).outputs) a.in_vf[v] = a.node_in_vf[n];
   }
 }
 

@@ -84,6 +84,9 @@ struct JointAnalysis {
   // V_f values that some backward node needs, directly or through V_f nodes; a cut saves only
   // these (checked), since no other out-vertex reaches t.
   IdVector<ValueId, uint8_t> backward_relevant;
+  // V_f is the forward phase alone: the looser rule took in every backward node (a gradient
+  // seed computed from the forward, such as ones_like(loss)).
+  bool split_from_phase = false;
   bool banned(NodeId n) const { return ban[n] != BanReason::kNone; }
 };
 // Throws InputError when a node has no phase, or a forward node reads a backward value.

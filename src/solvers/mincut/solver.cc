@@ -36,7 +36,18 @@ struct Candidate {
   double cut_time_s = 0;  // analysis, G' and max-flow
   int32_t banned = 0;
   int32_t vf_values = 0;
+  bool split_from_phase = false;
+  bool is_default = false;  // the default schedule, the ladder's last rung
 };
+
+// The default schedule as a candidate: no cut, nothing recomputed.
+Candidate default_candidate(const Graph& graph) {
+  Candidate c{.is_default = true};
+  c.lowered.sequence = default_schedule(graph);
+  c.lowered.complete = true;
+  c.eval = simulate(graph, c.lowered.sequence);
+  return c;
+}
 
 // Within budget: cheaper wins; otherwise lower peak wins; ties keep the earlier candidate.
 bool better(const Candidate& a, const Candidate& b, int64_t budget) {
@@ -70,6 +81,7 @@ Candidate solve_with(const Graph& graph, const MincutParams& p, int64_t budget,
     REMAT_CHECK(c.eval.valid, fmt::format("mincut: lowered plan is invalid: {}", c.eval.error));
     for (int32_t i = 0; i < graph.num_nodes(); ++i) c.banned += analysis.banned(NodeId{i});
     for (int32_t i = 0; i < graph.num_values(); ++i) c.vf_values += analysis.in_vf[ValueId{i}];
+    c.split_from_phase = analysis.split_from_phase;
     if (!best || better(c, *best, budget)) best = std::move(c);
   }
   return std::move(*best);
@@ -119,6 +131,13 @@ class MincutSolver final : public Solver {
         best_rung = rung;
       }
     }
+    // The ladder ends with the default schedule: a plan over budget never has a higher peak than
+    // it. (Within budget the cut's plan stays, even when it recomputes for fusion's sake.)
+    Candidate fallback = default_candidate(graph);
+    if (best.eval.peak_bytes > budget && better(fallback, best, budget)) {
+      fallback.split_from_phase = best.split_from_phase;
+      best = std::move(fallback);
+    }
     Plan plan;
     plan.sequence = best.lowered.sequence;
     plan.stats.status = SolveStatus::kFeasible;
@@ -154,6 +173,8 @@ class MincutSolver final : public Solver {
     s.add_counter("cut_time_s", c.cut_time_s);
     s.add_counter("memory_fallback", c.objective != asked ? 1 : 0);
     s.add_counter("lowering_keep", c.lowering == Lowering::kKeep ? 1 : 0);
+    s.add_counter("split_from_phase", c.split_from_phase ? 1 : 0);
+    s.add_counter("default_schedule", c.is_default ? 1 : 0);
     s.lists.emplace_back("saved", std::move(saved));
     s.series.emplace_back("saved_bytes", std::move(bytes_each));
     s.lists.emplace_back("recomputed", std::move(recomputed));

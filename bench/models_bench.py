@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""models_bench — every applicable solver and `auto` on traced real models (issue 14).
+
+Traces one training step of torchvision ResNet-18, ResNet-50, MobileNet-V2, DenseNet-121,
+EfficientNet-B0, RegNet-Y-400MF, ViT-B/16 (at a small image size) and the GPT example
+(examples/train_gpt.py) at 4 and 12 layers, then runs each registered solver and `auto` at
+90 / 70 / 50 / 40 / 25 % of the baseline peak. Budgets under the memory lower bound are marked,
+not run; a solver that refuses the graph (no phases, no chain structure, too large) is "n/a".
+Prints peak %, CI % and seconds per cell, then the summary lines: the geometric mean of the
+cost ratio (as CI %) of `auto` at 50 % and at 25 % over the models where that budget is at or
+above the lower bound, and how many of them are within budget.
+
+Every figure comes from the simulator (remat.solve re-simulates). Slow on a small machine:
+narrow it with --models, --budgets, --solvers and --time-limit.
+
+    PYTHONPATH=build/python:python /usr/bin/python3 bench/models_bench.py \\
+        --models resnet18,gpt4 --budgets 50,25 --solvers auto,fastsa --time-limit 60
+"""
+import argparse
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+import remat
+import remat.torch as rt
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+
+BUDGETS = [90, 70, 50, 40, 25]
+
+
+def _vision(factory, image, batch, classes=10, **kwargs):
+    def make():
+        import torchvision.models as tvm
+        torch.manual_seed(0)
+        model = getattr(tvm, factory)(num_classes=classes, **kwargs)
+        x = torch.randn(batch, 3, image, image)
+        y = torch.randint(0, classes, (batch,))
+        return model, (x, y), F.cross_entropy
+    return make
+
+
+def _gpt(layers, batch):
+    def make():
+        import train_gpt
+        return train_gpt.make(batch, context=64, vocab=256, layers=layers)
+    return make
+
+
+def model_table(image, batch):
+    return {
+        "resnet18": _vision("resnet18", image, batch),
+        "resnet50": _vision("resnet50", image, batch),
+        "mobilenet_v2": _vision("mobilenet_v2", image, batch),
+        "densenet121": _vision("densenet121", image, batch),
+        "efficientnet_b0": _vision("efficientnet_b0", image, batch),
+        "regnet_y_400mf": _vision("regnet_y_400mf", image, batch),
+        "vit_b_16": _vision("vit_b_16", 32, batch, image_size=32),
+        "gpt4": _gpt(4, batch),
+        "gpt12": _gpt(12, batch),
+    }
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="all", help="comma-separated (default: all): " +
+                   ",".join(model_table(64, 2)))
+    p.add_argument("--budgets", default=",".join(map(str, BUDGETS)), help="percent, comma-separated")
+    p.add_argument("--solvers", default="all",
+                   help="comma-separated (default: every registered solver but 'none', and auto)")
+    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (safety net)")
+    p.add_argument("--image", type=int, default=64, help="image side for the CNNs (ViT: 32)")
+    p.add_argument("--batch", type=int, default=4)
+    return p.parse_args()
+
+
+def geomean_ci(ratios):
+    if not ratios:
+        return float("nan")
+    return 100.0 * (math.exp(sum(math.log(r) for r in ratios) / len(ratios)) - 1.0)
+
+
+def main():
+    args = parse_args()
+    table = model_table(args.image, args.batch)
+    models = list(table) if args.models == "all" else args.models.split(",")
+    for m in models:
+        if m not in table:
+            sys.exit(f"models_bench: unknown model '{m}' (known: {', '.join(table)})")
+    budgets = [int(b) for b in args.budgets.split(",")]
+    solvers = [s for s in remat.solvers() if s not in ("none", "auto")] + ["auto"] \
+        if args.solvers == "all" else args.solvers.split(",")
+    print(f"# models_bench (batch {args.batch}, image {args.image}, time limit "
+          f"{args.time_limit:g} s per solve, torch {torch.__version__})\n")
+    print("| model | nodes | lower bound % | solver | " +
+          " | ".join(f"{b} %: peak / CI / s" for b in budgets) + " |")
+    print("| --- | --- | --- | --- | " + " | ".join("---" for _ in budgets) + " |")
+    auto = {b: [] for b in budgets}  # (feasible, cost ratio) of auto per budget
+    for m in models:
+        model, batch, loss = table[m]()
+        t0 = time.perf_counter()
+        traced = rt.trace(model, batch, loss, name=m)
+        trace_s = time.perf_counter() - t0
+        g = traced.graph
+        base_peak, base_cost = remat.baseline(g)
+        lb = remat.memory_lower_bound(g)
+        lb_pct = 100.0 * lb / base_peak
+        for solver in solvers:
+            cells = []
+            for b in budgets:
+                budget = base_peak * b // 100
+                if budget < lb:
+                    cells.append("under LB")
+                    continue
+                try:
+                    r = remat.solve(g, budget, solver, time_limit=args.time_limit)
+                except ValueError as e:
+                    cells.append("n/a")
+                    print(f"<!-- {m} {solver} {b}%: {e} -->", file=sys.stderr)
+                    continue
+                peak = 100.0 * r.peak_bytes / base_peak
+                ci = 100.0 * (r.cost - base_cost) / base_cost
+                mark = "" if r.peak_bytes <= budget else " (over)"
+                cells.append(f"{peak:.1f}{mark} / {ci:+.2f} / {r.wall_time_s:.1f}")
+                if solver == "auto":
+                    auto[b].append((r.peak_bytes <= budget, r.cost / base_cost))
+            print(f"| {m} | {g.num_nodes} | {lb_pct:.1f} | {solver} | " + " | ".join(cells) + " |",
+                  flush=True)
+        print(f"<!-- {m}: traced in {trace_s:.1f} s -->", file=sys.stderr)
+    print()
+    for b in budgets:
+        cells = auto[b]
+        within = sum(1 for ok, _ in cells if ok)
+        print(f"auto at {b} %: {within} of {len(cells)} models within budget (of {len(models)}; "
+              f"the others are under the lower bound); geomean CI {geomean_ci([r for _, r in cells]):+.2f} %")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""Rewrites of the captured fx graph that make more of it recomputable, before it is measured.
+
+- In-place calls whose write nobody else can observe (relu_ on a fresh activation, a residual
+  add_) become their out-of-place overload.
+- ones_like/zeros_like/full_like of a contiguous tensor become ones/zeros/full (they read only
+  metadata), so the gradient seed is a node without inputs.
+"""
+
+import torch
+import torch.fx as fx
+
+from remat.torch import _compat, effects, op_kinds
+
+
+def _out_of_place(target):
+    """The out-of-place overload of an in-place aten overload (relu_ -> relu), or None."""
+    name = _compat.packet_name(target)
+    if not name.endswith("_") or name.endswith("__"):
+        return None
+    packet = getattr(torch.ops.aten, name[:-1], None)
+    overload = getattr(packet, _compat.overload_name(target), None) if packet is not None else None
+    schema = _compat.schema_of(overload) if overload is not None else None
+    if schema is None:
+        return None
+    if any(a.alias_info is not None and a.alias_info.is_write for a in schema.arguments):
+        return None
+    return overload
+
+
+def rewrite_private_inplace(gm, run):
+    """Rewrites in-place calls whose write no other reader can see to their out-of-place form.
+
+    A write to storage S at position m is private when S is not a graph input's storage, the call
+    is not random, and no value on S made before m is read after m (the readers after m all read
+    the in-place result, which the out-of-place result replaces).
+    """
+    nodes = list(gm.graph.nodes)
+    position = {n: i for i, n in enumerate(nodes)}
+    storage = {n: run.storage(n)[0] for n in nodes}
+    input_storages = {storage[n] for n in nodes if n.op in ("placeholder", "get_attr")}
+    on_storage = {}
+    for n in nodes:
+        if storage[n] is not None:
+            on_storage.setdefault(storage[n], []).append(n)
+    rewritten = []
+    for n in nodes:
+        if n.op != "call_function" or not run.writes.get(n):
+            continue
+        if not isinstance(run.env.get(n), torch.Tensor):
+            continue
+        replacement = _out_of_place(n.target)
+        if replacement is None or op_kinds.is_random(_compat.packet_name(n.target)):
+            continue
+        if effects.hidden_write_nodes(n):
+            continue
+        written = {storage[w] for w in run.writes[n]}
+        if None in written or written & input_storages or len(written) != 1:
+            continue
+        m = position[n]
+        seen_later = any(position[u] > m
+                         for s in written for v in on_storage.get(s, []) if position[v] < m
+                         for u in v.users)
+        if not seen_later:
+            n.target = replacement
+            rewritten.append(n)
+    if rewritten:
+        gm.recompile()
+        _move_storages(nodes, position, rewritten, run)
+    return bool(rewritten)
+
+
+def _move_storages(nodes, position, rewritten, run):
+    """Updates `run` as if the rewritten graph had run: each rewritten call now makes a fresh
+    compact storage, which the values made from its result (views, later in-place results) share
+    instead of the storage it wrote; and it writes nothing. Running the step again would tell the
+    same, at the cost of another step."""
+    for n in rewritten:
+        m = position[n]
+        written = run.storage(run.writes[n][0])[0]
+        result = run.env[n]
+        nbytes = result.numel() * result.element_size()
+        moved = (("rewritten", n.name), nbytes) if nbytes else (None, 0)
+        for later in nodes[m:]:
+            for element in _tensor_elements(run.env.get(later)):
+                if run.storage(later, element)[0] == written:
+                    run.storage_override[(later, element)] = moved
+        run.writes[n] = []
+
+
+def _tensor_elements(value):
+    if isinstance(value, torch.Tensor):
+        return [None]
+    if isinstance(value, (tuple, list)):
+        return [i for i, x in enumerate(value) if isinstance(x, torch.Tensor)]
+    return []
+
+
+# `ones_like(x)` and friends read only x's metadata. Written as plain factories they have no
+# inputs, so the gradient seed `ones_like(loss)` becomes a node without inputs, as a tangent input
+# is in AOTAutograd's joint graphs (the min-cut solver looks for such seeds), and no value is kept
+# alive only to be the template of a factory.
+_LIKE_FACTORIES = {"ones_like": ("ones", None), "zeros_like": ("zeros", None),
+                   "full_like": ("full", 1)}
+
+
+def rewrite_like_factories(gm, run):
+    """Rewrites ones_like/zeros_like/full_like of a contiguous tensor as ones/zeros/full."""
+    changed = False
+    for n in gm.graph.nodes:
+        if n.op != "call_function" or not isinstance(n.args[0] if n.args else None, fx.Node):
+            continue
+        entry = _LIKE_FACTORIES.get(_compat.packet_name(n.target))
+        template = run.env.get(n.args[0])
+        if entry is None or _compat.overload_name(n.target) != "default":
+            continue
+        if not isinstance(template, torch.Tensor):
+            continue
+        memory_format = n.kwargs.get("memory_format")
+        if not template.is_contiguous() or memory_format not in (
+                None, torch.preserve_format, torch.contiguous_format):
+            continue
+        factory, fill_position = entry
+        kwargs = {
+            "dtype": n.kwargs.get("dtype") or template.dtype,
+            "layout": n.kwargs.get("layout") or template.layout,
+            "device": n.kwargs.get("device") or template.device,
+            "pin_memory": bool(n.kwargs.get("pin_memory") or False),
+        }
+        args = (list(template.shape),)
+        if fill_position is not None:
+            args += (n.args[fill_position],)
+        n.target = getattr(torch.ops.aten, factory).default
+        n.args, n.kwargs = args, kwargs
+        changed = True
+    if changed:
+        gm.recompile()
+    return changed

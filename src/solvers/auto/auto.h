@@ -1,0 +1,40 @@
+// auto.h — the `auto` solver: a portfolio of the registered solvers, the best plan wins.
+// A user should not need to know which solver fits their graph. `auto` runs, within one time
+// limit, the members that apply, each through the judged solve() so the simulator measures every
+// plan, and returns the best by the "better plan" rule (within budget and cheapest, else the
+// lowest peak). The portfolio, in order (cheap first, the rest of the time to FastSA):
+//   none       the default schedule (so `auto` is never worse than it)
+//   mincut     when the graph has forward/backward phases
+//   rotor, rockmate   when registered and the graph has chain structure
+//   checkmate  when registered and the graph has at most `checkmate_max_nodes` nodes
+//   fastsa     warm-started (SolveOptions::start) from the best plan so far when that fits the
+//              budget; cold (grouped stage 1 from the default schedule) otherwise
+// Members are looked up in the registry by name: one that is not registered is skipped and one
+// that refuses the graph (InputError) is recorded as "not applicable: why"; neither is fatal,
+// except that a member given parameters (MEMBER.KEY=VALUE) passes its InputError on: a bad
+// parameter is the user's to fix, never silently dropped.
+// The plan's stats record the winner (lists "auto_winner") and every member's outcome (lists
+// "auto_members"; counters "<member>_peak_bytes", "<member>_cost", "<member>_seconds").
+// Parameters (docs/solvers/auto.md): members=a,b,c (which to try), checkmate_max_nodes=N, and
+// MEMBER.KEY=VALUE, passed to that member.
+//   SolveResult r = solve(graph, "auto", options);
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "remat/solver.h"
+
+namespace remat::auto_solver {
+
+// The default portfolio, in the order the members run.
+inline constexpr std::string_view kMembers[] = {"none",     "mincut",    "rotor",
+                                                "rockmate", "checkmate", "fastsa"};
+// Checkmate's MILP has O(n^2) binaries over a fixed order: up to this many nodes CBC usually
+// proves or improves within a few seconds; above it the time is better spent on FastSA.
+inline constexpr int64_t kCheckmateMaxNodes = 60;
+
+std::unique_ptr<Solver> make();
+
+}  // namespace remat::auto_solver
