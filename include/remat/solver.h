@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "remat/graph.h"
+#include "remat/interrupt.h"
 #include "remat/plan.h"
 #include "remat/simulate.h"
 
@@ -86,7 +87,8 @@ SolveResult solve(const Graph& graph, std::string_view solver, const SolveOption
 class Deadline {
  public:
   explicit Deadline(double seconds);
-  bool expired() const { return std::chrono::steady_clock::now() >= end_; }
+  // Also true once the run was interrupted (remat/interrupt.h: the CLI's first SIGINT).
+  bool expired() const { return interrupt_requested() || std::chrono::steady_clock::now() >= end_; }
   double elapsed_s() const;
 
  private:
