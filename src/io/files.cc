@@ -64,11 +64,14 @@ void write_text_file_atomic(const std::string& path, std::string_view text) {
     return;
   }
   std::error_code ec;
+  // /dev/stdout and /proc/self/fd/N name whatever the descriptor is (a pipe, a terminal, a file
+  // opened by the caller): written in place, never resolved and renamed over.
+  const bool device_path = path.starts_with("/dev/") || path.starts_with("/proc/");
   // Follow symlinks: the rename must replace the file the link points to, not the link.
-  fs::path target = fs::weakly_canonical(fs::path(path), ec);
+  fs::path target = device_path ? fs::path(path) : fs::weakly_canonical(fs::path(path), ec);
   if (ec) target = path;
   const fs::file_status status = fs::status(target, ec);
-  if (!ec && fs::exists(status) && !fs::is_regular_file(status)) {
+  if (device_path || (!ec && fs::exists(status) && !fs::is_regular_file(status))) {
     if (fs::is_directory(status)) throw InputError(fmt::format("{}: is a directory", path));
     // A FIFO, a device, /dev/stdout: no rename possible, so write straight into it.
     std::ofstream out(target, std::ios::binary);
