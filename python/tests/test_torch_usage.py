@@ -380,3 +380,15 @@ def test_mincut_on_a_joint_graph_seeded_by_ones_like_loss(name):
     assert counters["saved_values"] > 0 and counters["split_from_phase"] == 1
     assert r.peak_bytes <= budget and r.feasible
     assert remat.simulate(joint, r.sequence).peak_bytes == r.peak_bytes
+
+
+@pytest.mark.parametrize("name", ["cnn", "transformer", "gpt"])
+def test_patched_run_gives_the_graph_of_a_second_run(name, monkeypatch):
+    """Tracing patches its recorded run for the in-place rewrites instead of running the step
+    again (bench/trace_bench.py); both give the same graph."""
+    from remat.torch import trace as _unused  # noqa: F401  (the module, for monkeypatch)
+    trace_module = sys.modules["remat.torch.trace"]
+    model, batch, loss_fn = {**MODELS, **TRAINING_MODELS}[name]()
+    patched = rt.trace(model, batch, loss_fn).graph.to_json()
+    monkeypatch.setattr(trace_module, "_RERUN_AFTER_REWRITES", True)
+    assert rt.trace(model, batch, loss_fn).graph.to_json() == patched

@@ -1,6 +1,6 @@
 """remat for PyTorch: trace a training step, plan it, run the plan with identical gradients.
 
-    step = remat.torch.optimize(model, (x, y), F.cross_entropy, budget=0.5, solver="fastsa")
+    step = remat.torch.optimize(model, (x, y), F.cross_entropy, budget=0.5)   # solver="auto"
     loss = step(x, y)                  # p.grad of every parameter, as loss.backward() would
     step.summary(); step.save_plan("plan.json"); step.replan("min")
     step = remat.torch.load_plan(model, (x, y), F.cross_entropy, "plan.json")
@@ -10,8 +10,10 @@ Works with PyTorch 1.13 and 2.x (the differences live in _compat.py).
 """
 
 from remat.torch.execute import plan_module, run_measured
+from remat.torch.partition import aot_backend, partition
 from remat.torch.optimize import Step, load_plan, optimize, plan_summary
 from remat.torch.trace import TracedStep, TraceError, trace
 
-__all__ = ["Step", "TraceError", "TracedStep", "load_plan", "optimize", "plan_module",
+__all__ = ["Step", "TraceError", "TracedStep", "aot_backend", "load_plan", "optimize", "partition",
+           "plan_module",
            "plan_summary", "run_measured", "trace"]

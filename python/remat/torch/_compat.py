@@ -118,3 +118,90 @@ def named_tensor_tables(module):
             for name, tensor in table.items():
                 if tensor is not None:
                     yield (f"{prefix}.{name}" if prefix else name), tensor
+
+
+# -- AOTAutograd (functorch.compile on 1.13, torch._functorch on 2.x) ----------------------------
+
+def aot_module(module, fw_compiler, bw_compiler, partition_fn):
+    """AOTAutograd of a module with the given compilers and partition function."""
+    if TORCH_MAJOR >= 2:
+        from torch._functorch.aot_autograd import aot_module as _aot_module
+    else:
+        from functorch.compile import aot_module as _aot_module
+    return _aot_module(module, fw_compiler=fw_compiler, bw_compiler=bw_compiler,
+                       partition_fn=partition_fn)
+
+
+def nop_compiler():
+    if TORCH_MAJOR >= 2:
+        from torch._functorch.aot_autograd import make_boxed_compiler
+
+        return make_boxed_compiler(lambda gm, _inputs: gm)
+    from functorch.compile import nop
+
+    return nop
+
+
+def functorch_min_cut_partition():
+    """functorch's min_cut_rematerialization_partition (the min-cut paper's partitioner)."""
+    if TORCH_MAJOR >= 2:
+        from torch._functorch.partitioners import min_cut_rematerialization_partition
+    else:
+        from functorch.compile import min_cut_rematerialization_partition
+    return min_cut_rematerialization_partition
+
+
+def _partitioners():
+    if TORCH_MAJOR >= 2:
+        from torch._functorch import partitioners
+    else:
+        from functorch._src import partitioners
+    return partitioners
+
+
+def joint_outputs(joint_module, num_fwd_outputs=None):
+    """(forward outputs, backward outputs) of an AOTAutograd joint graph: fx nodes or None."""
+    outputs = tree_flatten([n.args for n in joint_module.graph.nodes if n.op == "output"])[0]
+    if num_fwd_outputs is None:
+        num_fwd_outputs = joint_module._out_spec.children_specs[0].num_leaves
+    return outputs[:num_fwd_outputs], outputs[num_fwd_outputs:]
+
+
+def is_tangent(node):
+    return node.op == "placeholder" and "tangents" in str(node.target)
+
+
+def forward_node_names(joint_module, fwd_outputs):
+    """Names of the joint graph's nodes the forward outputs need from the primal inputs."""
+    partitioners = _partitioners()
+    primals = [n for n in joint_module.graph.nodes if n.op == "placeholder" and not is_tangent(n)]
+    forward = partitioners._extract_graph_with_inputs_outputs(joint_module.graph, primals,
+                                                              list(fwd_outputs))
+    return {n.name for n in forward.nodes if n.op != "output"}
+
+
+def extract_fwd_bwd_modules(joint_module, saved_values, num_fwd_outputs):
+    """The forward and backward modules of a joint graph given the values to save."""
+    partitioners = _partitioners()
+    if TORCH_MAJOR >= 2:
+        tensors = [n for n in saved_values if not _is_sym(n)]
+        symbols = [n for n in saved_values if _is_sym(n)]
+        return partitioners._extract_fwd_bwd_modules(joint_module, tensors, symbols,
+                                                     num_fwd_outputs=num_fwd_outputs)
+    return partitioners._extract_fwd_bwd_modules(joint_module, list(saved_values))
+
+
+def _is_sym(node):
+    value = node.meta.get("val")
+    return value is not None and not isinstance(value, torch.Tensor)
+
+
+def node_tensor_meta(node):
+    """(shape, dtype) of an fx node's tensor value from its metadata, or None."""
+    value = node.meta.get("val")
+    if isinstance(value, torch.Tensor):
+        return tuple(value.shape), value.dtype
+    meta = node.meta.get("tensor_meta")
+    if meta is not None and hasattr(meta, "shape"):
+        return tuple(meta.shape), meta.dtype
+    return None

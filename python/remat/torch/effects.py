@@ -30,6 +30,19 @@ class Recorder(fx.Interpreter):
         self.timed = timed
         self.writes = {}  # fx node -> list of written input fx nodes
         self.seconds = {}
+        # (fx node, element or None) -> (storage key, bytes), for values whose storage a rewrite
+        # changed after this run (see rewrites.rewrite_private_inplace).
+        self.storage_override = {}
+
+    def storage(self, node, element=None):
+        """(storage key, bytes) of fx node's value (or of element `element` of its tuple)."""
+        override = self.storage_override.get((node, element))
+        if override is not None:
+            return override
+        value = self.env.get(node)
+        if element is not None:
+            value = value[element]
+        return storage_of(value)
 
     def run_all(self, args):
         with torch.no_grad():
@@ -111,7 +124,7 @@ class Effects:
         self.recompute_args = {}
         run = builder.run
         position = builder.position
-        storage = {n: storage_of(run.env.get(n))[0] for n in builder.nodes}
+        storage = {n: run.storage(n)[0] for n in builder.nodes}
         hidden = {n: set(hidden_write_nodes(n)) for n in calls}
         # Storages written by side effects, with the positions of the writes.
         self.mutations = {}

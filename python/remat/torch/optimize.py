@@ -1,6 +1,6 @@
 """optimize(): trace, solve and wrap the plan as a training-step callable.
 
-    step = remat.torch.optimize(model, (x, y), F.cross_entropy, budget=0.5, solver="fastsa")
+    step = remat.torch.optimize(model, (x, y), F.cross_entropy, budget=0.5)   # solver="auto"
     loss = step(x, y)                   # runs the plan, writes p.grad of every parameter
     step.summary()                      # what is recomputed and kept, bytes, extra cost
     step.save_plan("plan.json")         # remat-plan JSON; rt.load_plan(...) runs it later
@@ -304,7 +304,7 @@ def _progress_printer(name, stream):
     return report, finish
 
 
-def plan(traced, budget="50%", solver="fastsa", *, time_limit=None, seed=1, threads=1,
+def plan(traced, budget="50%", solver="auto", *, time_limit=None, seed=1, threads=1,
          progress=True, params=None, **_ignored):
     """Solves the traced graph; returns (result, sequence, time_limit_hit). The sequence is the
     solver's plan, or the default schedule when that is better (never worse than the baseline).

@@ -36,15 +36,17 @@ def rewrite_private_inplace(gm, run):
     """
     nodes = list(gm.graph.nodes)
     position = {n: i for i, n in enumerate(nodes)}
-    storage = {n: effects.storage_of(run.env.get(n))[0] for n in nodes}
+    storage = {n: run.storage(n)[0] for n in nodes}
     input_storages = {storage[n] for n in nodes if n.op in ("placeholder", "get_attr")}
     on_storage = {}
     for n in nodes:
         if storage[n] is not None:
             on_storage.setdefault(storage[n], []).append(n)
-    changed = False
+    rewritten = []
     for n in nodes:
         if n.op != "call_function" or not run.writes.get(n):
+            continue
+        if not isinstance(run.env.get(n), torch.Tensor):
             continue
         replacement = _out_of_place(n.target)
         if replacement is None or op_kinds.is_random(_compat.packet_name(n.target)):
@@ -52,7 +54,7 @@ def rewrite_private_inplace(gm, run):
         if effects.hidden_write_nodes(n):
             continue
         written = {storage[w] for w in run.writes[n]}
-        if None in written or written & input_storages:
+        if None in written or written & input_storages or len(written) != 1:
             continue
         m = position[n]
         seen_later = any(position[u] > m
@@ -60,10 +62,37 @@ def rewrite_private_inplace(gm, run):
                          for u in v.users)
         if not seen_later:
             n.target = replacement
-            changed = True
-    if changed:
+            rewritten.append(n)
+    if rewritten:
         gm.recompile()
-    return changed
+        _move_storages(nodes, position, rewritten, run)
+    return bool(rewritten)
+
+
+def _move_storages(nodes, position, rewritten, run):
+    """Updates `run` as if the rewritten graph had run: each rewritten call now makes a fresh
+    compact storage, which the values made from its result (views, later in-place results) share
+    instead of the storage it wrote; and it writes nothing. Running the step again would tell the
+    same, at the cost of another step."""
+    for n in rewritten:
+        m = position[n]
+        written = run.storage(run.writes[n][0])[0]
+        result = run.env[n]
+        nbytes = result.numel() * result.element_size()
+        moved = (("rewritten", n.name), nbytes) if nbytes else (None, 0)
+        for later in nodes[m:]:
+            for element in _tensor_elements(run.env.get(later)):
+                if run.storage(later, element)[0] == written:
+                    run.storage_override[(later, element)] = moved
+        run.writes[n] = []
+
+
+def _tensor_elements(value):
+    if isinstance(value, torch.Tensor):
+        return [None]
+    if isinstance(value, (tuple, list)):
+        return [i for i, x in enumerate(value) if isinstance(x, torch.Tensor)]
+    return []
 
 
 # `ones_like(x)` and friends read only x's metadata. Written as plain factories they have no

@@ -1,0 +1,224 @@
+"""remat.torch.partition: an AOTAutograd partition function whose saved set remat plans.
+
+    from functorch.compile import aot_module, nop             # PyTorch 1.13
+    compiled = aot_module(model, fw_compiler=nop, bw_compiler=nop, partition_fn=rt.partition)
+    partial(rt.partition, solver="fastsa", budget="60%")       # any graph solver, any budget
+    torch.compile(model, backend=rt.aot_backend(solver="mincut"))   # PyTorch 2.x
+
+AOTAutograd traces the joint forward+backward graph and asks a partition function which forward
+values the forward graph saves for the backward; everything else the backward needs it
+recomputes from the saved values. `partition` turns the joint graph into a remat graph (phase
+from the forward outputs: the nodes they need from the primal inputs are the forward), solves it
+with a remat graph solver (default `mincut`, the min-cut paper's algorithm, with no memory budget
+unless one is given), and reads the saved set off the plan: the forward values and primal inputs whose
+forward copy a backward step or a recomputation reads. The forward and backward
+graphs are then cut by AOTAutograd's own extraction (so they are what AOTAutograd expects).
+
+Sizes come from each node's tensor metadata (views and in-place results alias their input, size
+0); costs from the FLOP model of cost.py on meta tensors of those shapes. `partition.last` holds
+the last call's figures (see PartitionStats).
+"""
+
+import dataclasses
+import math
+import operator
+import time
+
+import torch
+import torch.fx as fx
+
+import remat
+from remat.torch import _compat, op_kinds
+from remat.torch import cost as cost_models
+from remat.torch import effects
+
+
+@dataclasses.dataclass
+class PartitionStats:
+    """Figures of one partition: what the forward saves, what the backward recomputes."""
+
+    saved: list  # names of the saved fx nodes
+    saved_bytes: int  # sum of their tensor sizes (numel x element size, as functorch counts)
+    recomputed: list  # names of forward ops the backward graph runs again
+    seconds: float  # partition time
+    solver: str = ""
+    status: str = ""
+
+
+def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
+              num_fwd_outputs=None, time_limit=None, seed=1, **params):
+    """AOTAutograd partition function: (forward module, backward module) of the joint graph,
+    with the saved set planned by remat `solver` under `budget` (see remat.parse_budget; None:
+    no memory budget, the solver's least-cost plan, as AOTAutograd's partitioners do)."""
+    start = time.perf_counter()
+    joint = JointGraph(joint_module, num_fwd_outputs)
+    limit = 600.0 if time_limit is None else float(time_limit)
+    if budget is None:
+        budget = max(1, sum(joint.graph.value(v)["size"] for v in range(joint.graph.num_values)))
+    result = remat.solve(joint.graph, budget, solver, time_limit=limit, seed=seed, **params)
+    saved = joint.saved_nodes(result.sequence)
+    fw, bw = _compat.extract_fwd_bwd_modules(joint_module, saved, len(joint.fwd_outputs))
+    stats = partition_stats(fw, bw, len(joint.fwd_outputs), time.perf_counter() - start)
+    stats.solver, stats.status = result.solver, result.status
+    partition.last = stats
+    return fw, bw
+
+
+partition.last = None
+
+
+def aot_backend(**partition_options):
+    """PyTorch 2.x: a torch.compile backend running AOTAutograd with remat's partition and
+    no compiler (the graphs run as fx modules)."""
+    if _compat.TORCH_MAJOR < 2:
+        raise RuntimeError("aot_backend needs PyTorch 2.x; on 1.13 use functorch.compile."
+                           "aot_module(model, nop, nop, partition_fn=remat.torch.partition)")
+    import functools
+
+    from torch._dynamo.backends.common import aot_autograd
+
+    compiler = _compat.nop_compiler()
+    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler,
+                        partition_fn=functools.partial(partition, **partition_options))
+
+
+def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
+    """Saved values (forward outputs beyond the model's) and recomputed ops of a partition."""
+    fw_output = next(n for n in fw.graph.nodes if n.op == "output")
+    outputs = _compat.tree_flatten(fw_output.args)[0]
+    saved = [n for n in outputs[num_fwd_outputs:] if isinstance(n, fx.Node)]
+    saved_bytes = 0
+    for n in saved:
+        meta = _compat.node_tensor_meta(n)
+        if meta is not None:
+            saved_bytes += _bytes(*meta)
+    forward_calls = {n.name for n in fw.graph.nodes if n.op == "call_function"}
+    recomputed = [n.name for n in bw.graph.nodes
+                  if n.op == "call_function" and n.name in forward_calls
+                  and n.target is not operator.getitem]
+    return PartitionStats([n.name for n in saved], saved_bytes, recomputed, seconds)
+
+
+def _bytes(shape, dtype):
+    return math.prod(shape) * _element_size(dtype)
+
+
+def _element_size(dtype):
+    return torch.empty((), dtype=dtype).element_size()
+
+
+class JointGraph:
+    """An AOTAutograd joint graph as a remat graph, with the tables back to fx nodes."""
+
+    def __init__(self, joint_module, num_fwd_outputs=None):
+        self.module = joint_module
+        self.fwd_outputs, self.bwd_outputs = _compat.joint_outputs(joint_module, num_fwd_outputs)
+        self.forward_names = _compat.forward_node_names(joint_module, self.fwd_outputs)
+        self.values, self.value_node, self.value_of, self.value_root = [], [], {}, []
+        self.tangent_values = set()
+        self.written_roots = set()  # storages in-place calls write: their producers run once
+        self.producer_dict = {}  # value -> node dict producing it
+        nodes = []
+        for n in joint_module.graph.nodes:
+            if n.op == "placeholder":
+                v = self._add_value(n, n, None)
+                if _compat.is_tangent(n):
+                    self.tangent_values.add(v)
+            elif n.op == "call_function" and n.target is not operator.getitem:
+                nodes.append(self._node_dict(n))
+        for root in self.written_roots:
+            if root in self.producer_dict:
+                self.producer_dict[root]["recomputable"] = False
+        for o in self.fwd_outputs + self.bwd_outputs:
+            if isinstance(o, fx.Node) and o in self.value_of:
+                self.values[self.value_of[o]]["output"] = True
+        self.graph = remat.Graph.build(f"{type(joint_module).__name__} joint graph",
+                                       self.values, nodes)
+
+    def _add_value(self, node, fx_node, alias_root):
+        meta = _compat.node_tensor_meta(node)
+        index = len(self.values)
+        if alias_root is not None:
+            entry = {"name": node.name, "size": 0, "alias_of": alias_root}
+            root = alias_root
+        else:
+            entry = {"name": node.name, "size": _bytes(*meta) if meta else 0}
+            root = index
+        self.values.append(entry)
+        self.value_node.append(fx_node)
+        self.value_root.append(root)
+        if fx_node is not None:
+            self.value_of[fx_node] = index
+        return index
+
+    def _node_dict(self, n):
+        packet = _compat.packet_name(n.target)
+        inputs = []
+        for i in n.all_input_nodes:
+            if i in self.value_of and self.value_of[i] not in inputs:
+                inputs.append(self.value_of[i])
+        written = [self.value_of[w] for w in effects.declared_writes(n) if w in self.value_of]
+        is_view = effects.is_view(n)
+        alias = None
+        if written:
+            alias = self.value_root[written[0]]
+            self.written_roots.update(self.value_root[w] for w in written)
+        elif is_view and inputs:
+            alias = self.value_root[inputs[0]]
+        getitems = sorted((u for u in n.users if u.target is operator.getitem),
+                          key=lambda u: u.args[1])
+        if getitems:
+            outputs = [self._add_value(g, g, None) for g in getitems]
+        elif _compat.node_tensor_meta(n) is not None:
+            outputs = [self._add_value(n, n, alias)]
+        else:
+            outputs = []
+        kind = op_kinds.kind_of(packet, is_view)
+        node = {
+            "name": n.name, "op": str(n.target), "kind": kind,
+            "phase": "forward" if n.name in self.forward_names else "backward",
+            "cost": self._cost(n, packet, kind, getitems),
+            "inputs": inputs, "outputs": outputs,
+            "recomputable": not written and not op_kinds.is_random(packet),
+        }
+        for v in outputs:
+            self.producer_dict[v] = node
+        return node
+
+    def _cost(self, n, packet, kind, getitems):
+        def meta_tensor(node):
+            meta = _compat.node_tensor_meta(node)
+            if meta is None:
+                return None
+            return torch.empty(meta[0], dtype=meta[1], device="meta")
+
+        args = tuple(meta_tensor(a) if isinstance(a, fx.Node) else a for a in n.args)
+        result = (tuple(meta_tensor(g) for g in getitems) if getitems else meta_tensor(n))
+        try:
+            return cost_models.flop_cost(cost_models.OpCall(str(n.target), packet, kind, args,
+                                                            result))
+        except (TypeError, IndexError, AttributeError):
+            return 1.0  # an op whose arguments the FLOP model does not know
+
+    def saved_nodes(self, sequence):
+        """fx nodes to save: the values whose forward copy (made by the first run of a forward
+        node, or a primal input) is read by the backward graph's steps (backward-phase nodes and
+        recomputations)."""
+        g = self.graph
+        runs = {}
+        forward_copy = {}  # value -> whether its latest copy is a forward copy
+        saved = []
+        for n in sequence:
+            node = g.node(n)
+            runs[n] = runs.get(n, 0) + 1
+            in_forward = node["phase"] == "forward" and runs[n] == 1
+            if not in_forward:
+                for v in node["inputs"]:
+                    if v in self.tangent_values or not forward_copy.get(v, True):
+                        continue
+                    fx_node = self.value_node[v] if v < len(self.value_node) else None
+                    if fx_node is not None and fx_node not in saved:
+                        saved.append(fx_node)
+            for v in node["outputs"]:
+                forward_copy[v] = in_forward
+        return saved
