@@ -15,6 +15,13 @@ class InputError : public std::invalid_argument {
   explicit InputError(const std::string& what) : std::invalid_argument(what) {}
 };
 
+// A graph that one solver cannot take (rotor on a graph without chain structure): an error from
+// that solver only, so `remat compare` marks its row and runs the others.
+class UnsupportedGraph : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 [[noreturn]] void check_failed(const char* condition, const char* file, int line,
                                const std::string& message);
 

@@ -7,6 +7,7 @@
 #include "mincut/mincut.h"
 #include "remat/error.h"
 #include "remat/solver.h"
+#include "rotor/graph_solvers.h"
 
 namespace remat {
 namespace {
@@ -17,6 +18,12 @@ constexpr SolverEntry kSolvers[] = {
     {"none", "default schedule, no recomputation (the baseline)", baseline_solver::make},
     {"fastsa", "simulated annealing over sequences with grouping (FastSA), any DAG", fastsa::make},
     {"mincut", "fusion-aware min-cut of saved activations (joint graphs)", mincut::make},
+    {"rotor", "Rotor's optimal chain DP on the graph's chain of stages (joint graphs)",
+     rotor::make_rotor_on_graph},
+    {"revolve", "Griewank-Walther revolve on the graph's chain of stages (joint graphs)",
+     rotor::make_revolve_on_graph},
+    {"sequential", "checkpoint_sequential on the graph's chain of stages (joint graphs)",
+     rotor::make_sequential_on_graph},
 };
 
 }  // namespace
