@@ -31,6 +31,7 @@
 #include "remat/chain.h"
 #include "remat/graph.h"
 #include "remat/plan.h"
+#include "remat/solver.h"
 
 namespace remat {
 
@@ -76,5 +77,30 @@ Sequence lower_chain_plan(const Graph& graph, const GraphChain& chain,
 
 // F_all^1..F_all^{L+1}, B^{L+1}..B^1: every node once (the store-all plan).
 std::vector<StageRun> store_all_runs(const GraphChain& chain);
+
+// -- A saved set lowered to a sequence (DESIGN.md §1, Partitions; the min-cut solver's plans) ----
+// The forward part of a joint graph as the lowering sees it.
+struct ForwardPart {
+  IdVector<ValueId, uint8_t> in_forward;      // V_f: values computable from the forward inputs
+  IdVector<NodeId, uint8_t> node_in_forward;  // nodes whose outputs are all in V_f
+  IdVector<NodeId, uint8_t> no_recompute;     // V_f nodes the lowering must not rerun (bans)
+};
+enum class SavedLowering {
+  kRelease,  // a recomputed value is held only between its first and last direct backward use
+  kKeep,     // every recomputed value stays until its last use (no second recomputation)
+};
+struct LoweredSaved {
+  Sequence sequence;
+  std::vector<NodeId> recomputed;  // nodes that run more than once, ascending ids
+  int64_t extra_runs = 0;          // runs beyond the first, over all nodes
+  bool complete = true;            // false: stopped at `max_steps` or the deadline (unusable)
+};
+// The V_f nodes needed for the forward outputs, the saved values and the non-recomputable nodes,
+// in graph order; then the required backward nodes in graph order, each preceded by the
+// recomputation of its unsaved V_f inputs (with their unsaved ancestors). REMAT_CHECKs that
+// `saved` lies in V_f and that everything the backward needs is saved or recomputable.
+LoweredSaved lower_saved_set(const Graph& graph, const ForwardPart& forward,
+                             std::span<const ValueId> saved, SavedLowering lowering,
+                             int64_t max_steps = INT64_MAX, const Deadline* deadline = nullptr);
 
 }  // namespace remat

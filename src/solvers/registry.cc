@@ -5,6 +5,9 @@
 #include "baseline/baseline.h"
 #include "fastsa/fastsa.h"
 #include "mincut/mincut.h"
+#ifdef REMAT_HAVE_MOCCASIN
+#include "moccasin/moccasin.h"
+#endif
 #include "remat/error.h"
 #include "remat/solver.h"
 #include "rotor/graph_solvers.h"
@@ -24,6 +27,10 @@ constexpr SolverEntry kSolvers[] = {
      rotor::make_revolve_on_graph},
     {"sequential", "checkpoint_sequential on the graph's chain of stages (joint graphs)",
      rotor::make_sequential_on_graph},
+#ifdef REMAT_HAVE_MOCCASIN
+    {"moccasin", "MOCCASIN retention-interval CP on Gecode, fixed order (optimal within C_v)",
+     moccasin::make},
+#endif
 };
 
 }  // namespace
