@@ -46,6 +46,7 @@ __all__ = [
     "save",
     "simulate",
     "solve",
+    "solve_chain",
     "solvers",
 ]
 
@@ -124,3 +125,19 @@ def _progress_adapter(progress):
     return lambda stage, fraction, iterations, best, _peak, _cost: progress(
         stage, fraction, iterations, best)
 
+
+def solve_chain(chain_json, budget, solver="rotor", *, time_limit=60.0, **params):
+    """Runs a chain solver (rotor, revolve, sequential, store-all) on remat chain JSON text (from
+    `remat._remat.load_chain(path)`, `_remat.extract_chain(graph)["chain"]` or
+    `remat.torch.Checkpointable.chain_json`) under `budget`: bytes, or "P%" of the chain's
+    store-all peak. Returns a dict: ops [(name, stage)], notation, status, peak_bytes and makespan
+    (from the chain simulator), store-all figures, counters."""
+    if isinstance(budget, str) and budget.strip().endswith("%"):
+        stages = len(__import__("json").loads(chain_json)["stages"])
+        store_all = ([("F_all", s) for s in range(1, stages + 1)]
+                     + [("B", s) for s in range(stages, 0, -1)])
+        peak = _remat.chain_simulate(chain_json, store_all)["peak_bytes"]
+        budget = int(peak * float(budget.strip()[:-1]) / 100)
+    elif not isinstance(budget, int) or isinstance(budget, bool):
+        raise ValueError(f"solve_chain: budget must be bytes (int) or 'P%', got {budget!r}")
+    return _remat.chain_solve(chain_json, budget, solver, float(time_limit), params)
