@@ -39,6 +39,9 @@ struct Progress {
   double fraction = -1;    // 0..1 when known, -1 otherwise
   int64_t iterations = 0;
   double best_objective = -1;  // solver-specific; -1 when none yet
+  // The best plan so far in the simulator's units, when the solver tracks them; -1 otherwise.
+  int64_t best_peak_bytes = -1;
+  double best_cost = -1;
 };
 
 using ParamMap = std::map<std::string, std::string>;
