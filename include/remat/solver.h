@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "remat/graph.h"
+#include "remat/interrupt.h"
 #include "remat/plan.h"
 #include "remat/simulate.h"
 
@@ -38,6 +39,9 @@ struct Progress {
   double fraction = -1;    // 0..1 when known, -1 otherwise
   int64_t iterations = 0;
   double best_objective = -1;  // solver-specific; -1 when none yet
+  // The best plan so far in the simulator's units, when the solver tracks them; -1 otherwise.
+  int64_t best_peak_bytes = -1;
+  double best_cost = -1;
 };
 
 using ParamMap = std::map<std::string, std::string>;
@@ -86,7 +90,8 @@ SolveResult solve(const Graph& graph, std::string_view solver, const SolveOption
 class Deadline {
  public:
   explicit Deadline(double seconds);
-  bool expired() const { return std::chrono::steady_clock::now() >= end_; }
+  // Also true once the run was interrupted (remat/interrupt.h: the CLI's first SIGINT).
+  bool expired() const { return interrupt_requested() || std::chrono::steady_clock::now() >= end_; }
   double elapsed_s() const;
 
  private:

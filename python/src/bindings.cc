@@ -223,7 +223,8 @@ class ProgressRelay {
     py::gil_scoped_acquire gil;
     if (failed_) return;
     try {
-      callback_(std::string(p.stage), p.fraction, p.iterations, p.best_objective);
+      callback_(std::string(p.stage), p.fraction, p.iterations, p.best_objective, p.best_peak_bytes,
+                p.best_cost);
     } catch (py::error_already_set& e) {
       error_ = std::move(e);
       failed_ = true;

@@ -208,3 +208,11 @@ def test_solve_result_carries_bounds_lists_and_statistics():
     lists = dict(r.lists)
     assert lists["separators"] == separator_names(graph, _remat.extract_chain(graph))
     assert isinstance(r.series, list)
+
+
+def test_solve_chain_on_an_extracted_chain():
+    graph, x = chain_of("mlp")
+    r = remat.solve_chain(x["chain"], "100%")
+    assert r["status"] in ("optimal", "feasible") and r["peak_bytes"] <= r["store_all_peak_bytes"]
+    with pytest.raises(ValueError, match="unknown chain solver"):
+        remat.solve_chain(x["chain"], "50%", solver="nope")

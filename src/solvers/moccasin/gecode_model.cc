@@ -36,6 +36,7 @@ class Model : public IntMinimizeSpace {
     int32_t total_copies = 0;
     for (const NodeModel& node : inst.nodes) total_copies += node.copies;
     staged_ = inst.staged;
+    scattered_lns_ = params.scattered_lns;
     horizon_ = inst.staged ? n * (n + 1) / 2 : total_copies;
     const int32_t end_max = horizon_ + 1;
 
@@ -182,6 +183,7 @@ class Model : public IntMinimizeSpace {
   Model(Model& other) : IntMinimizeSpace(other) {
     phase1_ = other.phase1_;
     staged_ = other.staged_;
+    scattered_lns_ = other.scattered_lns_;
     horizon_ = other.horizon_;
     lns_fraction_ = other.lns_fraction_;
     seed_ = other.seed_;
@@ -254,7 +256,11 @@ class Model : public IntMinimizeSpace {
     const int first = static_cast<int>(rng() % static_cast<uint64_t>(std::max(1, n - width + 1)));
     int opt = 0, st = 0, flat = 0;
     for (int p = 0; p < n; ++p) {
-      const bool relaxed = p >= first && p < first + width;
+      // Window: consecutive nodes; scattered: each node with probability lns_fraction (the
+      // values live across a peak come from all over the order).
+      const bool relaxed = scattered_lns_
+                               ? std::uniform_real_distribution<double>(0, 1)(rng) < lns_fraction_
+                               : p >= first && p < first + width;
       for (int i = 0; i < window_nodes_[p]; ++i, ++flat) {
         if (!staged_ || i > 0) {
           if (!relaxed) rel(*this, starts_[flat], IRT_EQ, hint_->starts[st]);
@@ -305,6 +311,7 @@ class Model : public IntMinimizeSpace {
 
   bool phase1_ = false;
   bool staged_ = true;
+  bool scattered_lns_ = false;
   int32_t horizon_ = 0;
   double lns_fraction_ = 0.2;
   uint64_t seed_ = 1;

@@ -111,7 +111,7 @@ class MoccasinSolver final : public Solver {
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     static constexpr std::string_view kKnown[] = {
-        "c", "order", "branch", "lns_fraction", "proof_fraction", "phase1"};
+        "c", "order", "branch", "lns_fraction", "proof_fraction", "phase1", "lns"};
     check_known_params(kName, options.params, kKnown);
     const int64_t copies = param_int(kName, options.params, "c", 2);
     if (copies < 1 || copies > 64)
@@ -128,12 +128,17 @@ class MoccasinSolver final : public Solver {
     search.threads = options.threads;
     search.seed = options.seed;
     search.afc_branching = branch == "afc";
-    search.lns_fraction = param_double(kName, options.params, "lns_fraction", 0.2);
+    search.lns_fraction = param_double(kName, options.params, "lns_fraction", 0.4);
     search.proof_fraction = param_double(kName, options.params, "proof_fraction", 0.3);
     if (!(search.lns_fraction > 0 && search.lns_fraction <= 1))
       throw InputError("moccasin: param lns_fraction must be in (0, 1]");
     if (!(search.proof_fraction > 0 && search.proof_fraction <= 1))
       throw InputError("moccasin: param proof_fraction must be in (0, 1]");
+    const std::string lns = param_string(options.params, "lns", "scattered");
+    if (lns != "scattered" && lns != "window")
+      throw InputError(
+          fmt::format("moccasin: param lns must be scattered or window (got '{}')", lns));
+    search.scattered_lns = lns == "scattered";
     const bool run_phase1 = param_bool(kName, options.params, "phase1", true);
 
     const Deadline clock(options.time_limit_s);
