@@ -2,17 +2,21 @@
 
 #include <fmt/format.h>
 
+#include <CbcEventHandler.hpp>
 #include <CbcModel.hpp>
 #include <CbcSolver.hpp>
+#include <ClpEventHandler.hpp>
 #include <ClpSimplex.hpp>
 #include <CoinMessageHandler.hpp>
 #include <CoinPackedMatrix.hpp>
 #include <OsiClpSolverInterface.hpp>
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "remat/error.h"
+#include "remat/solver.h"
 
 namespace remat::milp {
 namespace {
@@ -61,6 +65,54 @@ void load(const MilpModel& m, OsiClpSolverInterface& osi, bool integers) {
     for (int32_t j = 0; j < m.num_columns(); ++j)
       if (m.is_integer[static_cast<size_t>(j)]) osi.setInteger(j);
 }
+
+// The wall-clock stop shared by CBC's and Clp's event handlers (COIN clones handlers, so they
+// hold it by pointer). CBC's own time limit is read only between nodes and cut passes; the root LP
+// of a large model alone may run past it, hence the check on every simplex iteration too.
+struct WallStop {
+  explicit WallStop(double seconds) : deadline(seconds), lp_deadline(seconds * 1.03 + 0.05) {}
+  Deadline deadline;  // also expires on the CLI's SIGINT (remat/interrupt.h)
+  // A little later: CBC normally stops between nodes first and keeps its bound; this one ends an
+  // LP that alone would overrun.
+  Deadline lp_deadline;
+  bool lp_aborted = false;
+};
+
+// Ends the search once the deadline passed the way CBC's own Ctrl-C handler does
+// (sayEventHappened: CBC stops at its next check, as on its time limit). Answering `stop` from
+// the handler, or CBC's -maxNodes, made CbcMain1 2.10.8 crash in its final resolve when the stop
+// came inside a heuristic's small search (the feasibility pump's mini branch and bound, which ran
+// for whole time limits on generated graphs of 60 nodes). CBC's own limit counts elapsed time
+// ("-timeMode elapsed") but knows nothing of the CLI's interrupt, hence this handler.
+class CbcStop : public CbcEventHandler {
+ public:
+  explicit CbcStop(std::shared_ptr<WallStop> stop) : stop_(std::move(stop)) {}
+  CbcAction event(CbcEvent which) override {
+    if ((which == node || which == treeStatus) && stop_->deadline.expired())
+      const_cast<CbcModel*>(getModel())->sayEventHappened();
+    return noAction;
+  }
+  CbcEventHandler* clone() const override { return new CbcStop(*this); }
+
+ private:
+  std::shared_ptr<WallStop> stop_;
+};
+
+// Stops a simplex run past the deadline. Inside CBC an aborted LP makes the search bound
+// unreliable, so `lp_aborted` tells the caller to discard it.
+class ClpStop : public ClpEventHandler {
+ public:
+  explicit ClpStop(std::shared_ptr<WallStop> stop) : stop_(std::move(stop)) {}
+  int event(Event which) override {
+    if (which != endOfIteration || !stop_->lp_deadline.expired()) return -1;
+    stop_->lp_aborted = true;
+    return 0;
+  }
+  ClpEventHandler* clone() const override { return new ClpStop(*this); }
+
+ private:
+  std::shared_ptr<WallStop> stop_;
+};
 
 std::string column_name(int32_t j) { return fmt::format("x{}", j); }
 
@@ -112,15 +164,22 @@ double MilpModel::objective_value(std::span<const double> x) const {
 }
 
 MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
+  const auto stop = std::make_shared<WallStop>(options.time_limit_s);
   LogRouter router(options.log);
   OsiClpSolverInterface osi;
   osi.passInMessageHandler(&router);
   load(model, osi, true);
+  // CbcModel clones the solver, and with it this handler: it ends a simplex run past the limit.
+  ClpStop clp_stop(stop);
+  osi.getModelPtr()->passInEventHandler(&clp_stop);
   const bool has_start = !options.start.empty();
   if (has_start)
     for (int32_t j = 0; j < model.num_columns(); ++j) osi.setColName(j, column_name(j));
   CbcModel cbc(osi);
   cbc.passInMessageHandler(&router);
+  CbcStop cbc_stop(stop);
+  cbc.passInEventHandler(&cbc_stop);
+  cbc.setUseElapsedTime(true);
   CbcSolverUsefulData data;
   data.noPrinting_ = !options.log;
   CbcMain0(cbc, data);
@@ -138,6 +197,8 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
       options.log ? "1" : "0",
       "-preprocess",
       "off",
+      "-timeMode",
+      "elapsed",
       "-sec",
       fmt::format("{}", std::max(options.time_limit_s, 0.01)),
       "-threads",
@@ -152,29 +213,37 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
 
   MilpResult result;
   result.nodes = cbc.getNodeCount();
-  result.bound = cbc.getBestPossibleObjValue();
+  result.stopped_on_time = stop->deadline.expired();
+  // A proof needs every LP of the search solved: after an aborted one, neither the bound nor an
+  // optimality or infeasibility claim is trusted.
+  const bool trusted = !stop->lp_aborted;
+  result.bound = trusted ? cbc.getBestPossibleObjValue() : -kInf;
   if (cbc.bestSolution() != nullptr) {
     result.x.assign(cbc.bestSolution(), cbc.bestSolution() + model.num_columns());
-    result.objective = cbc.getObjValue();
-    result.status = cbc.isProvenOptimal() ? MilpStatus::kOptimal : MilpStatus::kFeasible;
+    result.objective = model.objective_value(result.x);
+    result.status = trusted && cbc.isProvenOptimal() ? MilpStatus::kOptimal : MilpStatus::kFeasible;
     if (result.status == MilpStatus::kOptimal) result.bound = result.objective;
     result.bound = std::min(result.bound, result.objective);
-  } else if (cbc.isProvenInfeasible()) {
+  } else if (trusted && cbc.isProvenInfeasible()) {
     result.status = MilpStatus::kInfeasible;
   }
   return result;
 }
 
 MilpResult solve_lp(const MilpModel& model, const MilpOptions& options) {
+  const auto stop = std::make_shared<WallStop>(options.time_limit_s);
   LogRouter router(options.log);
   OsiClpSolverInterface osi;
   osi.passInMessageHandler(&router);
   load(model, osi, false);
-  osi.getModelPtr()->setMaximumSeconds(options.time_limit_s);
+  ClpStop clp_stop(stop);
+  osi.getModelPtr()->passInEventHandler(&clp_stop);
+  osi.getModelPtr()->setMaximumWallSeconds(options.time_limit_s);
   osi.getModelPtr()->setRandomSeed(1234567);
   osi.initialSolve();
   MilpResult result;
-  if (osi.isProvenOptimal()) {
+  result.stopped_on_time = stop->lp_aborted || stop->deadline.expired();
+  if (osi.isProvenOptimal() && !stop->lp_aborted) {
     result.status = MilpStatus::kOptimal;
     result.x.assign(osi.getColSolution(), osi.getColSolution() + model.num_columns());
     result.objective = osi.getObjValue();

@@ -48,7 +48,7 @@ enum class MilpStatus {
 };
 
 struct MilpOptions {
-  double time_limit_s = 60;
+  double time_limit_s = 60;  // wall clock, checked on every node and simplex iteration
   int threads = 1;
   uint64_t seed = 1;
   std::vector<double> start;                       // MIP start (all columns); empty: none
@@ -61,6 +61,7 @@ struct MilpResult {
   double objective = 0;
   double bound = -kInf;  // best proven lower bound on the objective (minimisation)
   int64_t nodes = 0;
+  bool stopped_on_time = false;  // the wall-clock limit (or an interrupt) ended the run
 };
 
 MilpResult solve_milp(const MilpModel& model, const MilpOptions& options);
