@@ -16,7 +16,14 @@ constexpr SolverEntry kSolvers[] = {
      auto_solver::make},
     {"none", "default schedule, no recomputation (the baseline)", baseline_solver::make},
     {"fastsa", "simulated annealing over sequences with grouping (FastSA), any DAG", fastsa::make},
-    {"mincut", "fusion-aware min-cut of saved activations (joint graphs)", mincut::make},
+    {"mincut",
+     "fusion-aware min-cut of saved activations (joint graphs)",
+     mincut::make,
+     {.needs_phases = true}},
+    // Rows of solvers behind an optional library go inside its guard, e.g.
+    // #ifdef REMAT_HAVE_CBC
+    //     {"checkmate", "...", checkmate::make},
+    // #endif
 };
 
 }  // namespace
