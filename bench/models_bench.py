@@ -2,7 +2,7 @@
 """models_bench — every applicable solver and `auto` on traced real models (issue 14).
 
 Traces one training step of torchvision ResNet-18, ResNet-50, MobileNet-V2, DenseNet-121,
-EfficientNet-B0, RegNet-Y-400MF, ViT-B/16 (at a small image size) and the GPT example
+EfficientNet-B0, RegNet-Y-400MF, ViT-B/16 (at 64 x 64) and the GPT example
 (examples/train_gpt.py) at 4 and 12 layers, then runs each registered solver and `auto` at
 90 / 70 / 50 / 40 / 25 % of the baseline peak. Budgets under the memory lower bound are marked,
 not run; a solver that refuses the graph (no phases, no chain structure, too large) is "n/a".
@@ -60,7 +60,7 @@ def model_table(image, batch):
         "densenet121": _vision("densenet121", image, batch),
         "efficientnet_b0": _vision("efficientnet_b0", image, batch),
         "regnet_y_400mf": _vision("regnet_y_400mf", image, batch),
-        "vit_b_16": _vision("vit_b_16", 32, batch, image_size=32),
+        "vit_b_16": _vision("vit_b_16", 64, batch, image_size=64),
         "gpt4": _gpt(4, batch),
         "gpt12": _gpt(12, batch),
     }
@@ -74,8 +74,8 @@ def parse_args():
     p.add_argument("--solvers", default="all",
                    help="comma-separated (default: every registered solver but 'none', and auto)")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per solve (safety net)")
-    p.add_argument("--image", type=int, default=64, help="image side for the CNNs (ViT: 32)")
-    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--image", type=int, default=128, help="image side for the CNNs (ViT: 64)")
+    p.add_argument("--batch", type=int, default=8)
     return p.parse_args()
 
 

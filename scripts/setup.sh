@@ -10,6 +10,7 @@ packages=(
   googletest libgtest-dev libbenchmark-dev
   python3-dev pybind11-dev python3-torch python3-torchvision python3-networkx python3-pytest
   coinor-libcbc-dev coinor-libclp-dev libgecode-dev python3-scipy ccache
+  clang-14  # the libFuzzer targets (scripts/fuzz.sh); Debian's clang-14 ships libFuzzer
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -26,5 +27,5 @@ fi
 build_dir=${REMAT_BUILD_DIR:-build}
 # ccache makes a rebuild in a fresh clone (CI) cheap after the first one.
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=/usr/bin/python3 \
-  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache >/dev/null
+  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache ${REMAT_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)"

@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace remat {
 
@@ -14,6 +15,17 @@ class InputError : public std::invalid_argument {
  public:
   explicit InputError(const std::string& what) : std::invalid_argument(what) {}
 };
+
+// A graph that one solver cannot take (rotor on a graph without chain structure): an error from
+// that solver only, so `remat compare` marks its row and runs the others.
+class UnsupportedGraph : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// `text` for an error message, cut to max_chars with its length noted, so a 10 MB name or budget
+// does not become a 10 MB message.
+std::string shorten(std::string_view text, size_t max_chars = 80);
 
 [[noreturn]] void check_failed(const char* condition, const char* file, int line,
                                const std::string& message);

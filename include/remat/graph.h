@@ -29,6 +29,11 @@ std::string_view to_string(Phase phase);
 std::optional<OpKind> parse_op_kind(std::string_view text);
 std::optional<Phase> parse_phase(std::string_view text);
 
+// The sum of all value sizes and node temps in a graph may be at most 2^62 bytes (4 EiB);
+// Graph::build rejects a graph above it, so every later sum of bytes (live memory, peaks, budgets
+// plus one value) fits in int64_t by construction.
+inline constexpr int64_t kMaxTotalBytes = int64_t{1} << 62;
+
 struct Value {
   std::string name;
   int64_t size_bytes = 0;

@@ -20,10 +20,16 @@
 namespace remat {
 
 enum class FileKind { kGraph, kNetworkx, kChain, kPlan };
-// Reads the whole file; throws InputError when it cannot be read.
+// Reads the whole file ("-": standard input); throws InputError when it cannot be read.
 std::string read_text_file(const std::string& path);
-// Writes `text` to `path` via a temporary file in the same folder and a rename.
+// Writes `text` to `path` via a temporary file next to it and a rename, so readers never see a
+// partial file. A symlink is followed (the file it points to is replaced; the link stays) and an
+// existing file keeps its permissions. Special files (a FIFO, /dev/stdout, a terminal) are written
+// directly; "-" is standard output.
 void write_text_file_atomic(const std::string& path, std::string_view text);
+// Removes the temporary file of a write in progress, if any. Async-signal-safe: the `remat`
+// command calls it from its signal handlers so no partial OUT.tmp<pid> is left behind.
+void remove_pending_output() noexcept;
 // Detects the kind of a JSON document (the "format" field, or NetworkX's "nodes"/"links").
 FileKind detect_file_kind(std::string_view json_text, std::string_view source);
 

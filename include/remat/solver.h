@@ -42,6 +42,9 @@ struct Progress {
   double fraction = -1;    // 0..1 when known, -1 otherwise
   int64_t iterations = 0;
   double best_objective = -1;  // solver-specific; -1 when none yet
+  // The best plan so far in the simulator's units, when the solver tracks them; -1 otherwise.
+  int64_t best_peak_bytes = -1;
+  double best_cost = -1;
 };
 
 struct SolveOptions {
@@ -96,17 +99,5 @@ struct SolveResult {
 SolveResult solve(const Graph& graph, std::string_view solver, const SolveOptions& options);
 // The same judge for a solver object that is not (or not yet) in the registry, e.g. in tests.
 SolveResult solve(const Graph& graph, Solver& solver, const SolveOptions& options);
-
-// Typed access to solver parameters; each throws InputError naming solver, key and text.
-// check_known_params throws for a key not in `known`, listing the known ones.
-void check_known_params(std::string_view solver, const ParamMap& params,
-                        std::span<const std::string_view> known);
-double param_double(std::string_view solver, const ParamMap& params, std::string_view key,
-                    double fallback);
-int64_t param_int(std::string_view solver, const ParamMap& params, std::string_view key,
-                  int64_t fallback);
-bool param_bool(std::string_view solver, const ParamMap& params, std::string_view key,
-                bool fallback);
-std::string param_string(const ParamMap& params, std::string_view key, std::string_view fallback);
 
 }  // namespace remat

@@ -8,13 +8,16 @@
 #include <chrono>
 #include <cstdint>
 
+#include "remat/interrupt.h"
+
 namespace remat {
 
 // A wall-clock limit started at construction (time_limit_s of the solve options).
 class Deadline {
  public:
   explicit Deadline(double seconds);
-  bool expired() const { return std::chrono::steady_clock::now() >= end_; }
+  // Also true once the run was interrupted (remat/interrupt.h: the CLI's first SIGINT).
+  bool expired() const { return interrupt_requested() || std::chrono::steady_clock::now() >= end_; }
   double elapsed_s() const;
 
  private:

@@ -46,6 +46,7 @@ __all__ = [
     "save",
     "simulate",
     "solve",
+    "solve_chain",
     "solvers",
 ]
 
@@ -100,8 +101,43 @@ def solve(graph, budget, solver="none", *, time_limit=60.0, seed=1, threads=1, p
 
     Solver-specific parameters go as keyword arguments (converted to text for the core, which
     rejects unknown keys). `progress(stage, fraction, iterations, best_objective)` is called as
-    the solver reports (fraction -1 when unknown); an exception it raises is re-raised after the
+    the solver reports (fraction -1 when unknown, best_objective -1 before any); a callback taking
+    six arguments also gets `best_peak_bytes, best_cost` of the best plan so far (-1 when the
+    solver does not track them; FastSA does). An exception it raises is re-raised after the
     solver returns. The result's peak and cost come from the simulator.
     """
-    return _remat.solve(graph, parse_budget(graph, budget), solver, float(time_limit), int(seed), int(threads), params,
-                        progress)
+    return _remat.solve(graph, parse_budget(graph, budget), solver, float(time_limit), int(seed),
+                        int(threads), params, _progress_adapter(progress))
+
+
+def _progress_adapter(progress):
+    """The core reports six figures; a four-argument callback gets the first four."""
+    if progress is None:
+        return None
+    import inspect
+
+    try:
+        parameters = inspect.signature(progress).parameters.values()
+    except (TypeError, ValueError):
+        return progress
+    if any(p.kind == p.VAR_POSITIONAL for p in parameters) or len(parameters) >= 6:
+        return progress
+    return lambda stage, fraction, iterations, best, _peak, _cost: progress(
+        stage, fraction, iterations, best)
+
+
+def solve_chain(chain_json, budget, solver="rotor", *, time_limit=60.0, **params):
+    """Runs a chain solver (rotor, revolve, sequential, store-all) on remat chain JSON text (from
+    `remat._remat.load_chain(path)`, `_remat.extract_chain(graph)["chain"]` or
+    `remat.torch.Checkpointable.chain_json`) under `budget`: bytes, or "P%" of the chain's
+    store-all peak. Returns a dict: ops [(name, stage)], notation, status, peak_bytes and makespan
+    (from the chain simulator), store-all figures, counters."""
+    if isinstance(budget, str) and budget.strip().endswith("%"):
+        stages = len(__import__("json").loads(chain_json)["stages"])
+        store_all = ([("F_all", s) for s in range(1, stages + 1)]
+                     + [("B", s) for s in range(stages, 0, -1)])
+        peak = _remat.chain_simulate(chain_json, store_all)["peak_bytes"]
+        budget = int(peak * float(budget.strip()[:-1]) / 100)
+    elif not isinstance(budget, int) or isinstance(budget, bool):
+        raise ValueError(f"solve_chain: budget must be bytes (int) or 'P%', got {budget!r}")
+    return _remat.chain_solve(chain_json, budget, solver, float(time_limit), params)

@@ -18,8 +18,10 @@
 #include "remat/error.h"
 #include "remat/graph.h"
 #include "remat/io.h"
+#include "remat/lower.h"
 #include "remat/simulate.h"
 #include "remat/solver.h"
+#include "rotor/chain_solver.h"
 
 namespace py = pybind11;
 
@@ -195,8 +197,22 @@ struct PySolveResult {
   double baseline_cost = 0;
   double wall_time_s = 0;
   int64_t iterations = 0;
+  std::optional<double> cost_lower_bound;
+  std::optional<int64_t> min_feasible_budget;
   std::vector<std::pair<std::string, double>> counters;
+  std::vector<std::pair<std::string, std::vector<double>>> series;
+  std::vector<std::pair<std::string, std::vector<std::string>>> lists;
+  std::vector<int32_t> recomputed;  // nodes the sequence runs more than once, ascending
 };
+
+std::vector<int32_t> recomputed_nodes(const Graph& g, const Sequence& seq) {
+  std::vector<int32_t> runs(static_cast<size_t>(g.num_nodes()), 0);
+  for (NodeId n : seq) ++runs[static_cast<size_t>(n.value())];
+  std::vector<int32_t> out;
+  for (int32_t i = 0; i < g.num_nodes(); ++i)
+    if (runs[static_cast<size_t>(i)] > 1) out.push_back(i);
+  return out;
+}
 
 // Calls a Python progress callback from solver threads: takes the GIL, and keeps the first
 // Python error to raise once the solver has returned (a solver cannot be unwound through).
@@ -207,7 +223,8 @@ class ProgressRelay {
     py::gil_scoped_acquire gil;
     if (failed_) return;
     try {
-      callback_(std::string(p.stage), p.fraction, p.iterations, p.best_objective);
+      callback_(std::string(p.stage), p.fraction, p.iterations, p.best_objective, p.best_peak_bytes,
+                p.best_cost);
     } catch (py::error_already_set& e) {
       error_ = std::move(e);
       failed_ = true;
@@ -257,8 +274,110 @@ PySolveResult solve_py(const Graph& g, const py::object& budget, const std::stri
   out.baseline_cost = base.cost;
   out.wall_time_s = r.plan.stats.wall_time_s;
   out.iterations = r.plan.stats.iterations;
+  out.cost_lower_bound = r.plan.stats.cost_lower_bound;
+  out.min_feasible_budget = r.plan.stats.min_feasible_budget;
   out.counters = r.plan.stats.counters;
+  out.series = r.plan.stats.series;
+  out.lists = r.plan.stats.lists;
+  out.recomputed = recomputed_nodes(g, r.plan.sequence);
   return out;
+}
+
+// Chains cross as remat chain JSON text (docs/formats.md); Python wraps them in dicts.
+py::dict chain_solve_py(const std::string& chain_json, int64_t budget_bytes,
+                        const std::string& solver, double time_limit, const py::dict& params) {
+  const Chain chain = parse_chain_json(chain_json, "python chain");
+  rotor::ChainSolveOptions options;
+  options.budget = {budget_bytes};
+  options.time_limit_s = time_limit;
+  for (const auto& item : params) options.params[py::str(item.first)] = param_text(item.second);
+  rotor::ChainSolveResult r;
+  {
+    py::gil_scoped_release release;
+    r = rotor::solve_chain(chain, solver, options);
+  }
+  const rotor::ChainEvaluation store_all =
+      rotor::simulate_chain(chain, rotor::store_all_sequence(chain));
+  py::list ops;
+  for (const rotor::ChainOp& op : r.plan.ops)
+    ops.append(py::make_tuple(std::string(rotor::op_name(op.kind)), op.stage));
+  py::dict d;
+  d["ops"] = ops;
+  d["notation"] = rotor::format_sequence(r.plan.ops);
+  d["solver"] = r.plan.solver;
+  d["status"] = std::string(to_string(r.plan.stats.status));
+  d["budget_bytes"] = budget_bytes;
+  d["peak_bytes"] = r.eval.peak_bytes;
+  d["makespan"] = r.eval.makespan;
+  d["memory"] = r.eval.memory;
+  d["store_all_peak_bytes"] = store_all.peak_bytes;
+  d["store_all_makespan"] = store_all.makespan;
+  d["wall_time_s"] = r.plan.stats.wall_time_s;
+  d["min_feasible_budget"] = r.plan.stats.min_feasible_budget
+                                 ? py::object(py::int_(*r.plan.stats.min_feasible_budget))
+                                 : py::none();
+  d["counters"] = r.plan.stats.counters;
+  return d;
+}
+
+py::dict chain_simulate_py(const std::string& chain_json, const py::list& ops) {
+  const Chain chain = parse_chain_json(chain_json, "python chain");
+  rotor::ChainSequence seq;
+  for (const py::handle op : ops) {
+    const auto pair = op.cast<std::pair<std::string, int32_t>>();
+    const std::optional<rotor::OpKind> kind = rotor::parse_op_name(pair.first);
+    if (!kind) throw InputError(fmt::format("python: unknown chain op '{}'", pair.first));
+    seq.push_back({*kind, pair.second});
+  }
+  const rotor::ChainEvaluation e = rotor::simulate_chain(chain, seq);
+  py::dict d;
+  d["valid"] = e.valid;
+  d["error"] = e.error;
+  d["peak_bytes"] = e.peak_bytes;
+  d["makespan"] = e.makespan;
+  d["memory"] = e.memory;
+  return d;
+}
+
+std::vector<int32_t> node_indices(std::span<const NodeId> ids) {
+  std::vector<int32_t> out;
+  out.reserve(ids.size());
+  for (NodeId n : ids) out.push_back(n.value());
+  return out;
+}
+
+py::dict extract_chain_py(const Graph& g, int32_t max_stages) {
+  const GraphChain gc = extract_chain(g, ChainExtractOptions{.max_stages = max_stages});
+  py::list stages;
+  for (const StageNodes& s : gc.stages) {
+    py::dict d;
+    d["forward"] = node_indices(s.forward);
+    d["backward"] = node_indices(s.backward);
+    d["output"] = value_indices(s.output);
+    d["saved"] = value_indices(s.saved);
+    stages.append(d);
+  }
+  py::dict d;
+  d["chain"] = chain_to_json(gc.chain);
+  d["stages"] = stages;
+  d["separators"] = node_indices(gc.separators);
+  d["separator_candidates"] = gc.separator_candidates;
+  d["resident_bytes"] = gc.resident_bytes;
+  d["fixed_cost"] = gc.fixed_cost;
+  return d;
+}
+
+// Lowers chain ops (as chain_solve returns them) on the chain extracted with `max_stages`.
+std::vector<int32_t> lower_chain_py(const Graph& g, int32_t max_stages, const py::list& ops) {
+  const GraphChain gc = extract_chain(g, ChainExtractOptions{.max_stages = max_stages});
+  std::vector<StageRun> runs;
+  for (const py::handle op : ops) {
+    const auto pair = op.cast<std::pair<std::string, int32_t>>();
+    const std::optional<rotor::OpKind> kind = rotor::parse_op_name(pair.first);
+    if (!kind) throw InputError(fmt::format("python: unknown chain op '{}'", pair.first));
+    runs.push_back({pair.second, *kind == rotor::OpKind::kBackward});
+  }
+  return from_sequence(lower_chain_plan(g, gc, runs));
 }
 
 py::list solver_list() {
@@ -341,7 +460,12 @@ PYBIND11_MODULE(_remat, m) {
       .def_readonly("baseline_cost", &PySolveResult::baseline_cost)
       .def_readonly("wall_time_s", &PySolveResult::wall_time_s)
       .def_readonly("iterations", &PySolveResult::iterations)
+      .def_readonly("cost_lower_bound", &PySolveResult::cost_lower_bound)
+      .def_readonly("min_feasible_budget", &PySolveResult::min_feasible_budget)
       .def_readonly("counters", &PySolveResult::counters)
+      .def_readonly("series", &PySolveResult::series)
+      .def_readonly("lists", &PySolveResult::lists)
+      .def_readonly("recomputed", &PySolveResult::recomputed)
       .def("__repr__", [](const PySolveResult& r) {
         return fmt::format("<SolveResult {} {} peak={} cost={} budget={}>", r.solver, r.status,
                            r.peak_bytes, r.cost, r.budget_bytes);
@@ -377,6 +501,36 @@ PYBIND11_MODULE(_remat, m) {
       py::arg("graph"), py::arg("budget"));
   m.def("format_bytes", &format_bytes, py::arg("bytes"));
   m.def("solvers", &solver_list, "(name, description) of every registered solver.");
+  m.def("chain_solve", &chain_solve_py, py::arg("chain_json"), py::arg("budget_bytes"),
+        py::arg("solver"), py::arg("time_limit"), py::arg("params"));
+  m.def("chain_simulate", &chain_simulate_py, py::arg("chain_json"), py::arg("ops"));
+  m.def(
+      "chain_solvers",
+      [] {
+        py::list out;
+        for (const rotor::ChainSolverEntry& e : rotor::chain_solver_registry())
+          out.append(py::make_tuple(std::string(e.name), std::string(e.description)));
+        return out;
+      },
+      "(name, description) of every chain solver.");
+  m.def(
+      "load_chain", [](const std::string& path) { return chain_to_json(read_chain_file(path)); },
+      py::arg("path"), "Reads a remat chain JSON file; returns its canonical JSON text.");
+  m.def(
+      "save_chain",
+      [](const std::string& chain_json, const std::string& path) {
+        write_chain_file(path, parse_chain_json(chain_json, "python chain"));
+      },
+      py::arg("chain_json"), py::arg("path"));
+  m.def(
+      "check_chain",
+      [](const std::string& chain_json) {
+        return chain_to_json(parse_chain_json(chain_json, "python chain"));
+      },
+      py::arg("chain_json"), "Validates chain JSON text; returns the canonical text.");
+  m.def("extract_chain", &extract_chain_py, py::arg("graph"), py::arg("max_stages") = 100);
+  m.def("lower_chain_plan", &lower_chain_py, py::arg("graph"), py::arg("max_stages"),
+        py::arg("ops"));
   m.def("solve", &solve_py, py::arg("graph"), py::arg("budget"), py::arg("solver"),
         py::arg("time_limit"), py::arg("seed"), py::arg("threads"), py::arg("params"),
         py::arg("progress") = py::none());

@@ -392,3 +392,25 @@ def test_patched_run_gives_the_graph_of_a_second_run(name, monkeypatch):
     patched = rt.trace(model, batch, loss_fn).graph.to_json()
     monkeypatch.setattr(trace_module, "_RERUN_AFTER_REWRITES", True)
     assert rt.trace(model, batch, loss_fn).graph.to_json() == patched
+
+
+def test_progress_reports_the_best_peak_and_cost_and_prints_them(capsys):
+    model, batch, loss_fn = MODELS["cnn"]()
+    traced = rt.trace(model, batch, loss_fn)
+    calls = []
+
+    def six(stage, fraction, iterations, best, best_peak, best_cost):
+        calls.append((best_peak, best_cost))
+
+    lower = remat.memory_lower_bound(traced.graph)  # hard to meet: runs long enough to report
+    remat.solve(traced.graph, lower, "fastsa", time_limit=1.0, progress=six)
+    base_peak, base_cost = remat.baseline(traced.graph)
+    assert calls and all(0 < p <= base_peak and c >= base_cost for p, c in calls)
+    report, finish = sys.modules["remat.torch.optimize"]._progress_printer(
+        "cnn", sys.stderr, (base_peak, base_cost))
+    import time as _time
+    _time.sleep(1.05)
+    report("stage 2", 0.5, 100, 1.0, base_peak // 2, base_cost * 1.1)
+    finish()
+    err = capsys.readouterr().err
+    assert "best peak" in err and "(50.0 %)" in err and "extra compute +10.0 %" in err

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 
 #include "remat/error.h"
@@ -10,12 +12,45 @@
 
 namespace remat::cli {
 
+namespace {
+
+// Our own checks, so a bad value gets a short message naming the range (CLI11's PositiveNumber
+// echoes 1e308 as a 309-digit number, and a uint64_t option takes -1 as 2^64-1).
+CLI::Validator time_limit_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double x = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+        if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(x) || x <= 0 ||
+            x > kMaxTimeLimitSeconds)
+          return fmt::format("'{}' is not a number of seconds in (0, {:g}]", shorten(text, 40),
+                             kMaxTimeLimitSeconds);
+        return {};
+      },
+      "SECONDS");
+}
+
+CLI::Validator seed_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t seed = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
+        if (ec != std::errc() || end != text.data() + text.size())
+          return fmt::format("'{}' is not a seed in [0, 2^64-1]", shorten(text, 40));
+        return {};
+      },
+      "UINT64");
+}
+
+}  // namespace
+
 void add_solver_options(CLI::App& command, SolverArgs& args) {
   command.add_option("--time-limit", args.time_limit_s, "time limit per solve, in seconds")
       ->default_val(60)
-      ->check(CLI::PositiveNumber);
+      ->check(time_limit_validator());
   command.add_option("--seed", args.seed, "random seed (same graph, options and seed: same plan)")
-      ->default_val(1);
+      ->default_val(1)
+      ->check(seed_validator());
   command.add_option("--threads", args.threads, "threads (solvers that use them)")
       ->default_val(1)
       ->check(CLI::Range(1, 1024));
@@ -126,6 +161,36 @@ std::string Table::str() const {
       size_t total = 0;
       for (size_t w : width) total += w + 2;
       out += std::string(total - 2, '-') + '\n';
+    }
+  }
+  return out;
+}
+
+std::string xml_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20 && c != '\t' && c != '\n' && c != '\r')
+          out += '?';
+        else
+          out += c;
     }
   }
   return out;

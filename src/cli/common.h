@@ -21,6 +21,10 @@ void register_convert(CLI::App& app);
 void register_gen(CLI::App& app);
 void register_sweep(CLI::App& app);
 
+// --time-limit is at most this many seconds (about 115 days): larger values gain nothing and
+// would overflow the deadline's clock arithmetic.
+inline constexpr double kMaxTimeLimitSeconds = 1e7;
+
 // Options every solving subcommand shares.
 struct SolverArgs {
   double time_limit_s = 60;
@@ -39,6 +43,10 @@ SolveOptions make_solve_options(const SolverArgs& args, Budget budget, std::stri
 void emit(const std::string& text, const std::string& path);
 
 double percent(double part, double whole);
+
+// `text` made safe inside XML/SVG/HTML text or a quoted attribute: & < > " ' become entities and
+// control characters XML forbids become '?', so a node named "</text><script>" stays text.
+std::string xml_escape(std::string_view text);
 
 // A progress line on stderr, drawn only when stderr is a terminal and the work has already taken
 // more than a second; cleared when destroyed. Safe to call from several solver threads.

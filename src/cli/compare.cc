@@ -6,6 +6,7 @@
 
 #include "chain_commands.h"
 #include "common.h"
+#include "remat/error.h"
 #include "remat/io.h"
 
 namespace remat::cli {
@@ -24,6 +25,7 @@ struct Row {
   std::string budget_text;
   Budget budget;
   SolveResult result;
+  std::string error;  // the solver rejected this graph (e.g. rotor without chain structure)
 };
 
 void run_compare(const CompareArgs& args) {
@@ -42,12 +44,27 @@ void run_compare(const CompareArgs& args) {
       SolveOptions options = make_solve_options(args.solver_args, budgets[b], solver);
       ProgressBar bar(fmt::format("{} @ {}", solver, args.budgets[b]));
       options.on_progress = bar.callback();
-      rows.push_back({solver, args.budgets[b], budgets[b], solve(g, solver, options)});
+      Row row{solver, args.budgets[b], budgets[b], {}, {}};
+      // One solver's InputError (a graph it cannot take) marks its row; the others still run.
+      try {
+        row.result = solve(g, solver, options);
+      } catch (const UnsupportedGraph& e) {
+        row.error = e.what();
+      }
+      rows.push_back(std::move(row));
     }
 
   if (args.json) {
     nlohmann::json out = nlohmann::json::array();
-    for (const Row& r : rows)
+    for (const Row& r : rows) {
+      if (!r.error.empty()) {
+        out.push_back({{"solver", r.solver},
+                       {"budget", r.budget_text},
+                       {"budget_bytes", r.budget.bytes},
+                       {"status", "error"},
+                       {"error", r.error}});
+        continue;
+      }
       out.push_back(
           {{"solver", r.solver},
            {"budget", r.budget_text},
@@ -61,11 +78,19 @@ void run_compare(const CompareArgs& args) {
            {"cost", r.result.eval.cost},
            {"cost_increase_percent", percent(r.result.eval.cost - base.cost, base.cost)},
            {"solve_time_s", r.result.plan.stats.wall_time_s}});
+    }
     emit(out.dump(2) + "\n", "");
     return;
   }
   Table table({"solver", "budget", "budget bytes", "status", "peak %", "CI %", "time s"});
+  std::vector<std::string> errors;
   for (const Row& r : rows) {
+    if (!r.error.empty()) {
+      table.add({r.solver, r.budget_text, std::to_string(r.budget.bytes), "error", "-", "-", "-"});
+      if (errors.empty() || errors.back() != fmt::format("{}: {}", r.solver, r.error))
+        errors.push_back(fmt::format("{}: {}", r.solver, r.error));
+      continue;
+    }
     const bool infeasible = r.result.plan.stats.status == SolveStatus::kInfeasible;
     table.add(
         {r.solver, r.budget_text, std::to_string(r.budget.bytes),
@@ -81,7 +106,10 @@ void run_compare(const CompareArgs& args) {
       "graph {}: baseline peak {} bytes, cost {:.10g}, memory lower bound {:.1f}%\n\n",
       g.name().empty() ? args.path : g.name(), base.peak_bytes, base.cost,
       percent(static_cast<double>(memory_lower_bound(g)), static_cast<double>(base.peak_bytes)));
-  emit(out + table.str(), "");
+  out += table.str();
+  for (const std::string& e : errors) out += fmt::format("\nerror: {}", e);
+  if (!errors.empty()) out += "\n";
+  emit(out, "");
 }
 
 }  // namespace

@@ -3,12 +3,40 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 
 #include "common.h"
 #include "remat/error.h"
+#include "remat/interrupt.h"
+#include "remat/io.h"
 
 namespace {
+
+// First SIGINT: ask the solvers to stop (Deadline::expired() turns true) so the command writes
+// the best plan found so far. Second SIGINT, or SIGTERM/SIGHUP: remove the temporary output file
+// and die of the signal. Only async-signal-safe calls here.
+extern "C" void on_interrupt(int signal_number) {
+  if (!remat::interrupt_requested()) {
+    remat::request_interrupt();
+    return;
+  }
+  remat::remove_pending_output();
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
+extern "C" void on_terminate(int signal_number) {
+  remat::remove_pending_output();
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
+void install_signal_handlers() {
+  std::signal(SIGINT, on_interrupt);
+  std::signal(SIGTERM, on_terminate);
+  std::signal(SIGHUP, on_terminate);
+}
 
 int run_command(int argc, char** argv) {
   CLI::App app{"remat: rematerialization planner (recompute activations to fit a memory budget)"};
@@ -28,7 +56,9 @@ int run_command(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "remat: error: {}\nRun with --help for usage.\n", e.what());
+    // One line, cut short: CLI11's messages echo the offending argument.
+    fmt::print(stderr, "remat: error: {} (run with --help for usage)\n",
+               remat::shorten(e.what(), 300));
     return 2;
   }
   return 0;
@@ -37,6 +67,7 @@ int run_command(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  install_signal_handlers();
   try {
     return run_command(argc, argv);
   } catch (const remat::InputError& e) {

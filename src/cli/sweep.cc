@@ -60,7 +60,7 @@ std::string curve_svg(const std::vector<CurvePoint>& curve, std::string_view tit
       "font-family=\"sans-serif\" "
       "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
       "<text x=\"{}\" y=\"24\" font-size=\"14\">{}</text>\n",
-      kWidth, kHeight, kLeft, title);
+      kWidth, kHeight, kLeft, xml_escape(shorten(title, 200)));
   svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{2}\" y2=\"{1}\" stroke=\"black\"/>\n",
                      kLeft, kHeight - kBottom, kWidth - kRight);
   svg += fmt::format("<line x1=\"{0}\" y1=\"{1}\" x2=\"{0}\" y2=\"{2}\" stroke=\"black\"/>\n",

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "remat/error.h"
+#include "remat/graph.h"
 #include "remat/solver.h"
 
 namespace remat {
@@ -39,8 +40,18 @@ double parse_number(std::string_view number, std::string_view whole) {
     throw InputError(fmt::format(
         "invalid budget '{}' (expected a percentage of the baseline peak like '50%', or bytes "
         "like '123456', '90MB', '1.5GiB')",
-        whole));
+        shorten(whole)));
   return x;
+}
+
+// Range-checks before converting: a double at or above 2^63 has no int64_t value.
+Budget to_budget(double bytes, std::string_view whole) {
+  const double floored = std::floor(bytes);
+  if (!(floored <= static_cast<double>(kMaxTotalBytes)))
+    throw InputError(fmt::format(
+        "budget '{}' is {:.4g} bytes, above the limit of 2^62 bytes ({}) that no graph can exceed",
+        shorten(whole), floored, kMaxTotalBytes));
+  return {static_cast<int64_t>(floored)};
 }
 
 }  // namespace
@@ -49,14 +60,13 @@ Budget parse_budget(std::string_view text, int64_t baseline_peak_bytes) {
   const std::string_view t = trim(text);
   if (!t.empty() && t.back() == '%') {
     const double pct = parse_number(t.substr(0, t.size() - 1), text);
-    return {
-        static_cast<int64_t>(std::floor(pct / 100.0 * static_cast<double>(baseline_peak_bytes)))};
+    return to_budget(pct / 100.0 * static_cast<double>(baseline_peak_bytes), text);
   }
   for (const Unit& unit : kUnits)
     if (t.size() > unit.suffix.size() && t.ends_with(unit.suffix))
-      return {static_cast<int64_t>(
-          std::floor(parse_number(t.substr(0, t.size() - unit.suffix.size()), text) * unit.bytes))};
-  return {static_cast<int64_t>(std::floor(parse_number(t, text)))};
+      return to_budget(parse_number(t.substr(0, t.size() - unit.suffix.size()), text) * unit.bytes,
+                       text);
+  return to_budget(parse_number(t, text), text);
 }
 
 std::string format_bytes(int64_t bytes) {

@@ -15,10 +15,10 @@ constexpr std::string_view kKindNames[] = {"compute", "pointwise", "reduction",
 constexpr std::string_view kPhaseNames[] = {"", "forward", "backward"};
 
 std::string node_label(const GraphSpec& spec, int32_t n) {
-  return fmt::format("node {} ('{}')", n, spec.nodes[static_cast<size_t>(n)].name);
+  return fmt::format("node {} ('{}')", n, shorten(spec.nodes[static_cast<size_t>(n)].name));
 }
 std::string value_label(const GraphSpec& spec, int32_t v) {
-  return fmt::format("value {} ('{}')", v, spec.values[static_cast<size_t>(v)].name);
+  return fmt::format("value {} ('{}')", v, shorten(spec.values[static_cast<size_t>(v)].name));
 }
 
 void fill_default_names(GraphSpec& spec) {
@@ -35,7 +35,7 @@ void check_unique_names(const Items& items, std::string_view what, std::string_v
     auto [it, inserted] = seen.emplace(items[i].name, i);
     if (!inserted)
       throw InputError(fmt::format("{}: {} {} and {} have the same name '{}'", source, what,
-                                   it->second, i, items[i].name));
+                                   it->second, i, shorten(items[i].name)));
   }
 }
 
@@ -84,6 +84,32 @@ void check_nodes(const GraphSpec& spec, std::string_view source) {
   }
 }
 
+// Sizes and temps are each >= 0 here (checked above); their running sum stays <= kMaxTotalBytes,
+// so the additions cannot overflow.
+void check_totals(const GraphSpec& spec, std::string_view source) {
+  int64_t total = 0;
+  auto add = [&](int64_t bytes, const std::string& what) {
+    if (bytes > kMaxTotalBytes - total)
+      throw InputError(fmt::format(
+          "{}: {} brings the total of sizes and temps above the limit of 2^62 bytes ({})", source,
+          what, kMaxTotalBytes));
+    total += bytes;
+  };
+  for (int32_t v = 0; v < static_cast<int32_t>(spec.values.size()); ++v)
+    add(spec.values[static_cast<size_t>(v)].size_bytes,
+        fmt::format("{} of size {}", value_label(spec, v),
+                    spec.values[static_cast<size_t>(v)].size_bytes));
+  double total_cost = 0;
+  for (int32_t n = 0; n < static_cast<int32_t>(spec.nodes.size()); ++n) {
+    const Node& node = spec.nodes[static_cast<size_t>(n)];
+    add(node.temp_bytes, fmt::format("{} with temp {}", node_label(spec, n), node.temp_bytes));
+    total_cost += node.cost;
+  }
+  if (!std::isfinite(total_cost))
+    throw InputError(
+        fmt::format("{}: the node costs add up to more than a double can hold", source));
+}
+
 // Producer index per value; throws when a value has two producers.
 std::vector<int32_t> find_producers(const GraphSpec& spec, std::string_view source) {
   std::vector<int32_t> producer(spec.values.size(), -1);
@@ -103,14 +129,33 @@ std::vector<int32_t> find_producers(const GraphSpec& spec, std::string_view sour
   return producer;
 }
 
-ValueId alias_root(const GraphSpec& spec, ValueId v, std::string_view source) {
-  ValueId root = v;
-  for (size_t hops = 0; spec.values[static_cast<size_t>(root.value())].alias_of != kNoValue;
-       ++hops) {
-    if (hops > spec.values.size())
-      throw InputError(fmt::format("{}: {} is part of a cycle of aliases", source,
-                                   value_label(spec, v.value())));
-    root = spec.values[static_cast<size_t>(root.value())].alias_of;
+// The storage root of every value, in linear time over all values: each chain of aliases is
+// walked once and every value on it gets the root found at its end (100,000 chained aliases
+// would otherwise take quadratic time).
+std::vector<ValueId> alias_roots(const GraphSpec& spec, std::string_view source) {
+  const size_t num_values = spec.values.size();
+  std::vector<ValueId> root(num_values, kNoValue);
+  std::vector<int8_t> on_path(num_values, 0);
+  std::vector<int32_t> path;
+  for (size_t start = 0; start < num_values; ++start) {
+    path.clear();
+    int32_t v = static_cast<int32_t>(start);
+    while (root[static_cast<size_t>(v)] == kNoValue &&
+           spec.values[static_cast<size_t>(v)].alias_of != kNoValue) {
+      if (on_path[static_cast<size_t>(v)])
+        throw InputError(
+            fmt::format("{}: {} is part of a cycle of aliases", source, value_label(spec, v)));
+      on_path[static_cast<size_t>(v)] = 1;
+      path.push_back(v);
+      v = spec.values[static_cast<size_t>(v)].alias_of.value();
+    }
+    const ValueId found =
+        root[static_cast<size_t>(v)] != kNoValue ? root[static_cast<size_t>(v)] : ValueId{v};
+    root[static_cast<size_t>(v)] = found;
+    for (int32_t p : path) {
+      root[static_cast<size_t>(p)] = found;
+      on_path[static_cast<size_t>(p)] = 0;
+    }
   }
   return root;
 }
@@ -118,9 +163,7 @@ ValueId alias_root(const GraphSpec& spec, ValueId v, std::string_view source) {
 // Users of an alias also read its root, so the root stays live while any alias is used; an alias
 // that is a graph output keeps its root to the end.
 void rewrite_aliases(GraphSpec& spec, std::string_view source) {
-  std::vector<ValueId> root(spec.values.size());
-  for (size_t v = 0; v < spec.values.size(); ++v)
-    root[v] = alias_root(spec, ValueId{static_cast<int32_t>(v)}, source);
+  const std::vector<ValueId> root = alias_roots(spec, source);
   for (size_t v = 0; v < spec.values.size(); ++v)
     if (spec.values[v].is_output)
       spec.values[static_cast<size_t>(root[v].value())].is_output = true;
@@ -175,9 +218,10 @@ std::string find_cycle(const GraphSpec& spec, const std::vector<int32_t>& produc
       const int32_t dep = producer[static_cast<size_t>(node.inputs[next_input++].value())];
       if (dep < 0 || state[static_cast<size_t>(dep)] == 2) continue;
       if (state[static_cast<size_t>(dep)] == 1) {
-        std::string cycle = fmt::format("'{}'", spec.nodes[static_cast<size_t>(dep)].name);
+        std::string cycle = fmt::format("'{}'", shorten(spec.nodes[static_cast<size_t>(dep)].name));
         for (auto it = stack.rbegin(); it != stack.rend(); ++it) {
-          cycle += fmt::format(" -> '{}'", spec.nodes[static_cast<size_t>(it->first)].name);
+          cycle +=
+              fmt::format(" -> '{}'", shorten(spec.nodes[static_cast<size_t>(it->first)].name));
           if (it->first == dep) break;
         }
         return cycle;
@@ -227,6 +271,7 @@ Graph Graph::build(GraphSpec spec, std::string_view source) {
   check_unique_names(spec.nodes, "nodes", source);
   check_values(spec, source);
   check_nodes(spec, source);
+  check_totals(spec, source);
   const std::vector<int32_t> producer = find_producers(spec, source);
   rewrite_aliases(spec, source);
   dedupe_inputs(spec, source);
@@ -288,10 +333,10 @@ std::optional<ValueId> Graph::find_value(std::string_view name) const {
 }
 
 std::string Graph::describe(NodeId n) const {
-  return fmt::format("node {} ('{}')", n.value(), nodes_[n].name);
+  return fmt::format("node {} ('{}')", n.value(), shorten(nodes_[n].name));
 }
 std::string Graph::describe(ValueId v) const {
-  return fmt::format("value {} ('{}')", v.value(), values_[v].name);
+  return fmt::format("value {} ('{}')", v.value(), shorten(values_[v].name));
 }
 
 }  // namespace remat

@@ -1,10 +1,14 @@
 #include <fmt/format.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <sstream>
 
 #include "json_util.h"
@@ -13,44 +17,96 @@
 namespace remat {
 
 std::string read_text_file(const std::string& path) {
+  if (path == "-") {
+    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
+    if (std::cin.bad()) throw InputError("-: cannot read standard input");
+    return text;
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw InputError(fmt::format("{}: is a directory, not a file", path));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  // Straight into one string (no stream-buffer copy): a pipe or FIFO is read to its end in chunks.
+  std::string text;
+  char chunk[1 << 16];
+  while (in.read(chunk, sizeof chunk) || in.gcount() > 0)
+    text.append(chunk, static_cast<size_t>(in.gcount()));
   if (in.bad()) throw InputError(fmt::format("{}: cannot read", path));
-  return std::move(buffer).str();
+  return text;
+}
+
+namespace {
+
+// The temporary file being written, for remove_pending_output(): a fixed buffer and an atomic flag
+// because a signal handler reads them.
+char pending_path[4096];
+std::atomic<bool> pending{false};
+
+void write_all(std::ostream& out, std::string_view text, const std::string& path) {
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  out.flush();
+  if (!out) throw InputError(fmt::format("{}: write failed: {}", path, std::strerror(errno)));
+}
+
+}  // namespace
+
+void remove_pending_output() noexcept {
+  if (pending.exchange(false)) ::unlink(pending_path);
 }
 
 void write_text_file_atomic(const std::string& path, std::string_view text) {
   namespace fs = std::filesystem;
-  const fs::path target(path);
-  fs::path temp = target;
-  temp += fmt::format(".tmp{}", static_cast<unsigned long>(::getpid()));
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
-    out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(temp, ignored);
-      throw InputError(fmt::format("{}: write failed", path));
-    }
+  if (path == "-") {
+    std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
+    std::cout.flush();
+    if (!std::cout) throw InputError("-: cannot write to standard output");
+    return;
   }
   std::error_code ec;
-  fs::rename(temp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(temp, ignored);
-    throw InputError(fmt::format("{}: cannot write: {}", path, ec.message()));
+  // /dev/stdout and /proc/self/fd/N name whatever the descriptor is (a pipe, a terminal, a file
+  // opened by the caller): written in place, never resolved and renamed over.
+  const bool device_path = path.starts_with("/dev/") || path.starts_with("/proc/");
+  // Follow symlinks: the rename must replace the file the link points to, not the link.
+  fs::path target = device_path ? fs::path(path) : fs::weakly_canonical(fs::path(path), ec);
+  if (ec) target = path;
+  const fs::file_status status = fs::status(target, ec);
+  if (device_path || (!ec && fs::exists(status) && !fs::is_regular_file(status))) {
+    if (fs::is_directory(status)) throw InputError(fmt::format("{}: is a directory", path));
+    // A FIFO, a device, /dev/stdout: no rename possible, so write straight into it.
+    std::ofstream out(target, std::ios::binary);
+    if (!out) throw InputError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+    write_all(out, text, path);
+    return;
+  }
+  fs::path temp = target;
+  temp += fmt::format(".tmp{}", static_cast<unsigned long>(::getpid()));
+  const std::string temp_name = temp.string();
+  if (temp_name.size() >= sizeof pending_path)
+    throw InputError(fmt::format("{}: path too long", shorten(path)));
+  std::memcpy(pending_path, temp_name.c_str(), temp_name.size() + 1);
+  pending.store(true);
+  try {
+    {
+      std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+      if (!out) throw InputError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
+      write_all(out, text, path);
+    }
+    if (fs::is_regular_file(status)) fs::permissions(temp, status.permissions(), ec);
+    fs::rename(temp, target, ec);
+    if (ec) throw InputError(fmt::format("{}: cannot write: {}", path, ec.message()));
+    pending.store(false);
+  } catch (...) {
+    remove_pending_output();
+    throw;
   }
 }
 
 FileKind detect_file_kind(std::string_view json_text, std::string_view source) {
-  const io::json doc = io::parse_json(json_text, source);
+  return io::file_kind_of(io::parse_json(json_text, source), source);
+}
+
+FileKind io::file_kind_of(const json& doc, std::string_view source) {
   if (!doc.is_object())
     throw InputError(fmt::format("{}: the document must be a JSON object", source));
   if (doc.contains("format") && doc["format"].is_string()) {
@@ -72,12 +128,13 @@ FileKind detect_file_kind(std::string_view json_text, std::string_view source) {
 }
 
 Graph read_graph_file(const std::string& path) {
-  const std::string text = read_text_file(path);
-  switch (detect_file_kind(text, path)) {
+  // One read and one parse: the file may be a pipe ("-", /dev/stdin) that cannot be read twice.
+  const io::json doc = io::parse_json(read_text_file(path), path);
+  switch (io::file_kind_of(doc, path)) {
     case FileKind::kGraph:
-      return parse_graph_json(text, path);
+      return io::graph_from_doc(doc, path);
     case FileKind::kNetworkx:
-      return import_networkx_json(text, path);
+      return io::networkx_from_doc(doc, path);
     case FileKind::kChain:
       throw InputError(fmt::format("{}: is a chain file; this command needs a graph", path));
     case FileKind::kPlan:

@@ -17,7 +17,7 @@ std::vector<ValueId> read_value_list(const json& node, std::string_view key,
   for (const json& item : list) {
     if (!item.is_number_integer())
       io::field_error(source, where, key,
-                      fmt::format("must list integer value ids (got {})", item.dump()));
+                      fmt::format("must list integer value ids (got {})", io::brief(item)));
     const int64_t id = item.get<int64_t>();
     if (id < 0 || id > INT32_MAX)
       io::field_error(source, where, key,
@@ -64,13 +64,14 @@ Node read_node(const json& item, size_t index, std::string_view source) {
   if (!parsed_kind)
     io::field_error(
         source, where, "kind",
-        fmt::format("is '{}' (known: compute, pointwise, reduction, view, random, other)", kind));
+        fmt::format("is '{}' (known: compute, pointwise, reduction, view, random, other)",
+                    shorten(kind)));
   n.kind = *parsed_kind;
   const std::string phase = io::get_string_or(item, "phase", "", source, where);
   const std::optional<Phase> parsed_phase = parse_phase(phase);
   if (!parsed_phase)
     io::field_error(source, where, "phase",
-                    fmt::format("is '{}' (known: forward, backward)", phase));
+                    fmt::format("is '{}' (known: forward, backward)", shorten(phase)));
   n.phase = *parsed_phase;
   n.cost = io::get_number(item, "cost", source, where);
   n.temp_bytes = io::get_int_or(item, "temp", 0, source, where);
@@ -83,7 +84,10 @@ Node read_node(const json& item, size_t index, std::string_view source) {
 }  // namespace
 
 Graph parse_graph_json(std::string_view json_text, std::string_view source) {
-  const json doc = io::parse_json(json_text, source);
+  return io::graph_from_doc(io::parse_json(json_text, source), source);
+}
+
+Graph io::graph_from_doc(const json& doc, std::string_view source) {
   io::check_format(doc, "remat-graph", 1, source);
   GraphSpec spec;
   spec.name = io::get_string_or(doc, "name", "", source, "the document");

@@ -1,5 +1,10 @@
 #include "json_util.h"
 
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
 namespace remat::io {
 namespace {
 
@@ -17,9 +22,76 @@ std::pair<size_t, size_t> line_column(std::string_view text, size_t byte) {
   return {line, column};
 }
 
+// Finds the first place where arrays and objects nest deeper than kMaxJsonDepth, skipping string
+// contents; returns text.size() when there is none. nlohmann's parser does not recurse but dumps
+// and destructors of deep values do, so the cap comes before parsing.
+size_t find_too_deep(std::string_view text) {
+  size_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) return i;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return text.size();
+}
+
+// Where the first number token that does not fit a double starts (nlohmann reports no position
+// for it); text.size() when none is found.
+size_t find_number_overflow(std::string_view text) {
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      continue;
+    }
+    if (c != '-' && !std::isdigit(static_cast<unsigned char>(c))) continue;
+    size_t end = i;
+    while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) ||
+                                 std::strchr("+-.eE", text[end]) != nullptr))
+      ++end;
+    const std::string token(text.substr(i, end - i));
+    errno = 0;
+    const double x = std::strtod(token.c_str(), nullptr);
+    if (!std::isfinite(x) || (errno == ERANGE && x != 0)) return i;
+    i = end - 1;
+  }
+  return text.size();
+}
+
 }  // namespace
 
+std::string brief(const json& value) {
+  if (value.is_array()) return fmt::format("an array of {} items", value.size());
+  if (value.is_object()) return fmt::format("an object with {} fields", value.size());
+  return shorten(value.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
 json parse_json(std::string_view text, std::string_view source) {
+  const size_t deep = find_too_deep(text);
+  if (deep < text.size()) {
+    const auto [line, column] = line_column(text, deep);
+    throw InputError(fmt::format("{}:{}:{}: invalid JSON: arrays and objects nest deeper than {}",
+                                 source, line, column, kMaxJsonDepth));
+  }
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::parse_error& e) {
@@ -29,7 +101,16 @@ json parse_json(std::string_view text, std::string_view source) {
     // Drop nlohmann's "[json.exception...] parse error at line L, column C: " prefix.
     const size_t colon = reason.find(": ", reason.find("column"));
     if (colon != std::string::npos) reason = reason.substr(colon + 2);
-    throw InputError(fmt::format("{}:{}:{}: invalid JSON: {}", source, line, column, reason));
+    throw InputError(
+        fmt::format("{}:{}:{}: invalid JSON: {}", source, line, column, shorten(reason, 200)));
+  } catch (const json::out_of_range&) {
+    // The only out_of_range the parser throws: a number beyond the double range (1e400).
+    const size_t at = find_number_overflow(text);
+    const auto [line, column] = line_column(text, at);
+    throw InputError(fmt::format("{}:{}:{}: invalid JSON: number out of range (beyond ±1.8e308)",
+                                 source, line, column));
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: invalid JSON: {}", source, shorten(e.what(), 200)));
   }
 }
 
@@ -69,7 +150,7 @@ int64_t get_int(const json& obj, std::string_view key, std::string_view source,
     if (std::isfinite(x) && x == std::floor(x) && std::abs(x) < 9.2e18)
       return static_cast<int64_t>(x);
   }
-  field_error(source, where, key, fmt::format("must be an integer (got {})", field.dump()));
+  field_error(source, where, key, fmt::format("must be an integer (got {})", brief(field)));
 }
 
 int64_t get_int_or(const json& obj, std::string_view key, int64_t fallback, std::string_view source,
@@ -82,7 +163,7 @@ double get_number(const json& obj, std::string_view key, std::string_view source
                   std::string_view where) {
   const json& field = require_field(obj, key, source, where);
   if (!field.is_number())
-    field_error(source, where, key, fmt::format("must be a number (got {})", field.dump()));
+    field_error(source, where, key, fmt::format("must be a number (got {})", brief(field)));
   return field.get<double>();
 }
 
@@ -98,7 +179,7 @@ std::string get_string_or(const json& obj, std::string_view key, std::string_vie
   const json& field = obj.at(std::string(key));
   if (field.is_string()) return field.get<std::string>();
   if (field.is_number_integer()) return std::to_string(field.get<int64_t>());
-  field_error(source, where, key, fmt::format("must be a string (got {})", field.dump()));
+  field_error(source, where, key, fmt::format("must be a string (got {})", brief(field)));
 }
 
 bool get_bool_or(const json& obj, std::string_view key, bool fallback, std::string_view source,
@@ -106,7 +187,7 @@ bool get_bool_or(const json& obj, std::string_view key, bool fallback, std::stri
   if (!obj.contains(key) || obj.at(std::string(key)).is_null()) return fallback;
   const json& field = obj.at(std::string(key));
   if (!field.is_boolean())
-    field_error(source, where, key, fmt::format("must be true or false (got {})", field.dump()));
+    field_error(source, where, key, fmt::format("must be true or false (got {})", brief(field)));
   return field.get<bool>();
 }
 
@@ -114,8 +195,8 @@ void check_format(const json& doc, std::string_view format, int version, std::st
   require_object(doc, source, "the document");
   const std::string found = get_string_or(doc, "format", "", source, "the document");
   if (found != format)
-    throw InputError(
-        fmt::format("{}: expected a '{}' document, found format '{}'", source, format, found));
+    throw InputError(fmt::format("{}: expected a '{}' document, found format '{}'", source, format,
+                                 shorten(found)));
   const int64_t v = get_int(doc, "version", source, "the document");
   if (v != version)
     throw InputError(fmt::format("{}: unsupported {} version {} (this remat reads version {})",

@@ -69,8 +69,8 @@ std::vector<int64_t> schedule_ids(const json& doc, const std::vector<NxNode>& no
       throw InputError(fmt::format("{}: graph attribute 'order' must be an array", source));
     for (const json& id : list) {
       if (!id.is_number_integer())
-        throw InputError(
-            fmt::format("{}: graph attribute 'order' lists {}, not a node id", source, id.dump()));
+        throw InputError(fmt::format("{}: graph attribute 'order' lists {}, not a node id", source,
+                                     io::brief(id)));
       order.push_back(id.get<int64_t>());
     }
     if (order.size() != nodes.size())
@@ -86,7 +86,10 @@ std::vector<int64_t> schedule_ids(const json& doc, const std::vector<NxNode>& no
 }  // namespace
 
 Graph import_networkx_json(std::string_view json_text, std::string_view source) {
-  const json doc = io::parse_json(json_text, source);
+  return io::networkx_from_doc(io::parse_json(json_text, source), source);
+}
+
+Graph io::networkx_from_doc(const json& doc, std::string_view source) {
   io::require_object(doc, source, "the document");
   const json& node_list = io::require_array(doc, "nodes", source, "the document");
   const json& links =

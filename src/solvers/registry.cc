@@ -5,8 +5,12 @@
 #include "baseline/baseline.h"
 #include "fastsa/fastsa.h"
 #include "mincut/mincut.h"
+#ifdef REMAT_HAVE_GECODE
+#include "moccasin/moccasin.h"
+#endif
 #include "remat/error.h"
 #include "remat/solver.h"
+#include "rotor/graph_solvers.h"
 
 namespace remat {
 namespace {
@@ -20,10 +24,24 @@ constexpr SolverEntry kSolvers[] = {
      "fusion-aware min-cut of saved activations (joint graphs)",
      mincut::make,
      {.needs_phases = true}},
-    // Rows of solvers behind an optional library go inside its guard, e.g.
-    // #ifdef REMAT_HAVE_CBC
-    //     {"checkmate", "...", checkmate::make},
-    // #endif
+    {"rotor",
+     "Rotor's optimal chain DP on the graph's chain of stages (joint graphs)",
+     rotor::make_rotor_on_graph,
+     {.needs_phases = true}},
+    {"revolve",
+     "Griewank-Walther revolve on the graph's chain of stages (joint graphs)",
+     rotor::make_revolve_on_graph,
+     {.needs_phases = true}},
+    {"sequential",
+     "checkpoint_sequential on the graph's chain of stages (joint graphs)",
+     rotor::make_sequential_on_graph,
+     {.needs_phases = true}},
+// Rows of solvers behind an optional library sit inside its guard (REMAT_HAVE_CBC,
+// REMAT_HAVE_GECODE; see src/solvers/CMakeLists.txt).
+#ifdef REMAT_HAVE_GECODE
+    {"moccasin", "MOCCASIN retention-interval CP on Gecode, fixed order (optimal within C_v)",
+     moccasin::make},
+#endif
 };
 
 }  // namespace

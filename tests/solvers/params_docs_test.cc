@@ -106,7 +106,7 @@ TEST(ParamTable, NamesTheKeyAndWhatItTakes) {
 
 TEST(ParamTable, RendersMarkdownAndHelp) {
   EXPECT_EQ(
-      params_markdown(kExample.info()).substr(0, 88),
+      params_markdown(kExample.info()).substr(0, 96),
       "| key | default | unit | meaning |\n| --- | --- | --- | --- |\n| `count` | 3 | items | "
       "how many |\n");
   EXPECT_NE(params_help(kExample.info(), "  ").find("count=3"), std::string::npos);

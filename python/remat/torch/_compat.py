@@ -205,3 +205,19 @@ def node_tensor_meta(node):
     if meta is not None and hasattr(meta, "shape"):
         return tuple(meta.shape), meta.dtype
     return None
+
+
+# -- live-storage accounting (remat.torch.checkpointable) ------------------------------------
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402  (1.13 and 2.x)
+
+
+def storage_of_weak(ref):
+    """(storage key, bytes) of the tensor behind a weakref.ref, or None when it is dead. The
+    tensor is not held: its Python object may be owned by C++ (a tensor autograd saved), and a
+    reference kept past C++ releasing it would dangle (_fix_weakref would leak it instead)."""
+    t = ref()
+    if t is None:
+        return None
+    key = storage_key_and_bytes(t)
+    del t
+    return key

@@ -282,20 +282,28 @@ def resolve_budget(graph, budget):
     return remat.parse_budget(graph, budget, check_lower_bound=True)
 
 
-def _progress_printer(name, stream):
-    """Progress on stderr, at most every second: stage, fraction, iterations, best objective."""
+def _progress_printer(name, stream, baseline):
+    """Progress on stderr, at most once a second once planning has taken a second: stage, done
+    fraction, and the best plan so far (peak, % of the baseline, extra compute) when the solver
+    reports it (FastSA does), else its best objective."""
+    base_peak, base_cost = baseline
     state = {"last": 0.0, "start": time.monotonic(), "printed": False}
 
-    def report(stage, fraction, iterations, best):
+    def report(stage, fraction, iterations, best, best_peak, best_cost):
         now = time.monotonic()
         if now - state["last"] < 1.0 or now - state["start"] < 1.0:
             return
         state["last"] = now
         state["printed"] = True
         done = f"{100 * fraction:5.1f} %" if fraction >= 0 else "   ?  "
-        best_text = f", best objective {best:.6g}" if best >= 0 else ""
-        print(f"\rremat: planning {name}: {stage} {done}, {iterations} iterations"
-              f"{best_text}   ", end="", file=stream, flush=True)
+        if best_peak >= 0 and best_cost >= 0:
+            best_text = (f", best peak {remat.format_bytes(best_peak)} "
+                         f"({_percent(best_peak, base_peak):.1f} %), extra compute "
+                         f"{_percent(best_cost - base_cost, base_cost):+.1f} %")
+        else:
+            best_text = f", best objective {best:.6g}" if best >= 0 else ""
+        print(f"\rremat: planning {name}: {stage} {done}, {iterations} iterations{best_text}   ",
+              end="", file=stream, flush=True)
 
     def finish():
         if state["printed"]:
@@ -316,7 +324,8 @@ def plan(traced, budget="50%", solver="auto", *, time_limit=None, seed=1, thread
     finish = None
     callback = progress
     if progress is True:
-        callback, finish = _progress_printer(traced.model_name, sys.stderr)
+        callback, finish = _progress_printer(traced.model_name, sys.stderr,
+                                             remat.baseline(g))
     elif progress is False:
         callback = None
     try:
@@ -325,7 +334,8 @@ def plan(traced, budget="50%", solver="auto", *, time_limit=None, seed=1, thread
     finally:
         if finish is not None:
             finish()
-    hit = result.wall_time_s >= 0.98 * limit
+    counters = dict(result.counters)
+    hit = counters.get("time_limit_hit", 0) > 0 or result.wall_time_s >= 0.98 * limit
     sequence = list(result.sequence)
     base_peak, base_cost = remat.baseline(g)
     if (result.peak_bytes, result.cost) > (base_peak, base_cost) and \
@@ -366,6 +376,8 @@ def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *
     TraceError when the model cannot be traced and ValueError for a bad budget (below the
     memory lower bound included), solver or parameter.
     """
+    if isinstance(params.get("params"), dict):  # params={...} as replan() takes it
+        params = {**params.pop("params"), **params}
     if isinstance(example_inputs, TracedStep):
         traced = example_inputs
         if loss_fn is not None:

@@ -7,8 +7,8 @@
 //   mincut     when the graph has forward/backward phases
 //   rotor, rockmate   when registered and the graph has chain structure
 //   checkmate  when registered and the graph has at most `checkmate_max_nodes` nodes
-//   fastsa     warm-started (SolveOptions::start) from the best plan so far when that fits the
-//              budget; cold (grouped stage 1 from the default schedule) otherwise
+//   fastsa     cold (its own grouped stage 1); then, when another member's plan fits the
+//              budget, again warm-started from it (SolveOptions::start; recorded as fastsa_warm)
 // Members are looked up in the registry by name: one that is not registered is skipped and one
 // that refuses the graph (InputError) is recorded as "not applicable: why"; neither is fatal,
 // except that a member given parameters (MEMBER.KEY=VALUE) passes its InputError on: a bad

@@ -287,7 +287,9 @@ class Annealer {
         Progress{.stage = stage_name,
                  .fraction = static_cast<double>(it) / static_cast<double>(settings_.iterations),
                  .iterations = context_.iterations_before + it,
-                 .best_objective = best_objective_});
+                 .best_objective = best_objective_,
+                 .best_peak_bytes = best_peak_,
+                 .best_cost = best_cost_});
   }
 
   const UnitTable& units_;

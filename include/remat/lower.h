@@ -1,0 +1,106 @@
+// lower.h — a joint training graph seen as a Rotor chain, and chain plans lowered back to graph
+// sequences (DESIGN.md §1 "Chains"; Rockmate rk-GB cuts, specs/checkmate-moccasin-rockmate.md
+// §4.3 and §4.6).
+//
+// extract_chain() finds the forward separators of a graph whose nodes carry phases: forward node
+// x is a separator when no forward value produced before x (graph inputs and size-0 values aside)
+// is read after x, so everything the rest of the forward needs from the part up to x is x's own
+// outputs. The forward nodes between two separators form a stage; the block after the last
+// separator (with the loss) is the chain's loss stage L+1. Each backward node goes to the stage
+// whose activations it reads (a separator's output may also be read by the next stage's backward)
+// and never to a stage after the stages that produce its backward inputs.
+//
+// The stage sizes are chosen so the chain simulator's peak plus `resident_bytes` bounds the graph
+// simulator's peak of the lowered plan: ω_a = the separator outputs later stages read, ω_ā = the
+// stage's values its backward reads (and ω_a), ω_δ = the backward values crossing the boundary,
+// o_f and o_b = the peaks of the stage's own nodes beyond those, plus the outputs of
+// non-recomputable forward nodes (kept from their only run to their last use) and the gradients
+// (graph outputs) of later stages. Non-recomputable forward nodes run only in a stage's first
+// forward, so their cost is `fixed_cost`, outside u_f: lowered cost = makespan + fixed_cost.
+//
+//   const GraphChain gc = extract_chain(graph);  // InputError: no phases, fewer than 2 stages
+//   ... solve gc.chain with a chain solver under budget - gc.resident_bytes ...
+//   const Sequence seq = lower_chain_plan(graph, gc, runs);  // simulate(graph, seq) judges it
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "remat/chain.h"
+#include "remat/graph.h"
+#include "remat/plan.h"
+#include "remat/solver.h"
+
+namespace remat {
+
+struct ChainExtractOptions {
+  // More separators than this are thinned to stages of about equal forward cost (the DPs are
+  // cubic in the stage count). At least 2.
+  int32_t max_stages = 100;
+};
+
+// The graph side of one chain stage.
+struct StageNodes {
+  std::vector<NodeId> forward;   // graph order
+  std::vector<NodeId> backward;  // graph order
+  std::vector<ValueId> output;   // a^ℓ: separator outputs read by later forward nodes
+  std::vector<ValueId> saved;    // ā^ℓ minus a^ℓ: stage values its backward reads
+};
+
+struct GraphChain {
+  Chain chain;                         // L + 1 stages, the last the loss; chain.input is empty
+  std::vector<StageNodes> stages;      // stages 1..L+1 at 0..L
+  std::vector<NodeId> separators;      // the last forward node of stages 1..L
+  IdVector<NodeId, int32_t> stage_of;  // every node's stage, 1..L+1
+  int64_t resident_bytes = 0;        // graph inputs and forward-produced graph outputs: always live
+  double fixed_cost = 0;             // non-recomputable forward nodes, run once
+  int32_t separator_candidates = 0;  // separators found before thinning to max_stages
+};
+
+// Throws InputError naming why the graph has no usable chain structure: a node without phase,
+// no forward or no backward node, a forward node reading a backward value, fewer than 2 stages,
+// or a backward node reading the activations of two stages.
+GraphChain extract_chain(const Graph& graph, const ChainExtractOptions& options = {});
+
+// One run of a stage in a chain plan: its forward (F_ck, F_∅ and F_all lower the same: the
+// simulator's liveness keeps what later steps read) or its backward.
+struct StageRun {
+  int32_t stage = 1;  // 1..L+1
+  bool backward = false;
+};
+// The stage's forward nodes (non-recomputable ones only in its first forward run) or backward
+// nodes, run by run. Throws InputError for a stage out of range.
+Sequence lower_chain_plan(const Graph& graph, const GraphChain& chain,
+                          std::span<const StageRun> runs);
+
+// F_all^1..F_all^{L+1}, B^{L+1}..B^1: every node once (the store-all plan).
+std::vector<StageRun> store_all_runs(const GraphChain& chain);
+
+// -- A saved set lowered to a sequence (DESIGN.md §1, Partitions; the min-cut solver's plans) ----
+// The forward part of a joint graph as the lowering sees it.
+struct ForwardPart {
+  IdVector<ValueId, uint8_t> in_forward;      // V_f: values computable from the forward inputs
+  IdVector<NodeId, uint8_t> node_in_forward;  // nodes whose outputs are all in V_f
+  IdVector<NodeId, uint8_t> no_recompute;     // V_f nodes the lowering must not rerun (bans)
+};
+enum class SavedLowering {
+  kRelease,  // a recomputed value is held only between its first and last direct backward use
+  kKeep,     // every recomputed value stays until its last use (no second recomputation)
+};
+struct LoweredSaved {
+  Sequence sequence;
+  std::vector<NodeId> recomputed;  // nodes that run more than once, ascending ids
+  int64_t extra_runs = 0;          // runs beyond the first, over all nodes
+  bool complete = true;            // false: stopped at `max_steps` or the deadline (unusable)
+};
+// The V_f nodes needed for the forward outputs, the saved values and the non-recomputable nodes,
+// in graph order; then the required backward nodes in graph order, each preceded by the
+// recomputation of its unsaved V_f inputs (with their unsaved ancestors). REMAT_CHECKs that
+// `saved` lies in V_f and that everything the backward needs is saved or recomputable.
+LoweredSaved lower_saved_set(const Graph& graph, const ForwardPart& forward,
+                             std::span<const ValueId> saved, SavedLowering lowering,
+                             int64_t max_steps = INT64_MAX, const Deadline* deadline = nullptr);
+
+}  // namespace remat

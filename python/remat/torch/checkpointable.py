@@ -1,0 +1,351 @@
+"""Checkpointable: Rotor's user-facing form (Rotor paper §5) as a drop-in nn.Module.
+
+    ckpt = remat.torch.Checkpointable(nn.Sequential(...), budget="50%")   # or a list of blocks
+    loss = loss_fn(ckpt(x), y); loss.backward(); optimizer.step()     # the user's own loop
+    ckpt.chain_json, ckpt.plan_notation, ckpt.planned_peak_bytes
+
+On the first training call (and whenever the input's shape, dtype, device or the train/eval mode
+changes) each block is profiled once: its forward and backward times (wall clock), the bytes of its
+output, of what autograd saves for its backward (ā), and the peaks of live storages while it runs
+(the overheads o_f, o_b), measured by accounting the storages of the tensors aten produces. The
+chain (remat chain JSON) is solved with a chain solver (rotor by default) under `budget`: bytes,
+or "P%" of the store-all peak of the chain. The plan then runs through autograd: a custom
+autograd Function runs the forward part of the plan (F_ck and F_∅ without autograd, F_all with it)
+and, in backward, the rest (recomputations and the B steps, torch.autograd.backward through each
+stage's retained graph), so parameter gradients accumulate into .grad as with loss.backward().
+
+Recomputed stages replay the random state of their first run (dropout masks are the same) and
+keep buffers unchanged (batch-norm running statistics are updated once, by the first run), so
+loss, gradients and buffers equal eager PyTorch's. Under torch.no_grad() (evaluation) or when
+nothing requires a gradient, the blocks simply run in order.
+"""
+
+import time
+import weakref
+
+import torch
+import torch.nn as nn
+
+from remat import _remat
+from remat.torch import _compat
+
+_FORWARD_OPS = ("F_ck", "F_none", "F_all")
+
+
+class LiveBytes(_compat.TorchDispatchMode):
+    """Peak bytes of live storages of the tensors aten produces while active (each storage once),
+    plus `pinned` bytes; storages of the .grad of `exclude_grads_of` parameters are not counted
+    (they persist like the parameters themselves)."""
+
+    def __init__(self, pinned=0, exclude_grads_of=()):
+        super().__init__()
+        self.refs = []
+        self.pinned = pinned
+        self.params = list(exclude_grads_of)
+        self.peak = 0
+        self.last = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in _compat.tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor):
+                self.refs.append(weakref.ref(t))
+        self.last = self.live_bytes()
+        self.peak = max(self.peak, self.last)
+        return out
+
+    def live_bytes(self):
+        excluded = {_compat.storage_key_and_bytes(p.grad)[0] for p in self.params
+                    if p.grad is not None}
+        seen, alive = {}, []
+        for r in self.refs:
+            found = _compat.storage_of_weak(r)
+            if found is None:
+                continue
+            alive.append(r)
+            key, nbytes = found
+            if key is not None and key not in excluded:
+                seen[key] = nbytes
+        self.refs = alive
+        return self.pinned + sum(seen.values())
+
+    def reset_peak(self):
+        self.peak = self.live_bytes()
+
+
+def _bytes(tensor):
+    return _compat.storage_key_and_bytes(tensor)[1] if isinstance(tensor, torch.Tensor) else 0
+
+
+class _BufferGuard:
+    """Keeps a block's buffers (batch-norm statistics) unchanged across a recomputation."""
+
+    def __init__(self, block):
+        self.saved = [(b, b.detach().clone()) for b in block.buffers()]
+
+    def restore(self):
+        # Through .data: autograd may hold these buffers (batch norm saves its running
+        # statistics), and a tracked in-place write would bump their version counters.
+        with torch.no_grad():
+            for b, s in self.saved:
+                b.data.copy_(s)
+
+
+class Checkpointable(nn.Module):
+    """A sequence of blocks run under a Rotor plan; see the module docstring."""
+
+    def __init__(self, module, budget="50%", *, solver="rotor", time_limit=10.0, **params):
+        super().__init__()
+        if isinstance(module, nn.Sequential):
+            blocks = list(module)
+        elif isinstance(module, (list, tuple, nn.ModuleList)):
+            blocks = list(module)
+        else:
+            raise ValueError("Checkpointable: expected an nn.Sequential or a list of blocks, got "
+                             f"{type(module).__name__}")
+        if not blocks or not all(isinstance(b, nn.Module) for b in blocks):
+            raise ValueError("Checkpointable: needs at least one block, each an nn.Module")
+        self.blocks = nn.ModuleList(blocks)
+        self.budget = budget
+        self.solver = solver
+        self.time_limit = float(time_limit)
+        self.params = dict(params)
+        self.chain_json = None
+        self.plan = None
+        self._key = None
+
+    # -- planning --------------------------------------------------------------------------
+    def _profile(self, x):
+        """Chain JSON text of the blocks on input `x` (state, RNG and .grad left unchanged)."""
+        rng = _compat.rng_state({x.device.type})
+        params = [p for p in self.parameters() if p.requires_grad]
+        self._groups = self._group_in_place(x)
+        stages = []
+        a = x.detach()
+        for index, group in enumerate(self._groups):
+            block = _Group([self.blocks[i] for i in group])
+            guard = _BufferGuard(block)
+            leaf = a.detach().requires_grad_(index > 0 or x.requires_grad)
+            with LiveBytes() as meter:
+                start = time.perf_counter()
+                with torch.enable_grad():
+                    out = block(leaf)
+                u_f = time.perf_counter() - start
+                forward_peak = meter.peak
+                # ā: what the block's forward leaves alive (its output and what autograd saved;
+                # the input and the parameters were made before the meter started).
+                abar = meter.live_bytes()
+                if not isinstance(out, torch.Tensor):
+                    raise ValueError(f"Checkpointable: block {index} returns "
+                                     f"{type(out).__name__}; each block must return one tensor")
+                grad_out = torch.ones_like(out)
+                meter.reset_peak()
+                base = meter.last
+                start = time.perf_counter()
+                # Parameter gradients go to .grad, which persists like the parameters: not
+                # counted in the run, so not here (unless nothing else needs a gradient).
+                inputs = [leaf] if leaf.requires_grad else params
+                if out.requires_grad:
+                    torch.autograd.grad(out, inputs, grad_out, allow_unused=True)
+                u_b = time.perf_counter() - start
+                backward_peak = meter.peak
+            guard.restore()
+            out_bytes = _bytes(out)
+            abar = max(abar, out_bytes)
+            delta_in = _bytes(leaf) if leaf.requires_grad else 0
+            stages.append({
+                "name": "blocks " + ",".join(
+                    f"{i} ({type(self.blocks[i]).__name__})" for i in group),
+                "u_f": u_f * 1e6, "u_b": u_b * 1e6,  # microseconds
+                "a": out_bytes, "abar": abar, "delta": out_bytes,
+                "o_f": max(0, forward_peak - abar),
+                # Backward: what the meter saw beyond ā, δ^ℓ and δ^{ℓ-1} (parameter gradients
+                # included: autograd.grad does not accumulate them, the real run does).
+                "o_b": max(0, max(backward_peak, base) - abar - out_bytes - delta_in),
+            })
+            a = out.detach()
+            del out, leaf, grad_out
+        _compat.set_rng_state(rng)
+        # The loss is the user's, unseen here: charged like a cross-entropy, which keeps a
+        # tensor the size of its input (log-softmax) and makes one more in its backward.
+        last = stages[-1]["a"]
+        stages.append({"name": "loss", "u_f": 0, "u_b": 0, "a": 0, "abar": last, "delta": 0,
+                       "o_f": 0, "o_b": last})
+        x_bytes = _bytes(x)
+        chain = {"format": "remat-chain", "version": 1, "name": "Checkpointable",
+                 "input": {"a": x_bytes, "abar": x_bytes,
+                           "delta": x_bytes if x.requires_grad else 0},
+                 "stages": stages}
+        import json
+        return _remat.check_chain(json.dumps(chain))
+
+    def _group_in_place(self, x):
+        """Stages as groups of blocks: a block that writes its input in place (ReLU(inplace=True))
+        joins the previous block's stage, since a stage's input is an autograd leaf."""
+        groups = []
+        a = x.detach()
+        with torch.no_grad():
+            for index, block in enumerate(self.blocks):
+                guard = _BufferGuard(block)
+                probe = a.clone()
+                before = _compat.version_of(probe)
+                out = block(probe)
+                guard.restore()
+                if _compat.version_of(probe) != before and groups:
+                    groups[-1].append(index)
+                elif _compat.version_of(probe) != before:
+                    raise ValueError(f"Checkpointable: block 0 ({type(block).__name__}) writes "
+                                     "the input in place; put it after another block")
+                else:
+                    groups.append([index])
+                a = out
+        return groups
+
+    def _budget_bytes(self, store_all_peak):
+        b = self.budget
+        if isinstance(b, str) and b.strip().endswith("%"):
+            return int(store_all_peak * float(b.strip()[:-1]) / 100)
+        if isinstance(b, (int, float)) and not isinstance(b, bool):
+            return int(b)
+        raise ValueError(f"Checkpointable: budget must be bytes or 'P%' of the store-all peak, "
+                         f"got {b!r}")
+
+    def replan(self, x):
+        """Profiles the blocks on `x` and solves the chain again."""
+        self.chain_json = self._profile(x)
+        length = len(self._groups)
+        store_all = ([("F_all", s) for s in range(1, length + 2)]
+                     + [("B", s) for s in range(length + 1, 0, -1)])
+        self.store_all_peak_bytes = _remat.chain_simulate(self.chain_json, store_all)["peak_bytes"]
+        self.budget_bytes = self._budget_bytes(self.store_all_peak_bytes)
+        plan = _remat.chain_solve(self.chain_json, self.budget_bytes, self.solver,
+                                  self.time_limit, self.params)
+        ops = [tuple(op) for op in plan["ops"]]
+        loss = length + 1
+        first = ops.index(("F_all", loss))
+        if ops[first + 1] != ("B", loss):
+            raise ValueError(f"Checkpointable: plan does not run B{loss} right after "
+                             f"F{loss}all: {plan['notation']}")
+        self.plan = plan
+        self.plan_notation = plan["notation"]
+        self.planned_peak_bytes = plan["peak_bytes"]
+        self.status = plan["status"]
+        self._forward_ops = ops[:first]
+        self._backward_ops = ops[first + 2:]
+
+    def save_chain(self, path):
+        if self.chain_json is None:
+            raise ValueError("Checkpointable: no chain yet (call the module on a batch first)")
+        _remat.save_chain(self.chain_json, path)
+
+    # -- running ---------------------------------------------------------------------------
+    def forward(self, x):
+        needs_grad = torch.is_grad_enabled() and (
+            x.requires_grad or any(p.requires_grad for p in self.parameters()))
+        if not needs_grad:
+            for block in self.blocks:
+                x = block(x)
+            return x
+        key = (tuple(x.shape), x.dtype, x.device, self.training)
+        if key != self._key:
+            self.replan(x)
+            self._key = key
+        run = _PlanRun(self, x)
+        anchor = torch.empty(0, requires_grad=True)  # so backward runs when x needs no grad
+        return _ChainFunction.apply(run, anchor, x)
+
+
+class _Group(nn.Module):
+    """Blocks run one after the other as one stage (not registered: the owner holds them)."""
+
+    def __init__(self, blocks):
+        super().__init__()
+        self.__dict__["members"] = blocks
+
+    def forward(self, x):
+        for block in self.members:
+            x = block(x)
+        return x
+
+    def buffers(self, recurse=True):
+        for block in self.members:
+            yield from block.buffers(recurse)
+
+
+class _PlanRun:
+    """The state of one execution of the plan: a^ℓ, (leaf, output) for ā^ℓ, δ^ℓ by stage."""
+
+    def __init__(self, owner, x):
+        self.owner = owner
+        self.blocks = [_Group([owner.blocks[i] for i in g]) for g in owner._groups]
+        self.x_requires_grad = x.requires_grad
+        self.a = {0: x.detach()}
+        self.abar = {}
+        self.delta = {}
+        self.rng = {}
+
+    def input_of(self, stage):
+        if stage - 1 in self.a:
+            return self.a[stage - 1]
+        return self.abar[stage - 1][1].detach()
+
+    def forward(self, kind, stage):
+        block = self.blocks[stage - 1]
+        inp = self.input_of(stage)
+        first = stage not in self.rng
+        guard = None
+        if first:
+            self.rng[stage] = _compat.rng_state({inp.device.type})
+        else:
+            outer = _compat.rng_state({inp.device.type})
+            _compat.set_rng_state(self.rng[stage])
+            guard = _BufferGuard(block)
+        if kind == "F_all":
+            with torch.enable_grad():
+                leaf = inp.detach().requires_grad_(stage > 1 or self.x_requires_grad)
+                self.abar[stage] = (leaf, block(leaf))
+        else:
+            with torch.no_grad():
+                self.a[stage] = block(inp)
+        if guard is not None:
+            guard.restore()
+            _compat.set_rng_state(outer)
+        if kind == "F_none" and stage not in self.abar:
+            self.a.pop(stage - 1, None)
+
+    def backward(self, stage):
+        leaf, out = self.abar.pop(stage)
+        grad = self.delta.pop(stage)
+        if out.requires_grad:
+            torch.autograd.backward(out, grad)
+        self.delta[stage - 1] = leaf.grad if leaf.requires_grad else None
+        self.a.pop(stage - 1, None)
+
+    def run(self, ops):
+        for kind, stage in ops:
+            if kind in _FORWARD_OPS:
+                self.forward(kind, stage)
+            else:
+                self.backward(stage)
+
+    def output(self):
+        last = len(self.blocks)
+        if last in self.abar:
+            return self.abar[last][1].detach()
+        return self.a[last]
+
+
+class _ChainFunction(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, run, anchor, x):
+        run.run(run.owner._forward_ops)
+        ctx.run = run
+        return run.output()
+
+    @staticmethod
+    def backward(ctx, grad):
+        run = ctx.run
+        run.delta[len(run.blocks)] = grad
+        run.run(run.owner._backward_ops)
+        ctx.run = None
+        return None, None, run.delta.get(0)

@@ -1,0 +1,401 @@
+// Graph → chain: forward separators, stages, backward assignment and the chain's sizes (lower.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "remat/error.h"
+#include "remat/lower.h"
+
+namespace remat {
+namespace {
+
+constexpr int32_t kNone = -1;
+
+std::string where(const Graph& g) {
+  return g.name().empty() ? std::string("graph") : fmt::format("graph '{}'", g.name());
+}
+
+// Forward positions after which the forward graph is cut by one node: no value produced before
+// the position is read after it (graph inputs and size-0 values aside: parameters, effect order
+// tokens and aliases, whose users also read the root). O(V + E).
+// Only cuts whose crossing values some backward node reads are kept: Rotor's model keeps a^ℓ
+// (inside ā^ℓ) until B^ℓ, which over-counts an activation no backward node needs (the input of a
+// ReLU, say), and such a cut offers no useful checkpoint the next one does not.
+std::vector<int32_t> separator_positions(const Graph& g, std::span<const NodeId> forward,
+                                         const IdVector<ValueId, int32_t>& last_forward_use) {
+  std::vector<int32_t> cuts;
+  int32_t reach = kNone;  // the last forward read of any value produced before position i
+  const auto count = static_cast<int32_t>(forward.size());
+  for (int32_t i = 0; i < count; ++i) {
+    const Node& node = g.node(forward[static_cast<size_t>(i)]);
+    if (reach <= i && i + 1 < count) {
+      bool backward_reads = false;
+      for (ValueId y : node.outputs) {
+        if (g.value(y).size_bytes == 0 || last_forward_use[y] <= i) continue;
+        for (NodeId u : g.users(y)) backward_reads |= g.node(u).phase == Phase::kBackward;
+      }
+      if (backward_reads) cuts.push_back(i);
+    }
+    for (ValueId y : node.outputs)
+      if (g.value(y).size_bytes > 0) reach = std::max(reach, last_forward_use[y]);
+  }
+  return cuts;
+}
+
+// Keeps at most `max_cuts` of `cuts`, at about equal forward cost apart.
+std::vector<int32_t> thin_cuts(const Graph& g, std::span<const NodeId> forward,
+                               std::vector<int32_t> cuts, int32_t max_cuts) {
+  if (static_cast<int32_t>(cuts.size()) <= max_cuts) return cuts;
+  std::vector<double> prefix(forward.size() + 1, 0);
+  for (size_t i = 0; i < forward.size(); ++i) prefix[i + 1] = prefix[i] + g.node(forward[i]).cost;
+  const double total = prefix.back();
+  std::vector<int32_t> kept;
+  const double step = total / (max_cuts + 1);
+  double next = step;
+  for (size_t c = 0; c < cuts.size() && static_cast<int32_t>(kept.size()) < max_cuts; ++c) {
+    const double at = prefix[static_cast<size_t>(cuts[c]) + 1];
+    // Equal cost when costs allow; else equal node counts (all-zero costs).
+    const bool by_cost = total > 0;
+    const double mark = by_cost ? at : static_cast<double>(cuts[c] + 1);
+    const double goal = by_cost ? next
+                                : static_cast<double>(kept.size() + 1) *
+                                      static_cast<double>(forward.size()) / (max_cuts + 1);
+    if (mark >= goal) {
+      kept.push_back(cuts[c]);
+      next += step;
+    }
+  }
+  return kept;
+}
+
+// Peak of (live bytes + temp) while `nodes` run in order (the DESIGN.md §1 rule on a segment):
+// `initial` values are live at the start; each counted value lives until its last read in the
+// segment, or to the end when `keep` says so.
+template <class Counted, class Keep>
+int64_t segment_peak(const Graph& g, std::span<const NodeId> nodes,
+                     std::span<const ValueId> initial, const Counted& counted, const Keep& keep,
+                     IdVector<ValueId, int32_t>& last_use) {
+  const auto steps = static_cast<int32_t>(nodes.size());
+  for (ValueId v : initial) last_use[v] = kNone;
+  for (int32_t t = 0; t < steps; ++t) {
+    const Node& n = g.node(nodes[static_cast<size_t>(t)]);
+    for (ValueId v : n.outputs) last_use[v] = kNone;
+  }
+  for (int32_t t = 0; t < steps; ++t)
+    for (ValueId v : g.node(nodes[static_cast<size_t>(t)]).inputs) last_use[v] = t;
+  std::vector<int64_t> freed(static_cast<size_t>(steps) + 1, 0);  // bytes released after step t
+  int64_t live = 0;
+  auto schedule_release = [&](ValueId v, int32_t produced) {
+    if (keep(v)) return;
+    const int32_t end = std::max(last_use[v], produced);
+    freed[static_cast<size_t>(std::max(end, 0))] += g.value(v).size_bytes;
+  };
+  for (ValueId v : initial) {
+    if (!counted(v)) continue;
+    live += g.value(v).size_bytes;
+    schedule_release(v, 0);
+  }
+  int64_t peak = live;
+  for (int32_t t = 0; t < steps; ++t) {
+    const Node& n = g.node(nodes[static_cast<size_t>(t)]);
+    for (ValueId y : n.outputs) {
+      if (!counted(y)) continue;
+      live += g.value(y).size_bytes;
+      schedule_release(y, t);
+    }
+    peak = std::max(peak, live + n.temp_bytes);
+    live -= freed[static_cast<size_t>(t)];
+  }
+  return peak;
+}
+
+class Extractor {
+ public:
+  Extractor(const Graph& g, const ChainExtractOptions& options) : g_(g), options_(options) {}
+
+  GraphChain run() {
+    split_phases();
+    find_stages();
+    assign_backward();
+    size_stages();
+    return std::move(out_);
+  }
+
+ private:
+  int32_t num_stages() const { return static_cast<int32_t>(out_.stages.size()); }
+  bool forward_value(ValueId v) const {
+    return !g_.is_graph_input(v) && g_.node(g_.producer(v)).phase == Phase::kForward;
+  }
+
+  void split_phases() {
+    if (options_.max_stages < 2)
+      throw InputError(
+          fmt::format("chain: max_stages must be at least 2 (got {})", options_.max_stages));
+    for (const Node& n : g_.nodes())
+      if (n.phase == Phase::kUnknown)
+        throw UnsupportedGraph(fmt::format(
+            "{} has no chain structure: node '{}' has no phase (chain extraction needs a joint "
+            "training graph with every node marked forward or backward)",
+            where(g_), n.name));
+    for (int32_t i = 0; i < g_.num_nodes(); ++i) {
+      const NodeId n{i};
+      (g_.node(n).phase == Phase::kForward ? forward_ : backward_).push_back(n);
+    }
+    if (forward_.empty() || backward_.empty())
+      throw UnsupportedGraph(fmt::format("{} has no chain structure: it has no {} nodes", where(g_),
+                                         forward_.empty() ? "forward" : "backward"));
+    last_forward_use_.assign(static_cast<size_t>(g_.num_values()), kNone);
+    for (size_t i = 0; i < forward_.size(); ++i)
+      for (ValueId v : g_.node(forward_[i]).inputs) {
+        if (g_.is_graph_input(v)) continue;
+        if (!forward_value(v))
+          throw UnsupportedGraph(fmt::format("{}: forward {} reads backward {}", where(g_),
+                                             g_.describe(forward_[i]), g_.describe(v)));
+        last_forward_use_[v] = static_cast<int32_t>(i);
+      }
+  }
+
+  void find_stages() {
+    std::vector<int32_t> cuts = separator_positions(g_, forward_, last_forward_use_);
+    out_.separator_candidates = static_cast<int32_t>(cuts.size());
+    if (cuts.empty())
+      throw UnsupportedGraph(fmt::format(
+          "{} has no chain structure: fewer than 2 stages (no forward node separates the "
+          "forward graph: some value crosses every position)",
+          where(g_)));
+    cuts = thin_cuts(g_, forward_, std::move(cuts), options_.max_stages - 1);
+    out_.stages.resize(cuts.size() + 1);
+    out_.stage_of.assign(static_cast<size_t>(g_.num_nodes()), 0);
+    output_stage_.assign(static_cast<size_t>(g_.num_values()), 0);
+    size_t stage = 0;
+    for (size_t i = 0; i < forward_.size(); ++i) {
+      const NodeId n = forward_[i];
+      out_.stages[stage].forward.push_back(n);
+      out_.stage_of[n] = static_cast<int32_t>(stage) + 1;
+      if (stage < cuts.size() && static_cast<int32_t>(i) == cuts[stage]) {
+        out_.separators.push_back(n);
+        for (ValueId y : g_.node(n).outputs)
+          if (g_.value(y).size_bytes > 0 && last_forward_use_[y] > static_cast<int32_t>(i)) {
+            out_.stages[stage].output.push_back(y);
+            output_stage_[y] = static_cast<int32_t>(stage) + 1;
+          }
+        ++stage;
+      }
+    }
+  }
+
+  // Stages a backward node may run in, from the forward values it reads: a stage's own values
+  // only in its backward, a separator output also in the next stage's backward.
+  void forward_bounds(NodeId n, int32_t& lo, int32_t& hi, NodeId& hi_reason) const {
+    lo = 0;  // 0: no forward constraint
+    hi = num_stages();
+    for (ValueId v : g_.node(n).inputs) {
+      if (g_.is_graph_input(v) || !forward_value(v)) continue;
+      if (g_.value(v).size_bytes == 0) continue;  // produced before any backward node
+      const NodeId p = g_.producer(v);
+      const int32_t s = out_.stage_of[p];
+      const int32_t top = output_stage_[v] == s ? s + 1 : s;
+      lo = std::max(lo, s);
+      if (top < hi) hi = top, hi_reason = p;
+    }
+  }
+
+  // Each backward node runs in the lowest stage its forward reads and its users allow, so the
+  // gradient of a stage's input is computed in that stage and only small values cross a
+  // boundary; a node no stage binds (a bias gradient's sum, a constant) runs right after its
+  // inputs, or just before its first user.
+  void assign_backward() {
+    const auto nodes = static_cast<size_t>(g_.num_nodes());
+    IdVector<NodeId, int32_t> low(nodes, 0);  // 0: floating
+    for (auto it = backward_.rbegin(); it != backward_.rend(); ++it) {
+      const NodeId n = *it;
+      int32_t lo = 0, hi = 0;
+      NodeId reason = kNoNode;
+      forward_bounds(n, lo, hi, reason);
+      for (ValueId y : g_.node(n).outputs)
+        for (NodeId u : g_.users(y)) lo = std::max(lo, low[u]);
+      low[n] = lo;
+    }
+    for (NodeId n : backward_) {
+      int32_t lo = 0, cap = 0;
+      NodeId cap_reason = kNoNode;
+      forward_bounds(n, lo, cap, cap_reason);
+      for (ValueId v : g_.node(n).inputs) {
+        if (g_.is_graph_input(v) || forward_value(v)) continue;
+        const NodeId p = g_.producer(v);
+        if (out_.stage_of[p] < cap) cap = out_.stage_of[p], cap_reason = p;
+      }
+      if (low[n] > cap)
+        throw UnsupportedGraph(fmt::format(
+            "{} has no usable chain structure: backward {} must run in stage {} or later (the "
+            "stages of the activations it or its users read) but by stage {} ({})",
+            where(g_), g_.describe(n), low[n], cap,
+            cap_reason.valid() ? g_.describe(cap_reason) : std::string("-")));
+      out_.stage_of[n] = low[n] > 0 ? low[n] : cap;
+    }
+    for (NodeId n : backward_)
+      out_.stages[static_cast<size_t>(out_.stage_of[n]) - 1].backward.push_back(n);
+  }
+
+  void size_stages() {
+    const int32_t last = num_stages();
+    const auto stages = static_cast<size_t>(last);
+    const auto values = static_cast<size_t>(g_.num_values());
+    // Values outside the chain's accounting: constants of the run, or added as overheads.
+    std::vector<int64_t> kept_once(stages + 2, 0);  // R_s: non-recomputable forward outputs
+    std::vector<int64_t> grads(stages + 2, 0);      // G_s: graph outputs of B^s
+    for (ValueId v : g_.graph_inputs()) out_.resident_bytes += g_.value(v).size_bytes;
+    IdVector<ValueId, uint8_t> counted(values, 0);
+    for (int32_t i = 0; i < g_.num_values(); ++i) {
+      const ValueId v{i};
+      const Value& value = g_.value(v);
+      if (g_.is_graph_input(v) || value.size_bytes == 0) continue;
+      const NodeId p = g_.producer(v);
+      const auto s = static_cast<size_t>(out_.stage_of[p]);
+      if (forward_value(v)) {
+        if (value.is_output)
+          out_.resident_bytes += value.size_bytes;
+        else if (!g_.node(p).recomputable)
+          kept_once[s] += value.size_bytes;
+        else
+          counted[v] = 1;
+      } else {
+        if (value.is_output) grads[s] += value.size_bytes;
+        counted[v] = 1;  // a backward output is kept to the end of its stage's run
+      }
+    }
+    // ā^ℓ: the stage values its backward reads.
+    IdVector<ValueId, int32_t> saved_stage(values, 0);
+    for (NodeId n : backward_)
+      for (ValueId v : g_.node(n).inputs)
+        if (counted[v] && forward_value(v) && out_.stage_of[g_.producer(v)] == out_.stage_of[n] &&
+            output_stage_[v] == 0 && saved_stage[v] == 0) {
+          saved_stage[v] = out_.stage_of[n];
+          out_.stages[static_cast<size_t>(out_.stage_of[n]) - 1].saved.push_back(v);
+        }
+    // δ: backward values crossing from B^{ℓ+1} to B^ℓ, for every boundary they cross.
+    IdVector<ValueId, int32_t> lowest_user(values, 0);
+    std::vector<int64_t> delta_diff(stages + 2, 0);
+    std::vector<std::vector<ValueId>> delta_in(stages + 1);  // by stage: values crossing into it
+    for (NodeId n : backward_)
+      for (ValueId y : g_.node(n).outputs) {
+        if (!counted[y] || g_.value(y).is_output) continue;
+        int32_t lowest = out_.stage_of[n];
+        for (NodeId u : g_.users(y)) lowest = std::min(lowest, out_.stage_of[u]);
+        lowest_user[y] = lowest;
+        for (int32_t j = lowest; j < out_.stage_of[n]; ++j)
+          delta_in[static_cast<size_t>(j)].push_back(y);
+        delta_diff[static_cast<size_t>(lowest)] += g_.value(y).size_bytes;
+        delta_diff[static_cast<size_t>(out_.stage_of[n])] -= g_.value(y).size_bytes;
+      }
+    std::vector<int64_t> delta(stages + 1, 0);  // δ^j, j = 0..L+1 (0 and L+1 stay 0)
+    int64_t running = 0;
+    for (size_t j = 1; j <= stages; ++j) {
+      running += delta_diff[j];
+      delta[j] = running;
+    }
+    auto bytes_of = [&](std::span<const ValueId> vs) {
+      int64_t sum = 0;
+      for (ValueId v : vs)
+        if (counted[v]) sum += g_.value(v).size_bytes;
+      return sum;
+    };
+    std::vector<int64_t> kept_through(stages + 2, 0);  // Σ_{s≤ℓ} R_s
+    std::vector<int64_t> grads_after(stages + 2, 0);   // Σ_{s>ℓ} G_s
+    for (size_t s = 1; s <= stages; ++s) kept_through[s] = kept_through[s - 1] + kept_once[s];
+    for (size_t s = stages; s >= 1; --s) grads_after[s - 1] = grads_after[s] + grads[s];
+
+    IdVector<ValueId, int32_t> scratch(values, kNone);
+    out_.chain.name = g_.name();
+    out_.chain.stages.resize(stages);
+    for (size_t i = 0; i < stages; ++i) {
+      const auto l = static_cast<int32_t>(i) + 1;
+      StageNodes& nodes = out_.stages[i];
+      ChainStage& stage = out_.chain.stages[i];
+      stage.name = i + 1 < stages ? fmt::format("to {}", g_.node(out_.separators[i]).name)
+                                  : std::string("loss");
+      for (NodeId n : nodes.forward) {
+        if (g_.node(n).recomputable)
+          stage.u_f += g_.node(n).cost;
+        else
+          out_.fixed_cost += g_.node(n).cost;
+      }
+      for (NodeId n : nodes.backward) stage.u_b += g_.node(n).cost;
+      const std::span<const ValueId> input =
+          i > 0 ? std::span<const ValueId>(out_.stages[i - 1].output) : std::span<const ValueId>{};
+      const int64_t a_in = bytes_of(input);
+      const int64_t a = bytes_of(nodes.output);
+      const int64_t abar = a + bytes_of(nodes.saved);
+      stage.sizes = {.a = a, .abar = abar, .delta = delta[i + 1]};
+      auto is_counted = [&](ValueId v) { return counted[v] != 0; };
+      auto is_input = [&](ValueId v) { return output_stage_[v] == l - 1 && l > 1; };
+      auto keep_all = [&](ValueId v) {
+        return is_input(v) || output_stage_[v] == l || saved_stage[v] == l;
+      };
+      auto keep_output = [&](ValueId v) { return is_input(v) || output_stage_[v] == l; };
+      const int64_t peak_all =
+          segment_peak(g_, nodes.forward, input, is_counted, keep_all, scratch);
+      const int64_t peak_ck =
+          segment_peak(g_, nodes.forward, input, is_counted, keep_output, scratch);
+      const int64_t extra = kept_through[i + 1] + grads_after[i + 1];
+      stage.o_f = std::max<int64_t>({peak_all - abar - a_in, peak_ck - a - a_in, 0}) + extra;
+
+      std::vector<ValueId> backward_initial(input.begin(), input.end());
+      for (ValueId v : nodes.output) backward_initial.push_back(v);
+      for (ValueId v : nodes.saved) backward_initial.push_back(v);
+      for (ValueId v : delta_in[i + 1]) backward_initial.push_back(v);
+      auto keep_backward = [&](ValueId v) {
+        if (is_input(v)) return true;  // B^ℓ is charged a^{ℓ-1} throughout
+        if (!forward_value(v)) return g_.value(v).is_output || lowest_user[v] < l;
+        return false;
+      };
+      const int64_t peak_b =
+          segment_peak(g_, nodes.backward, backward_initial, is_counted, keep_backward, scratch);
+      stage.o_b = std::max<int64_t>(peak_b - abar - a_in - delta[i + 1] - delta[i], 0) + extra;
+    }
+  }
+
+  const Graph& g_;
+  const ChainExtractOptions options_;
+  std::vector<NodeId> forward_, backward_;
+  IdVector<ValueId, int32_t> last_forward_use_;
+  IdVector<ValueId, int32_t> output_stage_;  // ℓ when the value is in a^ℓ, else 0
+  GraphChain out_;
+};
+
+}  // namespace
+
+GraphChain extract_chain(const Graph& graph, const ChainExtractOptions& options) {
+  return Extractor(graph, options).run();
+}
+
+std::vector<StageRun> store_all_runs(const GraphChain& chain) {
+  std::vector<StageRun> runs;
+  const auto stages = static_cast<int32_t>(chain.stages.size());
+  for (int32_t l = 1; l <= stages; ++l) runs.push_back({l, false});
+  for (int32_t l = stages; l >= 1; --l) runs.push_back({l, true});
+  return runs;
+}
+
+Sequence lower_chain_plan(const Graph& graph, const GraphChain& chain,
+                          std::span<const StageRun> runs) {
+  const auto stages = static_cast<int32_t>(chain.stages.size());
+  std::vector<uint8_t> ran_forward(static_cast<size_t>(stages) + 1, 0);
+  Sequence sequence;
+  for (const StageRun& run : runs) {
+    if (run.stage < 1 || run.stage > stages)
+      throw InputError(fmt::format("chain plan: stage {} out of range 1..{}", run.stage, stages));
+    const StageNodes& nodes = chain.stages[static_cast<size_t>(run.stage) - 1];
+    if (run.backward) {
+      sequence.insert(sequence.end(), nodes.backward.begin(), nodes.backward.end());
+      continue;
+    }
+    const bool first = !ran_forward[static_cast<size_t>(run.stage)];
+    ran_forward[static_cast<size_t>(run.stage)] = 1;
+    for (NodeId n : nodes.forward)
+      if (first || graph.node(n).recomputable) sequence.push_back(n);
+  }
+  return sequence;
+}
+
+}  // namespace remat

@@ -1,0 +1,400 @@
+// gecode_model.cc — the only file that speaks Gecode: the retention-interval CP of MOCCASIN
+// (Bartan et al. 2023, §2) posted as Gecode constraints, and the search (BAB, then restarts
+// with large-neighbourhood search, solution-guided value selection).
+#include <algorithm>
+#include <gecode/int.hh>
+#include <gecode/minimodel.hh>
+#include <gecode/search.hh>
+#include <memory>
+#include <random>
+
+#include "moccasin/instance.h"
+
+namespace remat::moccasin {
+namespace {
+
+using namespace Gecode;
+
+// Values the branchers prefer (solution-guided search); aligned with the branched arrays.
+struct Hint {
+  std::vector<int> active;  // per optional copy (copy >= 2)
+  std::vector<int> starts;  // per branched start
+  std::vector<int> ends;    // per end variable
+};
+
+struct CopyVars {
+  BoolVar active;
+  IntVar start;
+  std::vector<IntVar> ends;  // one per output
+};
+
+class Model : public IntMinimizeSpace {
+ public:
+  Model(const Instance& inst, bool phase1, const SearchParams& params)
+      : phase1_(phase1), lns_fraction_(params.lns_fraction), seed_(params.seed) {
+    const int32_t n = static_cast<int32_t>(inst.nodes.size());
+    int32_t total_copies = 0;
+    for (const NodeModel& node : inst.nodes) total_copies += node.copies;
+    staged_ = inst.staged;
+    scattered_lns_ = params.scattered_lns;
+    horizon_ = inst.staged ? n * (n + 1) / 2 : total_copies;
+    const int32_t end_max = horizon_ + 1;
+
+    std::vector<std::vector<CopyVars>> vars(n);
+    BoolVarArgs optional_active;
+    IntVarArgs branched_starts, all_ends, all_starts;
+    BoolVarArgs all_active;
+    IntVarArgs task_s, task_p, task_e;
+    IntArgs task_u;
+    BoolVarArgs task_m;
+    IntArgs weights;
+    BoolVarArgs weighted;
+    int64_t total_demand = 0;
+
+    for (int32_t p = 0; p < n; ++p) {
+      const NodeModel& node = inst.nodes[p];
+      IntSet later_events = IntSet::empty;
+      if (inst.staged) {
+        std::vector<int> events;
+        for (int32_t stage = p + 2; stage <= n; ++stage) events.push_back(staged_event(stage, p));
+        later_events = IntSet(IntArgs(events));
+      }
+      for (int32_t i = 0; i < node.copies; ++i) {
+        CopyVars copy;
+        if (i == 0) {
+          copy.active = BoolVar(*this, 1, 1);
+          copy.start = inst.staged ? IntVar(*this, first_event(p), first_event(p))
+                                   : IntVar(*this, 1, horizon_);
+        } else {
+          copy.active = BoolVar(*this, 0, 1);
+          copy.start = inst.staged ? IntVar(*this, later_events) : IntVar(*this, 1, horizon_);
+          optional_active << copy.active;
+        }
+        if (!inst.staged || i > 0) branched_starts << copy.start;
+        all_starts << copy.start;
+        all_active << copy.active;
+        weights << node.weight;
+        weighted << copy.active;
+        const int32_t start_max = copy.start.max();
+        if (i > 0) {
+          // Inactive copies are pinned to one canonical value: no symmetric search.
+          BoolVar inactive = expr(*this, !copy.active);
+          rel(*this, copy.start, IRT_EQ, start_max, Reify(inactive, RM_IMP));
+        }
+        for (size_t k = 0; k < node.outputs.size(); ++k) {
+          IntVar end(*this, 2, end_max);
+          rel(*this, end, IRT_GR, copy.start);
+          if (i > 0) {
+            BoolVar inactive = expr(*this, !copy.active);
+            rel(*this, end, IRT_EQ, expr(*this, copy.start + 1), Reify(inactive, RM_IMP));
+          }
+          copy.ends.push_back(end);
+          all_ends << end;
+          if (node.outputs[k].size > 0) {
+            IntVar length(*this, 1, end_max);
+            rel(*this, copy.start + length == end);
+            task_s << copy.start;
+            task_p << length;
+            task_e << end;
+            task_u << node.outputs[k].size;
+            task_m << copy.active;
+            total_demand += node.outputs[k].size;
+          }
+        }
+        if (node.temp > 0) {
+          task_s << copy.start;
+          task_p << IntVar(*this, 1, 1);
+          task_e << expr(*this, copy.start + 1);
+          task_u << node.temp;
+          task_m << copy.active;
+          total_demand += node.temp;
+        }
+        vars[p].push_back(std::move(copy));
+      }
+      // Copies are used in order and do not overlap (constraints 3 and the symmetry a^i -> a^i-1).
+      for (int32_t i = 1; i < node.copies; ++i) {
+        CopyVars& prev = vars[p][i - 1];
+        CopyVars& cur = vars[p][i];
+        rel(*this, cur.active, BOT_IMP, prev.active, 1);
+        rel(*this, prev.start, IRT_LE, cur.start, Reify(cur.active, RM_IMP));
+        for (const IntVar& end : prev.ends)
+          rel(*this, end, IRT_LQ, cur.start, Reify(cur.active, RM_IMP));
+      }
+      // Graph outputs: the last active copy keeps them to the end.
+      for (size_t k = 0; k < node.outputs.size(); ++k) {
+        if (!node.outputs[k].live_to_end) continue;
+        for (int32_t i = 0; i < node.copies; ++i) {
+          BoolVar last = i + 1 < node.copies
+                             ? expr(*this, vars[p][i].active && !vars[p][i + 1].active)
+                             : vars[p][i].active;
+          rel(*this, vars[p][i].ends[k], IRT_EQ, end_max, Reify(last, RM_IMP));
+        }
+      }
+    }
+
+    // Precedence (5): each active copy of v starts strictly inside an active copy of u's output:
+    // one reified Boolean per (copy of v, copy of u) and a clause over them (see the docs).
+    BoolVarArgs links;
+    for (int32_t p = 0; p < n; ++p) {
+      for (const Use& use : inst.nodes[p].uses) {
+        for (CopyVars& consumer : vars[p]) {
+          BoolVarArgs options;
+          for (CopyVars& producer : vars[use.producer]) {
+            BoolVar x(*this, 0, 1);
+            rel(*this, x, BOT_IMP, producer.active, 1);
+            rel(*this, producer.start, IRT_LE, consumer.start, Reify(x, RM_IMP));
+            rel(*this, producer.ends[use.output], IRT_GR, consumer.start, Reify(x, RM_IMP));
+            options << x;
+            links << x;
+          }
+          clause(*this, BOT_OR, options, BoolVarArgs() << consumer.active, 1);
+        }
+      }
+    }
+    if (!inst.staged) distinct(*this, all_active, all_starts);
+
+    // Memory (4): one cumulative over the optional flexible tasks.
+    if (phase1) {
+      peak_ = IntVar(*this, 0, static_cast<int>(std::min<int64_t>(total_demand, Int::Limits::max)));
+      objective_ = IntVar(*this, inst.capacity, Int::Limits::max);
+      max(*this, peak_, IntVar(*this, inst.capacity, inst.capacity), objective_);
+      if (task_s.size() > 0) cumulative(*this, peak_, task_s, task_p, task_e, task_u, task_m);
+    } else {
+      peak_ = IntVar(*this, 0, 0);  // unused in phase 2
+      if (task_s.size() > 0)
+        cumulative(*this, inst.capacity, task_s, task_p, task_e, task_u, task_m);
+      objective_ = IntVar(*this, 0, Int::Limits::max);
+      linear(*this, weights, weighted, IRT_EQ, objective_);
+    }
+
+    active_ = BoolVarArray(*this, all_active);
+    starts_ = IntVarArray(*this, all_starts);
+    optional_active_ = BoolVarArray(*this, optional_active);
+    branched_starts_ = IntVarArray(*this, branched_starts);
+    ends_ = IntVarArray(*this, all_ends);
+    links_ = BoolVarArray(*this, links);
+    window_nodes_.reserve(static_cast<size_t>(n));
+    for (int32_t p = 0; p < n; ++p) {
+      window_nodes_.push_back(inst.nodes[p].copies);
+    }
+    post_branching(params.afc_branching);
+  }
+
+  Model(Model& other) : IntMinimizeSpace(other) {
+    phase1_ = other.phase1_;
+    staged_ = other.staged_;
+    scattered_lns_ = other.scattered_lns_;
+    horizon_ = other.horizon_;
+    lns_fraction_ = other.lns_fraction_;
+    seed_ = other.seed_;
+    hint_ = other.hint_;
+    window_nodes_ = other.window_nodes_;
+    active_.update(*this, other.active_);
+    starts_.update(*this, other.starts_);
+    optional_active_.update(*this, other.optional_active_);
+    branched_starts_.update(*this, other.branched_starts_);
+    ends_.update(*this, other.ends_);
+    links_.update(*this, other.links_);
+    objective_.update(*this, other.objective_);
+    peak_.update(*this, other.peak_);
+  }
+  Space* copy() override { return new Model(*this); }  // Gecode's cloning protocol
+  IntVar cost() const override { return objective_; }
+
+  void set_hint(const Solution& solution) {
+    auto hint = std::make_shared<Hint>();
+    hint->active = solution.hint_active;
+    hint->starts = solution.hint_starts;
+    hint->ends = solution.hint_ends;
+    hint_ = hint;
+  }
+  void set_hint_from(const Model& solved) {
+    auto hint = std::make_shared<Hint>();
+    for (int i = 0; i < solved.optional_active_.size(); ++i)
+      hint->active.push_back(solved.optional_active_[i].val());
+    for (int i = 0; i < solved.branched_starts_.size(); ++i)
+      hint->starts.push_back(solved.branched_starts_[i].val());
+    for (int i = 0; i < solved.ends_.size(); ++i) hint->ends.push_back(solved.ends_[i].val());
+    hint_ = hint;
+  }
+
+  Solution extract(const Instance& inst) const {
+    Solution solution;
+    int flat = 0;
+    for (const NodeModel& node : inst.nodes) {
+      std::vector<CopyValue> copies;
+      for (int32_t i = 0; i < node.copies; ++i, ++flat)
+        copies.push_back({active_[flat].val() == 1, starts_[flat].val()});
+      solution.copies.push_back(std::move(copies));
+    }
+    for (int i = 0; i < optional_active_.size(); ++i)
+      solution.hint_active.push_back(optional_active_[i].val());
+    for (int i = 0; i < branched_starts_.size(); ++i)
+      solution.hint_starts.push_back(branched_starts_[i].val());
+    for (int i = 0; i < ends_.size(); ++i) solution.hint_ends.push_back(ends_[i].val());
+    solution.objective = objective_.val();
+    return solution;
+  }
+  int objective_value() const { return objective_.val(); }
+  bool phase1() const { return phase1_; }
+
+  // Restart-based search: the master keeps the best solution as the hint and bound.
+  bool master(const MetaInfo& mi) override {
+    if (mi.type() == MetaInfo::RESTART && mi.last() != nullptr) {
+      const Model& last = static_cast<const Model&>(*mi.last());
+      constrain(last);
+      set_hint_from(last);
+    }
+    return true;
+  }
+  // LNS: fix every copy outside a random window of consecutive nodes to the incumbent.
+  bool slave(const MetaInfo& mi) override {
+    if (mi.type() != MetaInfo::RESTART || !hint_ || hint_->ends.empty()) return true;
+    const int n = static_cast<int>(window_nodes_.size());
+    std::mt19937_64 rng(seed_ * 0x9E3779B97F4A7C15ULL + mi.restart());
+    const int width = std::max(1, static_cast<int>(lns_fraction_ * n));
+    const int first = static_cast<int>(rng() % static_cast<uint64_t>(std::max(1, n - width + 1)));
+    int opt = 0, st = 0, flat = 0;
+    for (int p = 0; p < n; ++p) {
+      // Window: consecutive nodes; scattered: each node with probability lns_fraction (the
+      // values live across a peak come from all over the order).
+      const bool relaxed = scattered_lns_
+                               ? std::uniform_real_distribution<double>(0, 1)(rng) < lns_fraction_
+                               : p >= first && p < first + width;
+      for (int i = 0; i < window_nodes_[p]; ++i, ++flat) {
+        if (!staged_ || i > 0) {
+          if (!relaxed) rel(*this, starts_[flat], IRT_EQ, hint_->starts[st]);
+          ++st;
+        }
+        if (i > 0) {
+          if (!relaxed) rel(*this, active_[flat], IRT_EQ, hint_->active[opt]);
+          ++opt;
+        }
+      }
+    }
+    return false;
+  }
+
+ private:
+  static int guided_int(const Space& home, IntVar x, int i, bool ends) {
+    const Model& m = static_cast<const Model&>(home);
+    if (m.hint_) {
+      const std::vector<int>& values = ends ? m.hint_->ends : m.hint_->starts;
+      if (i < static_cast<int>(values.size()) && x.in(values[i])) return values[i];
+    }
+    return x.min();
+  }
+
+  void post_branching(bool afc) {
+    // (1) recomputations off first, (2) starts in event order, (3) ends as early as allowed,
+    // (4) the precedence links; values from the hint when it is still in the domain.
+    branch(*this, optional_active_, BOOL_VAR_NONE(),
+           BOOL_VAL([](const Space& home, BoolVar x, int i) {
+             const Model& m = static_cast<const Model&>(home);
+             if (m.hint_ && i < static_cast<int>(m.hint_->active.size())) return m.hint_->active[i];
+             return x.min();
+           }));
+    if (afc) {
+      branch(*this, branched_starts_, INT_VAR_AFC_SIZE_MAX(0.99),
+             INT_VAL([](const Space& h, IntVar x, int i) { return guided_int(h, x, i, false); }));
+      branch(*this, ends_, INT_VAR_AFC_SIZE_MAX(0.99),
+             INT_VAL([](const Space& h, IntVar x, int i) { return guided_int(h, x, i, true); }));
+    } else {
+      branch(*this, branched_starts_, INT_VAR_NONE(),
+             INT_VAL([](const Space& h, IntVar x, int i) { return guided_int(h, x, i, false); }));
+      branch(*this, ends_, INT_VAR_NONE(),
+             INT_VAL([](const Space& h, IntVar x, int i) { return guided_int(h, x, i, true); }));
+    }
+    branch(*this, links_, BOOL_VAR_NONE(), BOOL_VAL_MAX());
+    branch(*this, peak_, INT_VAL_MIN());  // phase 1: the peak of the fixed schedule
+  }
+
+  bool phase1_ = false;
+  bool staged_ = true;
+  bool scattered_lns_ = false;
+  int32_t horizon_ = 0;
+  double lns_fraction_ = 0.2;
+  uint64_t seed_ = 1;
+  std::shared_ptr<const Hint> hint_;
+  std::vector<int32_t> window_nodes_;  // copies per node, in order
+  BoolVarArray active_;                // every copy, node-major
+  IntVarArray starts_;                 // every copy, node-major
+  BoolVarArray optional_active_;
+  IntVarArray branched_starts_;
+  IntVarArray ends_;
+  BoolVarArray links_;
+  IntVar objective_;
+  IntVar peak_;
+};
+
+void accumulate(PhaseResult& result, const Search::Statistics& stats) {
+  result.failures += static_cast<int64_t>(stats.fail);
+  result.nodes += static_cast<int64_t>(stats.node);
+  result.restarts += static_cast<int64_t>(stats.restart);
+}
+
+PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* hint,
+                      const SearchParams& params) {
+  PhaseResult result;
+  auto root = std::make_unique<Model>(inst, phase1, params);
+  if (root->status() == SS_FAILED) {
+    result.proved = true;
+    return result;
+  }
+  if (hint != nullptr) root->set_hint(*hint);
+
+  // Stage A: complete branch and bound; exhausting it proves the phase optimal.
+  const double proof_s = params.time_limit_s * params.proof_fraction;
+  Search::Options options;
+  options.threads = params.threads;
+  Search::TimeStop proof_stop(static_cast<unsigned long>(std::max(1.0, proof_s * 1000)));
+  options.stop = &proof_stop;
+  std::unique_ptr<Model> best;
+  {
+    BAB<Model> engine(root.get(), options);
+    while (Model* solution = engine.next()) {
+      best.reset(solution);
+      ++result.solutions;
+    }
+    accumulate(result, engine.statistics());
+    result.proved = !engine.stopped();
+  }
+  const double remaining_s = params.time_limit_s - proof_s;
+  if (!result.proved && best && remaining_s > 0.05) {
+    // Stage B: restarts with LNS around the incumbent (Luby cutoffs on failures).
+    root->set_hint_from(*best);
+    root->constrain(*best);
+    if (root->status() != SS_FAILED) {
+      Search::Options lns;
+      lns.threads = params.threads;
+      Search::TimeStop lns_stop(static_cast<unsigned long>(remaining_s * 1000));
+      lns.stop = &lns_stop;
+      lns.cutoff = Search::Cutoff::luby(50);
+      RBS<Model, BAB> engine(root.get(), lns);
+      while (Model* solution = engine.next()) {
+        best.reset(solution);
+        ++result.solutions;
+      }
+      accumulate(result, engine.statistics());
+    }
+  }
+  if (best) {
+    result.found = true;
+    result.best = best->extract(inst);
+  }
+  return result;
+}
+
+}  // namespace
+
+PhaseResult solve_phase1(const Instance& instance, const Solution* hint,
+                         const SearchParams& params) {
+  return run_phase(instance, true, hint, params);
+}
+
+PhaseResult solve_phase2(const Instance& instance, const Solution* hint,
+                         const SearchParams& params) {
+  return run_phase(instance, false, hint, params);
+}
+
+}  // namespace remat::moccasin

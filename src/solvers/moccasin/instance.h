@@ -1,0 +1,82 @@
+// instance.h — the MOCCASIN retention-interval model in integer units, free of Gecode types.
+// moccasin.cc builds an Instance from a Graph (scaling sizes and costs into int32) and
+// gecode_model.cc (the only file that includes Gecode) solves it. Events are 1-based; retention
+// ends are exclusive: copy i of node v holds output k over events [start, end_k).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace remat::moccasin {
+
+struct Output {
+  int32_t size = 0;          // scaled, rounded up; 0: no memory task
+  bool live_to_end = false;  // graph output: the last active copy ends at horizon + 1
+};
+
+struct Use {
+  int32_t producer = 0;  // position in the order
+  int32_t output = 0;    // index into the producer's outputs
+};
+
+struct NodeModel {
+  int32_t copies = 2;  // C_v, counting the first computation
+  int32_t weight = 0;  // scaled cost of one computation
+  int32_t temp = 0;    // scaled temp memory, held during the compute event only
+  std::vector<Output> outputs;
+  std::vector<Use> uses;  // distinct (producer, output) pairs read
+};
+
+struct Instance {
+  std::vector<NodeModel> nodes;  // in the fixed input order
+  int32_t capacity = 0;          // scaled budget minus graph inputs, rounded down
+  bool staged = true;            // false: order=free, all-different starts on 1..sum C_v
+};
+
+struct SearchParams {
+  double time_limit_s = 60;
+  int threads = 1;
+  uint64_t seed = 1;
+  bool afc_branching = false;   // alternative: ends and starts by accumulated failure count
+  double lns_fraction = 0.4;    // share of the order relaxed by one LNS restart
+  bool scattered_lns = true;    // relax random nodes (true) or a window of consecutive ones
+  double proof_fraction = 0.3;  // share of a phase's time given to the complete search first
+};
+
+struct CopyValue {
+  bool active = false;
+  int32_t start = 0;
+};
+
+struct Solution {
+  std::vector<std::vector<CopyValue>> copies;  // [node][copy]
+  int64_t objective = 0;                       // phase 1: max(M_var, M); phase 2: cost
+  // The branched variables' values, to guide the next phase's search (same variable layout).
+  std::vector<int> hint_active, hint_starts, hint_ends;
+};
+
+struct PhaseResult {
+  bool found = false;
+  bool proved = false;  // the search space of the phase was exhausted
+  Solution best;
+  int64_t solutions = 0;
+  int64_t failures = 0;
+  int64_t nodes = 0;
+  int64_t restarts = 0;
+};
+
+// Phase 1: minimise max(M_var, capacity), starting from `hint` (or the no-recomputation plan).
+PhaseResult solve_phase1(const Instance& instance, const Solution* hint,
+                         const SearchParams& params);
+// Phase 2: minimise cost at the capacity, solution-guided from `hint`.
+PhaseResult solve_phase2(const Instance& instance, const Solution* hint,
+                         const SearchParams& params);
+
+// Event of copy 1 of the node at 0-based position p in staged mode: (p+1)(p+2)/2.
+inline int32_t first_event(int32_t position) { return (position + 1) * (position + 2) / 2; }
+// Staged event of the node at position p in stage `stage` (1-based, stage > p).
+inline int32_t staged_event(int32_t stage, int32_t position) {
+  return stage * (stage - 1) / 2 + position + 1;
+}
+
+}  // namespace remat::moccasin

@@ -1,0 +1,16 @@
+// libFuzzer target: NetworkX node-link JSON import.
+#include "fuzz_common.h"
+#include "remat/io.h"
+#include "remat/simulate.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  remat::fuzz::expect_value_or_input_error([&] {
+    const remat::Graph g =
+        remat::import_networkx_json(remat::fuzz::as_text(data, size), "fuzz.json");
+    const remat::Baseline base = remat::baseline(g);
+    remat::fuzz::require(base.peak_bytes >= 0, "baseline peak >= 0");
+    const remat::Graph again = remat::parse_graph_json(remat::graph_to_json(g), "round-trip");
+    remat::fuzz::require(again.num_nodes() == g.num_nodes(), "round trip keeps the nodes");
+  });
+  return 0;
+}

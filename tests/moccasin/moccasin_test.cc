@@ -1,0 +1,168 @@
+// Tests of the `moccasin` solver: the Fig. 3 example, hand-computed C_v = 1 vs C_v = 2 optima,
+// agreement with brute force over the staged event space, validity and determinism.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "moccasin/instance.h"
+#include "remat/graph.h"
+#include "remat/simulate.h"
+#include "remat/solver.h"
+#include "testing/testing.h"
+
+namespace remat {
+namespace {
+
+// Chain a -> b -> c -> d plus the skip a -> d (the graph that fits the text of [M] Fig. 3).
+Graph fig3_graph(int64_t size_b) {
+  GraphSpec spec;
+  spec.values = {{"a", 1}, {"b", size_b}, {"c", 1}, {"d", 1, true}};
+  spec.nodes = {
+      {.name = "a", .cost = 1, .outputs = {ValueId{0}}},
+      {.name = "b", .cost = 1, .inputs = {ValueId{0}}, .outputs = {ValueId{1}}},
+      {.name = "c", .cost = 1, .inputs = {ValueId{1}}, .outputs = {ValueId{2}}},
+      {.name = "d", .cost = 1, .inputs = {ValueId{2}, ValueId{0}}, .outputs = {ValueId{3}}}};
+  return Graph::build(std::move(spec), "fig3");
+}
+
+TEST(Moccasin, Fig3EventsAndMemory) {
+  // First computations at events 1, 3, 6, 10; node a's recomputation in stage 4 is event 7.
+  EXPECT_EQ(moccasin::first_event(0), 1);
+  EXPECT_EQ(moccasin::first_event(1), 3);
+  EXPECT_EQ(moccasin::first_event(2), 6);
+  EXPECT_EQ(moccasin::first_event(3), 10);
+  EXPECT_EQ(moccasin::staged_event(4, 0), 7);
+  // The Fig. 3 plan with unit sizes: memory 2 at event 7 (a and c), peak 3 at event 10.
+  const Graph g = fig3_graph(1);
+  const Sequence fig3 = {NodeId{0}, NodeId{1}, NodeId{2}, NodeId{0}, NodeId{3}};
+  const Evaluation e = simulate(g, fig3, {.timeline = true});
+  ASSERT_TRUE(e.valid) << e.error;
+  EXPECT_EQ(e.timeline[3], 2);
+  EXPECT_EQ(e.peak_bytes, 3);
+  // With unit sizes the solver needs no recomputation at budget 3: cost 4, peak 3, optimal.
+  const SolveResult r = testing::solve_and_check(g, 3, "moccasin");
+  EXPECT_EQ(r.plan.stats.status, SolveStatus::kOptimal);
+  EXPECT_EQ(r.eval.cost, 4);
+  EXPECT_EQ(r.eval.peak_bytes, 3);
+}
+
+TEST(Moccasin, OneCopyForcesHigherPeakThanTwo) {
+  // b is large (10). Keeping a across b and c costs a+b+c = 12 at c; recomputing a after c
+  // (event 7) gives peak a+b = b+c = 11 at cost 5 (hand computation).
+  const Graph g = fig3_graph(10);
+  const SolveResult one = testing::solve_and_check(g, 11, "moccasin", {{"c", "1"}});
+  EXPECT_EQ(one.plan.stats.status, SolveStatus::kOverBudget);
+  EXPECT_EQ(one.eval.peak_bytes, 12);
+  const SolveResult two = testing::solve_and_check(g, 11, "moccasin", {{"c", "2"}});
+  EXPECT_EQ(two.plan.stats.status, SolveStatus::kOptimal);
+  EXPECT_EQ(two.eval.peak_bytes, 11);
+  EXPECT_EQ(two.eval.cost, 5);
+  EXPECT_EQ(testing::count_runs(g, two.plan.sequence, "a"), 2);
+  // At budget 12 no recomputation is needed.
+  const SolveResult loose = testing::solve_and_check(g, 12, "moccasin");
+  EXPECT_EQ(loose.plan.stats.status, SolveStatus::kOptimal);
+  EXPECT_EQ(loose.eval.cost, 4);
+}
+
+Graph random_graph(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  GraphSpec spec;
+  for (int i = 0; i < n; ++i) {
+    spec.values.push_back(
+        {fmt::format("v{}", i), std::uniform_int_distribution<int>(1, 6)(rng), i == n - 1});
+    Node node{.name = fmt::format("n{}", i),
+              .cost = static_cast<double>(std::uniform_int_distribution<int>(1, 4)(rng)),
+              .outputs = {ValueId{i}}};
+    if (i > 0) {
+      node.inputs.push_back(ValueId{i - 1});
+      const int extra = std::uniform_int_distribution<int>(0, i - 1)(rng);
+      if (extra != i - 1 && rng() % 2 == 0) node.inputs.push_back(ValueId{extra});
+    }
+    spec.nodes.push_back(std::move(node));
+  }
+  return Graph::build(std::move(spec), "random");
+}
+
+// Least cost over every subset of staged recomputation events (first computations fixed).
+std::optional<double> brute_force(const Graph& g, int64_t budget) {
+  const int n = g.num_nodes();
+  std::vector<std::pair<int, int>> optional_events;  // (event, node)
+  std::vector<std::pair<int, int>> fixed_events;
+  for (int p = 0; p < n; ++p) {
+    fixed_events.emplace_back(moccasin::first_event(p), p);
+    for (int stage = p + 2; stage <= n; ++stage)
+      optional_events.emplace_back(moccasin::staged_event(stage, p), p);
+  }
+  std::optional<double> best;
+  for (uint32_t mask = 0; mask < (1u << optional_events.size()); ++mask) {
+    std::vector<std::pair<int, int>> events = fixed_events;
+    for (size_t k = 0; k < optional_events.size(); ++k)
+      if (mask >> k & 1) events.push_back(optional_events[k]);
+    std::sort(events.begin(), events.end());
+    Sequence seq;
+    for (const auto& [event, node] : events) seq.push_back(NodeId{node});
+    const Evaluation e = simulate(g, seq);
+    if (e.valid && e.peak_bytes <= budget && (!best || e.cost < *best)) best = e.cost;
+  }
+  return best;
+}
+
+TEST(Moccasin, AgreesWithBruteForceOnSmallGraphs) {
+  int proved = 0;
+  for (uint32_t seed = 1; seed <= 12; ++seed) {
+    const int n = 5 + static_cast<int>(seed % 2);
+    const Graph g = random_graph(n, seed);
+    const int64_t low = memory_lower_bound(g), high = baseline(g).peak_bytes;
+    for (const int64_t budget : {low, (low + high) / 2, high}) {
+      const std::optional<double> expected = brute_force(g, budget);
+      const SolveResult r =
+          testing::solve_and_check(g, budget, "moccasin", {{"c", std::to_string(n)}});
+      SCOPED_TRACE(::testing::Message() << "seed " << seed << " budget " << budget);
+      if (!expected) {
+        EXPECT_EQ(r.plan.stats.status, SolveStatus::kOverBudget);
+        continue;
+      }
+      ASSERT_EQ(r.plan.stats.status, SolveStatus::kOptimal);
+      EXPECT_EQ(r.eval.cost, *expected);
+      ++proved;
+    }
+  }
+  EXPECT_GT(proved, 20);
+}
+
+TEST(Moccasin, FreeOrderNeverWorseThanFixed) {
+  const Graph g = fig3_graph(10);
+  const SolveResult fixed = testing::solve_and_check(g, 11, "moccasin");
+  const SolveResult free = testing::solve_and_check(g, 11, "moccasin", {{"order", "free"}});
+  EXPECT_EQ(free.plan.stats.status, SolveStatus::kOptimal);
+  EXPECT_LE(free.eval.cost, fixed.eval.cost);
+}
+
+TEST(Moccasin, SameSeedOneThreadSamePlan) {
+  const Graph g = random_graph(14, 7);
+  const int64_t budget = (memory_lower_bound(g) + baseline(g).peak_bytes) / 2;
+  const SolveResult a = testing::solve_and_check(g, budget, "moccasin", {}, 3);
+  const SolveResult b = testing::solve_and_check(g, budget, "moccasin", {}, 3);
+  EXPECT_EQ(a.plan.sequence, b.plan.sequence);
+}
+
+TEST(Moccasin, RejectsBadParameters) {
+  const Graph g = fig3_graph(1);
+  EXPECT_NE(testing::input_error_of([&] {
+              testing::solve_and_check(g, 3, "moccasin", {{"c", "0"}});
+            }).find("parameter 'c'"),
+            std::string::npos);
+  EXPECT_NE(testing::input_error_of([&] {
+              testing::solve_and_check(g, 3, "moccasin", {{"order", "any"}});
+            }).find("order"),
+            std::string::npos);
+  EXPECT_NE(testing::input_error_of([&] {
+              testing::solve_and_check(g, 3, "moccasin", {{"colour", "1"}});
+            }).find("colour"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace remat
