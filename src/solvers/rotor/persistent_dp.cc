@@ -151,8 +151,8 @@ void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bou
              PersistentFamily family, const TriangleTable& table, int s, int t, int64_t m,
              ChainSequence& out) {
   if (s == t) {
-    out.push_back({OpKind::kForwardAll, s});
-    out.push_back({OpKind::kBackward, s});
+    out.push_back({ChainOpKind::kForwardAll, s});
+    out.push_back({ChainOpKind::kBackward, s});
     return;
   }
   double best = kInfinity;
@@ -176,13 +176,13 @@ void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bou
   }
   REMAT_CHECK(best < kInfinity, fmt::format("persistent DP: no choice for C({}, {}, {})", s, t, m));
   if (best_split == 0) {
-    out.push_back({OpKind::kForwardAll, s});
+    out.push_back({ChainOpKind::kForwardAll, s});
     rebuild(c, bounds, family, table, s + 1, t, m - c.abar[s], out);
-    out.push_back({OpKind::kBackward, s});
+    out.push_back({ChainOpKind::kBackward, s});
     return;
   }
-  out.push_back({OpKind::kForwardCheckpoint, s});
-  for (int j = s + 1; j < best_split; ++j) out.push_back({OpKind::kForwardNoSave, j});
+  out.push_back({ChainOpKind::kForwardCheckpoint, s});
+  for (int j = s + 1; j < best_split; ++j) out.push_back({ChainOpKind::kForwardNoSave, j});
   rebuild(c, bounds, family, table, best_split, t, m - c.a[best_split - 1], out);
   rebuild(c, bounds, family, table, s, best_split - 1, m, out);
 }
@@ -272,23 +272,23 @@ MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily 
     const Frame f = stack.back();
     stack.pop_back();
     if (f.close) {
-      result.ops.push_back({OpKind::kBackward, f.s});
+      result.ops.push_back({ChainOpKind::kBackward, f.s});
       continue;
     }
     if (f.s == f.t) {
-      result.ops.push_back({OpKind::kForwardAll, f.s});
-      result.ops.push_back({OpKind::kBackward, f.s});
+      result.ops.push_back({ChainOpKind::kForwardAll, f.s});
+      result.ops.push_back({ChainOpKind::kBackward, f.s});
       continue;
     }
     const int s2 = choice[at(f.s, f.t)];
     if (s2 == 0) {
-      result.ops.push_back({OpKind::kForwardAll, f.s});
+      result.ops.push_back({ChainOpKind::kForwardAll, f.s});
       stack.push_back({f.s, f.t, true});
       stack.push_back({f.s + 1, f.t, false});
       continue;
     }
-    result.ops.push_back({OpKind::kForwardCheckpoint, f.s});
-    for (int j = f.s + 1; j < s2; ++j) result.ops.push_back({OpKind::kForwardNoSave, j});
+    result.ops.push_back({ChainOpKind::kForwardCheckpoint, f.s});
+    for (int j = f.s + 1; j < s2; ++j) result.ops.push_back({ChainOpKind::kForwardNoSave, j});
     stack.push_back({f.s, s2 - 1, false});  // runs second
     stack.push_back({s2, f.t, false});
   }
