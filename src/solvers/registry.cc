@@ -10,6 +10,7 @@
 #endif
 #include "remat/error.h"
 #include "remat/solver.h"
+#include "rockmate/rockmate.h"
 #include "rotor/graph_solvers.h"
 
 namespace remat {
@@ -27,6 +28,8 @@ constexpr SolverEntry kSolvers[] = {
      rotor::make_revolve_on_graph},
     {"sequential", "checkpoint_sequential on the graph's chain of stages (joint graphs)",
      rotor::make_sequential_on_graph},
+    {"rockmate", "Rockmate: per-block MILP options and rk-Rotor over the blocks (joint graphs)",
+     rockmate::make_rockmate},
 #ifdef REMAT_HAVE_MOCCASIN
     {"moccasin", "MOCCASIN retention-interval CP on Gecode, fixed order (optimal within C_v)",
      moccasin::make},
