@@ -65,7 +65,8 @@ bool is_chain_file(const std::string& path) {
 std::string chain_solver_help() {
   std::string out = "\nChain solvers (for chain files):";
   for (const rotor::ChainSolverEntry& e : rotor::chain_solver_registry())
-    out += fmt::format("\n  {:<10} {}", e.name, e.description);
+    out += fmt::format("\n  {:<10} {}\n{}", e.name, e.description,
+                       params_help(e.make()->params(), "      --param "));
   return out;
 }
 

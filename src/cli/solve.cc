@@ -76,7 +76,8 @@ void register_solve(CLI::App& app) {
   add_solver_options(*cmd, args->solver_args);
   std::string solvers;
   for (const SolverEntry& e : solver_registry())
-    solvers += fmt::format("\n  {:<10} {}", e.name, e.description);
+    solvers += fmt::format("\n  {:<10} {}\n{}", e.name, e.description,
+                           params_help(e.make()->params(), "      --param "));
   cmd->footer("Solvers:" + solvers + chain_solver_help());
   cmd->callback([args] { run_solve(*args); });
 }

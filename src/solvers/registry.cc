@@ -5,7 +5,7 @@
 #include "baseline/baseline.h"
 #include "fastsa/fastsa.h"
 #include "mincut/mincut.h"
-#ifdef REMAT_HAVE_MOCCASIN
+#ifdef REMAT_HAVE_GECODE
 #include "moccasin/moccasin.h"
 #endif
 #include "remat/error.h"
@@ -21,16 +21,29 @@ constexpr SolverEntry kSolvers[] = {
      auto_solver::make},
     {"none", "default schedule, no recomputation (the baseline)", baseline_solver::make},
     {"fastsa", "simulated annealing over sequences with grouping (FastSA), any DAG", fastsa::make},
-    {"mincut", "fusion-aware min-cut of saved activations (joint graphs)", mincut::make},
-    {"rotor", "Rotor's optimal chain DP on the graph's chain of stages (joint graphs)",
-     rotor::make_rotor_on_graph},
-    {"revolve", "Griewank-Walther revolve on the graph's chain of stages (joint graphs)",
-     rotor::make_revolve_on_graph},
-    {"sequential", "checkpoint_sequential on the graph's chain of stages (joint graphs)",
-     rotor::make_sequential_on_graph},
-    {"rockmate", "Rockmate: per-block MILP options and rk-Rotor over the blocks (joint graphs)",
-     rockmate::make_rockmate},
-#ifdef REMAT_HAVE_MOCCASIN
+    {"mincut",
+     "fusion-aware min-cut of saved activations (joint graphs)",
+     mincut::make,
+     {.needs_phases = true}},
+    {"rotor",
+     "Rotor's optimal chain DP on the graph's chain of stages (joint graphs)",
+     rotor::make_rotor_on_graph,
+     {.needs_phases = true}},
+    {"revolve",
+     "Griewank-Walther revolve on the graph's chain of stages (joint graphs)",
+     rotor::make_revolve_on_graph,
+     {.needs_phases = true}},
+    {"sequential",
+     "checkpoint_sequential on the graph's chain of stages (joint graphs)",
+     rotor::make_sequential_on_graph,
+     {.needs_phases = true}},
+    {"rockmate",
+     "Rockmate: per-block MILP options and rk-Rotor over the blocks (joint graphs)",
+     rockmate::make_rockmate,
+     {.needs_phases = true}},
+// Rows of solvers behind an optional library sit inside its guard (REMAT_HAVE_CBC,
+// REMAT_HAVE_GECODE; see src/solvers/CMakeLists.txt).
+#ifdef REMAT_HAVE_GECODE
     {"moccasin", "MOCCASIN retention-interval CP on Gecode, fixed order (optimal within C_v)",
      moccasin::make},
 #endif

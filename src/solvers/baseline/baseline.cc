@@ -3,12 +3,15 @@
 namespace remat::baseline_solver {
 namespace {
 
+struct NoParams {};
+const ParamTable<NoParams> kNoParams("none", {});
+
 class BaselineSolver final : public Solver {
  public:
   std::string_view name() const override { return "none"; }
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
-    check_known_params("none", options.params, {});
+    kNoParams.parse(options.params);  // none: any key is unknown
     Plan plan;
     plan.sequence = default_schedule(graph);
     // Every node once: least cost exactly when every node is required. The judge in remat::solve

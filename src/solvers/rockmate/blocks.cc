@@ -47,7 +47,8 @@ std::string canonical_form(const Graph& g, const Block& block) {
       local.emplace(v.value(), produced++);
       // Size-0 values (alias roots aside: effect-order tokens) do not count: they weigh nothing.
       const bool escapes =
-          g.value(v).size_bytes > 0 && std::find(block.outputs.begin(), block.outputs.end(), v) != block.outputs.end();
+          g.value(v).size_bytes > 0 &&
+          std::find(block.outputs.begin(), block.outputs.end(), v) != block.outputs.end();
       fmt::format_to(std::back_inserter(out), " {}{}{}", g.value(v).size_bytes,
                      g.value(v).is_output ? "o" : "", escapes ? "x" : "");
     }

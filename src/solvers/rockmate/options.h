@@ -14,6 +14,7 @@
 
 #include "blocks.h"
 #include "remat/solver.h"
+#include "remat/toolkit.h"
 
 namespace remat::rockmate {
 

@@ -7,6 +7,7 @@
 #include "options.h"
 #include "remat/error.h"
 #include "remat/lower.h"
+#include "remat/params.h"
 #include "remat/simulate.h"
 #include "rockmate.h"
 #include "rotor/chain_simulate.h"
@@ -24,51 +25,52 @@ struct Params {
   int64_t bins = 500;
   int32_t max_stages = 100;
   bool rotor_chain = true;  // also try Rotor's own chain (no options) and keep the better plan
-  OptionParams options;
+  std::string budgets = "10x10";
+  double milp_time_limit_s = 2;
+  std::string cache_dir;
+  bool milp = true;
 };
 
-std::pair<int32_t, int32_t> parse_grid(std::string_view text) {
-  const size_t x = text.find('x');
-  int32_t p = 0, s = 0;
-  if (x != std::string_view::npos) {
+const ParamTable<Params> kTable(
+    kName,
+    {
+        {{"bins", "500", "bins", "memory bins of the rk-Rotor DP"},
+         integer(&Params::bins, 10, 100000)},
+        {{"budgets", "10x10", "", "rk-Checkmate grid: M_peak values x M_save values (each 1..100)"},
+         text(&Params::budgets, "PxS, e.g. 10x10")},
+        {{"milp_time_limit", "2", "s", "time limit of each rk-Checkmate MILP"},
+         real(&Params::milp_time_limit_s, 0, 3600, /*above_min=*/true)},
+        {{"cache", "(none)", "", "directory of the on-disk options cache (by class hash)"},
+         text(&Params::cache_dir, "a directory name")},
+        {{"milp", "true", "", "false: options keep-all and keep-nothing only (no MILP)"},
+         flag(&Params::milp)},
+        {{"max_stages", "100", "blocks", "most blocks (separators thinned beyond)"},
+         integer(&Params::max_stages, 2, 1000)},
+        {{"rotor_chain", "true", "", "also solve Rotor's own chain and keep the better plan"},
+         flag(&Params::rotor_chain)},
+    });
+
+OptionParams option_params(const Params& p, int threads) {
+  OptionParams o;
+  const size_t x = p.budgets.find('x');
+  int64_t peak = 0, save = 0;
+  if (x != std::string::npos) {
     try {
-      size_t used = 0;
-      const std::string a(text.substr(0, x)), b(text.substr(x + 1));
-      p = std::stoi(a, &used);
-      if (used != a.size()) p = 0;
-      s = std::stoi(b, &used);
-      if (used != b.size()) s = 0;
-    } catch (const std::exception&) {
-      p = s = 0;
+      peak = parse_int_text(p.budgets.substr(0, x));
+      save = parse_int_text(p.budgets.substr(x + 1));
+    } catch (const BadParamValue&) {
+      peak = save = 0;
     }
   }
-  if (p < 1 || s < 1 || p > 100 || s > 100)
-    throw InputError(fmt::format(
-        "rockmate: invalid budgets parameter '{}' (expected PxS, e.g. 10x10, each 1..100)", text));
-  return {p, s};
-}
-
-Params parse_params(const SolveOptions& o) {
-  static constexpr std::string_view kKnown[] = {
-      "bins", "budgets", "cache", "max_stages", "milp", "milp_time_limit", "rotor_chain"};
-  check_known_params(kName, o.params, kKnown);
-  Params p;
-  p.bins = param_int(kName, o.params, "bins", 500);
-  if (p.bins < 10 || p.bins > 100000)
-    throw InputError(fmt::format("rockmate: bins must be in 10..100000 (got {})", p.bins));
-  p.max_stages = static_cast<int32_t>(param_int(kName, o.params, "max_stages", 100));
-  if (p.max_stages < 2 || p.max_stages > 1000)
-    throw InputError(fmt::format("rockmate: max_stages must be in 2..1000 (got {})", p.max_stages));
-  p.rotor_chain = param_bool(kName, o.params, "rotor_chain", true);
-  std::tie(p.options.peak_points, p.options.save_points) =
-      parse_grid(param_string(o.params, "budgets", "10x10"));
-  p.options.milp_time_limit_s = param_double(kName, o.params, "milp_time_limit", 2.0);
-  if (!(p.options.milp_time_limit_s > 0))
-    throw InputError("rockmate: milp_time_limit must be positive");
-  p.options.cache_dir = param_string(o.params, "cache", "");
-  p.options.milp = param_bool(kName, o.params, "milp", true);
-  p.options.threads = std::max(1, o.threads);
-  return p;
+  if (peak < 1 || save < 1 || peak > 100 || save > 100)
+    throw_bad_param(kName, "budgets", p.budgets, "PxS, e.g. 10x10, each in [1, 100]");
+  o.peak_points = static_cast<int32_t>(peak);
+  o.save_points = static_cast<int32_t>(save);
+  o.milp_time_limit_s = p.milp_time_limit_s;
+  o.cache_dir = p.cache_dir;
+  o.milp = p.milp;
+  o.threads = std::max(1, threads);
+  return o;
 }
 
 struct StageRuns {
@@ -255,9 +257,11 @@ std::string describe_ops(std::span<const rotor::ChainOp> ops, std::span<const in
 class RockmateSolver : public Solver {
  public:
   std::string_view name() const override { return kName; }
+  std::span<const ParamInfo> params() const override { return kTable.info(); }
 
   Plan solve(const Graph& g, const SolveOptions& options) override {
-    const Params params = parse_params(options);
+    const Params params = kTable.parse(options.params);
+    const OptionParams option_settings = option_params(params, options.threads);
     const Deadline clock(options.time_limit_s);
     const BlockStructure bs = build_blocks(g, params.max_stages);
     const int64_t budget = options.budget.bytes;
@@ -272,7 +276,7 @@ class RockmateSolver : public Solver {
     }
     OptionStats ostats;
     const std::vector<std::vector<LocalOption>> by_class =
-        class_options(g, bs, params.options, clock, ostats);
+        class_options(g, bs, option_settings, clock, ostats);
     Case rk = plain_case("rockmate", bs.chain);
     int64_t options_kept = 0;
     add_options(g, bs, by_class, rk, options_kept);

@@ -47,6 +47,8 @@ class ChainSolver {
   virtual ~ChainSolver() = default;
   virtual std::string_view name() const = 0;
   virtual ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) = 0;
+  // Its parameter table's rows (remat/params.h), for --help and the docs check.
+  virtual std::span<const ParamInfo> params() const { return {}; }
 };
 
 struct ChainSolverEntry {

@@ -12,7 +12,6 @@
 #pragma once
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -21,6 +20,7 @@
 #include "chain_simulate.h"
 #include "dp_kernels.h"
 #include "remat/solver.h"
+#include "remat/toolkit.h"
 
 namespace remat::rotor {
 
@@ -35,24 +35,8 @@ struct DpOutcome {
   bool timed_out = false;
 };
 
-// A time limit (remat::Deadline lives in remat_solvers, which links this library, hence our own).
-class TimeLimit {
- public:
-  explicit TimeLimit(double seconds)
-      : start_(std::chrono::steady_clock::now()),
-        end_(start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                          std::chrono::duration<double>(std::min(seconds, 1e9)))) {}
-  bool expired() const { return std::chrono::steady_clock::now() >= end_; }
-  double elapsed_s() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_, end_;
-};
-
 struct DpControl {
-  const TimeLimit* deadline = nullptr;               // checked between rows
+  const Deadline* deadline = nullptr;                // checked between rows
   std::function<void(const Progress&)> on_progress;  // may be empty
 };
 
@@ -70,7 +54,7 @@ struct MinMemory {
 MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily family);
 // O(L^5); nullopt when `deadline` (optional) expires first.
 std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c,
-                                         const TimeLimit* deadline = nullptr);
+                                         const Deadline* deadline = nullptr);
 
 // DP table entries (rows x (S + 1)) the weak DP would allocate, to refuse too large a run early.
 int64_t weak_dp_entries(int n, int64_t budget_bins);

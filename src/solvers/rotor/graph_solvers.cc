@@ -30,26 +30,43 @@ struct Attempt {
   int64_t chain_budget = 0;
 };
 
-// Within budget and cheaper, else lower peak.
 bool better(const Attempt& a, const Attempt& b, int64_t budget) {
-  const bool a_fits = a.eval.peak_bytes <= budget, b_fits = b.eval.peak_bytes <= budget;
-  if (a_fits != b_fits) return a_fits;
-  if (a_fits) return a.eval.cost < b.eval.cost;
-  return a.eval.peak_bytes < b.eval.peak_bytes;
+  return better_plan({a.eval.peak_bytes, a.eval.cost}, {b.eval.peak_bytes, b.eval.cost}, budget);
 }
+
+// The graph rows' own parameter, beside their chain solver's table.
+struct ExtractParams {
+  int64_t max_stages = ChainExtractOptions{}.max_stages;
+};
+constexpr ParamInfo kMaxStagesInfo = {
+    "max_stages", "100", "stages",
+    "graphs only: most stages of the extracted chain (consecutive stages merged beyond it)"};
 
 class ChainOnGraphSolver : public Solver {
  public:
-  explicit ChainOnGraphSolver(std::string_view chain_solver) : name_(chain_solver) {}
+  explicit ChainOnGraphSolver(std::string_view chain_solver)
+      : name_(chain_solver),
+        extract_table_(name_, {{kMaxStagesInfo, integer(&ExtractParams::max_stages, 2, 1 << 20)}}) {
+    const std::span<const ParamInfo> chain_rows = make_chain_solver(name_)->params();
+    params_.assign(chain_rows.begin(), chain_rows.end());
+    params_.push_back(kMaxStagesInfo);
+  }
   std::string_view name() const override { return name_; }
+  std::span<const ParamInfo> params() const override { return params_; }
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const Deadline clock(options.time_limit_s);
     ParamMap chain_params = options.params;
+    ParamMap extract_params;
+    for (const auto& [key, text] : options.params) {
+      if (std::none_of(params_.begin(), params_.end(),
+                       [&](const ParamInfo& p) { return p.key == key; }))
+        throw_unknown_param(name_, key, params_);
+      if (key == kMaxStagesInfo.key) extract_params[key] = text;
+    }
+    chain_params.erase(std::string(kMaxStagesInfo.key));
     ChainExtractOptions extract;
-    if (chain_params.erase("max_stages") > 0)
-      extract.max_stages = static_cast<int32_t>(
-          std::clamp<int64_t>(param_int(name_, options.params, "max_stages", 100), 0, 1 << 20));
+    extract.max_stages = static_cast<int32_t>(extract_table_.parse(extract_params).max_stages);
     const GraphChain gc = extract_chain(graph, extract);
     const int64_t budget = options.budget.bytes;
     // Every node once is the least cost there is: when it fits, no chain solve can do better
@@ -144,6 +161,8 @@ class ChainOnGraphSolver : public Solver {
 
  private:
   std::string_view name_;
+  ParamTable<ExtractParams> extract_table_;
+  std::vector<ParamInfo> params_;  // the chain solver's rows, then max_stages
 };
 
 }  // namespace

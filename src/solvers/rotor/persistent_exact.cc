@@ -44,7 +44,7 @@ class ExactPersistent {
   int64_t all(int s, int t) const { return forward_all_memory(c_, s, t); }
   const Front& front(int s, int t) const { return fronts_[index(s, t)]; }
 
-  bool fill(const TimeLimit* deadline) {
+  bool fill(const Deadline* deadline) {
     for (int s = c_.n; s >= 1; --s) {
       if (deadline != nullptr && deadline->expired()) return false;
       for (int t = s; t <= c_.n; ++t) fronts_[index(s, t)] = compute(s, t);

@@ -16,17 +16,23 @@ namespace {
 constexpr int64_t kMaxDpEntries = int64_t{1} << 29;
 
 // bins: a positive count, or "exact" (0: one byte per bin).
-int64_t parse_bins(std::string_view solver, const ParamMap& params) {
-  const std::string text = param_string(params, "bins", "500");
-  if (text == "exact") return 0;
-  const int64_t bins = param_int(solver, params, "bins", 500);
-  if (bins < 1)
-    throw InputError(
-        fmt::format("{}: invalid value '{}' for parameter 'bins' (expected a positive "
-                    "integer or 'exact')",
-                    solver, text));
-  return bins;
+template <class P>
+void set_bins(P& p, const std::string& text) {
+  const BadParamValue bad{"a positive integer or 'exact'"};
+  if (text == "exact") {
+    p.bins = 0;
+    return;
+  }
+  try {
+    p.bins = parse_int_text(text);
+  } catch (const BadParamValue&) {
+    throw bad;
+  }
+  if (p.bins < 1) throw bad;
 }
+
+constexpr ParamInfo kBinsInfo = {"bins", "500", "bins",
+                                 "memory bins S of §5.2 (sizes rounded up), or `exact`"};
 
 // A DP over one family of sequences, with the exact least budget of that family as a fallback:
 // the budget is checked against it first, and its sequence is kept when the binned DP (sizes
@@ -35,7 +41,7 @@ struct DpFamily {
   std::string_view name;
   bool proves_infeasible;  // the family holds an optimal sequence for every budget (Lemma 4.4)
   // nullopt when the time limit stopped it.
-  std::optional<MinMemory> (*min_memory)(const ChainArrays<int64_t>&, const TimeLimit&);
+  std::optional<MinMemory> (*min_memory)(const ChainArrays<int64_t>&, const Deadline&);
   DpOutcome (*run)(const Discretisation&, const DpControl&);
   int64_t (*entries)(int n, int64_t budget_bins);
   // bins=exact without a table over m (nullptr: exact uses run() with one-byte bins).
@@ -58,7 +64,7 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
                       family.name, entries, entries * 8 >> 30, chain.length(), disc->budget_bins,
                       bins == 0 ? " than bins=exact" : ""));
   }
-  const TimeLimit deadline(options.time_limit_s);
+  const Deadline deadline(options.time_limit_s);
   ChainPlan plan;
   std::optional<MinMemory> least = family.min_memory(bytes, deadline);
   const bool least_timed_out = !least.has_value();
@@ -95,13 +101,13 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
   return plan;
 }
 
-std::optional<MinMemory> persistent_least(const ChainArrays<int64_t>& c, const TimeLimit&) {
+std::optional<MinMemory> persistent_least(const ChainArrays<int64_t>& c, const Deadline&) {
   return persistent_min_memory(c, PersistentFamily::kRotor);  // O(L^3): no need to stop it
 }
-std::optional<MinMemory> revolve_least(const ChainArrays<int64_t>& c, const TimeLimit&) {
+std::optional<MinMemory> revolve_least(const ChainArrays<int64_t>& c, const Deadline&) {
   return persistent_min_memory(c, PersistentFamily::kRevolve);
 }
-std::optional<MinMemory> weak_least(const ChainArrays<int64_t>& c, const TimeLimit& deadline) {
+std::optional<MinMemory> weak_least(const ChainArrays<int64_t>& c, const Deadline& deadline) {
   return weak_min_memory(c, &deadline);
 }
 DpOutcome persistent_run(const Discretisation& d, const DpControl& control) {
@@ -132,23 +138,40 @@ struct RotorParams {
   int64_t bins = 500;  // S of §5.2; 0 for bins=exact
 };
 
-RotorParams parse_rotor_params(const ParamMap& params) {
-  static constexpr std::string_view kKnown[] = {"persistence", "bins"};
-  check_known_params("rotor", params, kKnown);
-  const std::string persistence = param_string(params, "persistence", "strong");
-  if (persistence != "strong" && persistence != "weak")
-    throw InputError(
-        fmt::format("rotor: invalid value '{}' for parameter 'persistence' "
-                    "(expected strong or weak)",
-                    persistence));
-  return {.weak = persistence == "weak", .bins = parse_bins("rotor", params)};
-}
+const ParamTable<RotorParams> kRotorParams(
+    "rotor", {
+                 {{"persistence", "`strong`", "",
+                   "`strong`: Algorithm 3/4 (memory-persistent); `weak`: Algorithm 1/2 "
+                   "(weakly persistent, optimal among all sequences)"},
+                  choice(&RotorParams::weak, {{"strong", false}, {"weak", true}})},
+                 {kBinsInfo, set_bins<RotorParams>},
+             });
+
+struct RevolveParams {
+  int64_t bins = 500;
+};
+const ParamTable<RevolveParams> kRevolveParams("revolve", {{kBinsInfo, set_bins<RevolveParams>}});
+
+struct NoParams {};
+const ParamTable<NoParams> kStoreAllParams("store-all", {});
+
+struct SequentialParams {
+  int64_t segments = 0;  // 0: the fastest k in 2..2√L within the budget
+};
+const ParamTable<SequentialParams> kSequentialParams(
+    "sequential", {
+                      {{"segments", "0", "segments",
+                        "k; 0: the fastest k in 2..⌊2√L⌋ within the budget (the paper's "
+                        "experiments)"},
+                       integer(&SequentialParams::segments, 0)},
+                  });
 
 class RotorSolver : public ChainSolver {
  public:
   std::string_view name() const override { return "rotor"; }
+  std::span<const ParamInfo> params() const override { return kRotorParams.info(); }
   ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
-    const RotorParams p = parse_rotor_params(options.params);
+    const RotorParams p = kRotorParams.parse(options.params);
     return solve_family(p.weak ? kWeak : kPersistent, p.bins, chain, options);
   }
 };
@@ -156,10 +179,9 @@ class RotorSolver : public ChainSolver {
 class RevolveSolver : public ChainSolver {
  public:
   std::string_view name() const override { return "revolve"; }
+  std::span<const ParamInfo> params() const override { return kRevolveParams.info(); }
   ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
-    static constexpr std::string_view kKnown[] = {"bins"};
-    check_known_params("revolve", options.params, kKnown);
-    return solve_family(kRevolve, parse_bins("revolve", options.params), chain, options);
+    return solve_family(kRevolve, kRevolveParams.parse(options.params).bins, chain, options);
   }
 };
 
@@ -167,7 +189,7 @@ class StoreAllSolver : public ChainSolver {
  public:
   std::string_view name() const override { return "store-all"; }
   ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
-    check_known_params("store-all", options.params, {});
+    kStoreAllParams.parse(options.params);  // none: any key is unknown
     ChainPlan plan;
     plan.ops = store_all_sequence(chain);
     plan.stats.min_feasible_budget = simulate_chain(chain, plan.ops).peak_bytes;
@@ -198,11 +220,10 @@ ChainSequence sequential_sequence(int length, int segments) {
 class SequentialSolver : public ChainSolver {
  public:
   std::string_view name() const override { return "sequential"; }
+  std::span<const ParamInfo> params() const override { return kSequentialParams.info(); }
   ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
-    static constexpr std::string_view kKnown[] = {"segments"};
-    check_known_params("sequential", options.params, kKnown);
     const int length = chain.length();
-    const int64_t fixed = param_int("sequential", options.params, "segments", 0);
+    const int64_t fixed = kSequentialParams.parse(options.params).segments;
     if (fixed < 0 || fixed > length)
       throw InputError(
           fmt::format("sequential: invalid value '{}' for parameter 'segments' "
@@ -216,21 +237,19 @@ class SequentialSolver : public ChainSolver {
                   : std::clamp(static_cast<int>(std::floor(2 * std::sqrt(length))), lo, length);
     ChainPlan best;
     ChainEvaluation best_eval;
-    bool best_fits = false;
     int64_t least_peak = INT64_MAX;
     for (int k = lo; k <= hi; ++k) {
       ChainSequence ops = sequential_sequence(length, k);
       const ChainEvaluation e = simulate_chain(chain, ops);
       least_peak = std::min(least_peak, e.peak_bytes);
-      const bool fits = e.peak_bytes <= options.budget.bytes;
-      const bool better = best.ops.empty() || (fits && !best_fits) ||
-                          (fits && e.makespan < best_eval.makespan) ||
-                          (!fits && !best_fits && e.peak_bytes < best_eval.peak_bytes);
+      const bool better =
+          best.ops.empty() ||
+          better_plan({e.peak_bytes, e.makespan}, {best_eval.peak_bytes, best_eval.makespan},
+                      options.budget.bytes);
       if (better) {
         best.ops = std::move(ops);
         best.stats.counters = {{"segments", k}};
         best_eval = e;
-        best_fits = fits;
       }
     }
     best.stats.min_feasible_budget = least_peak;  // over the segment counts tried
@@ -283,7 +302,7 @@ ChainSolveResult solve_chain(const Chain& chain, std::string_view solver_name,
   if (!(options.time_limit_s > 0))
     throw InputError(fmt::format("time limit must be > 0 seconds (got {})", options.time_limit_s));
   ChainSolveResult result;
-  const TimeLimit clock(options.time_limit_s);
+  const Deadline clock(options.time_limit_s);
   result.plan = solver->solve(chain, options);
   result.plan.solver = std::string(solver->name());
   result.plan.stats.wall_time_s = clock.elapsed_s();
@@ -291,6 +310,17 @@ ChainSolveResult solve_chain(const Chain& chain, std::string_view solver_name,
   REMAT_CHECK(result.eval.valid, fmt::format("chain solver '{}' returned an invalid sequence: {}",
                                              solver_name, result.eval.error));
   SolveStatus& status = result.plan.stats.status;
+  if (status != SolveStatus::kInfeasible && result.eval.peak_bytes > options.budget.bytes) {
+    // Never worse than the chain's default schedule (store-all), as remat::solve for graphs.
+    ChainSequence fallback = store_all_sequence(chain);
+    ChainEvaluation fallback_eval = simulate_chain(chain, fallback);
+    if (better_plan({fallback_eval.peak_bytes, fallback_eval.makespan},
+                    {result.eval.peak_bytes, result.eval.makespan}, options.budget.bytes)) {
+      result.plan.ops = std::move(fallback);
+      result.plan.stats.add_counter("replaced_by_default_schedule", 1);
+      result.eval = std::move(fallback_eval);
+    }
+  }
   const bool fits = result.eval.peak_bytes <= options.budget.bytes;
   if (status == SolveStatus::kInfeasible) {
     REMAT_CHECK(!fits, "a plan within budget was called infeasible");

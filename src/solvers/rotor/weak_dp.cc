@@ -247,7 +247,7 @@ DpOutcome weak_dp(const Discretisation& d, const DpControl& control) {
   return outcome;
 }
 
-std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c, const TimeLimit* deadline) {
+std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c, const Deadline* deadline) {
   // P(s, t, l): the least m with C(s, t, l, m) finite, in bytes, with the same options.
   const int n = c.n;
   const WeakBounds<int64_t> b{c};
