@@ -26,7 +26,8 @@ struct BlockSummary {
   int32_t class_id = 0;
   int32_t forward_nodes = 0, backward_nodes = 0;
   int64_t input_bytes = 0, output_bytes = 0, weight_bytes = 0;
-  std::string first, last;  // names of its first and last forward node
+  std::string first, last;     // names of its first and last forward node
+  std::vector<int32_t> nodes;  // node indices: forward, then backward
 };
 struct ClassSummary {
   std::string hash;  // canonical hash, 16 hex digits
