@@ -21,6 +21,7 @@
 #include "remat/lower.h"
 #include "remat/simulate.h"
 #include "remat/solver.h"
+#include "rockmate/rockmate.h"
 
 namespace py = pybind11;
 
@@ -390,6 +391,36 @@ py::dict extract_chain_py(const Graph& g, int32_t max_stages) {
   return d;
 }
 
+// Rockmate's blocks (rk-GB) and classes of identical blocks.
+py::dict rockmate_blocks_py(const Graph& g) {
+  const rockmate::BlocksSummary bs = rockmate::describe_blocks(g);
+  py::list blocks, classes;
+  for (const rockmate::BlockSummary& b : bs.blocks) {
+    py::dict d;
+    d["stage"] = b.stage;
+    d["class"] = b.class_id;
+    d["forward_nodes"] = b.forward_nodes;
+    d["backward_nodes"] = b.backward_nodes;
+    d["nodes"] = b.nodes;
+    d["input_bytes"] = b.input_bytes;
+    d["output_bytes"] = b.output_bytes;
+    d["weight_bytes"] = b.weight_bytes;
+    d["first"] = b.first;
+    d["last"] = b.last;
+    blocks.append(d);
+  }
+  for (const rockmate::ClassSummary& c : bs.classes) {
+    py::dict d;
+    d["hash"] = c.hash;
+    d["members"] = c.members;
+    classes.append(d);
+  }
+  py::dict d;
+  d["blocks"] = blocks;
+  d["classes"] = classes;
+  return d;
+}
+
 // Lowers chain ops (as chain_solve returns them) on the chain extracted with `max_stages`.
 std::vector<int32_t> lower_chain_py(const Graph& g, int32_t max_stages, const py::list& ops) {
   const GraphChain gc = extract_chain(g, ChainExtractOptions{.max_stages = max_stages});
@@ -554,6 +585,8 @@ PYBIND11_MODULE(_remat, m) {
       },
       py::arg("chain_json"), "Validates chain JSON text; returns the canonical text.");
   m.def("extract_chain", &extract_chain_py, py::arg("graph"), py::arg("max_stages") = 100);
+  m.def("rockmate_blocks", &rockmate_blocks_py, py::arg("graph"),
+        "Rockmate's blocks (rk-GB) and the classes of identical blocks.");
   m.def("lower_chain_plan", &lower_chain_py, py::arg("graph"), py::arg("max_stages"),
         py::arg("ops"));
   m.def("solve", &solve_py, py::arg("graph"), py::arg("budget"), py::arg("solver"),

@@ -7,6 +7,7 @@
 #include "problem.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
+#include "rockmate/rockmate.h"
 
 namespace remat::cli {
 namespace {
@@ -14,6 +15,7 @@ namespace {
 struct InfoArgs {
   std::string path;
   bool json = false;
+  bool blocks = false;
 };
 
 // A chain: its length, times, store-all figures and the least budgets of the rotor families
@@ -63,10 +65,44 @@ void chain_info(const Problem& problem, bool json) {
   emit(out, "");
 }
 
+// rk-GB's blocks (Rockmate): one line per block, then the classes of identical blocks.
+void run_blocks(const Graph& g, const InfoArgs& args) {
+  const rockmate::BlocksSummary bs = rockmate::describe_blocks(g);
+  if (args.json) {
+    nlohmann::json blocks = nlohmann::json::array(), classes = nlohmann::json::array();
+    for (const rockmate::BlockSummary& b : bs.blocks)
+      blocks.push_back({{"stage", b.stage},
+                        {"class", b.class_id},
+                        {"forward_nodes", b.forward_nodes},
+                        {"backward_nodes", b.backward_nodes},
+                        {"input_bytes", b.input_bytes},
+                        {"output_bytes", b.output_bytes},
+                        {"weight_bytes", b.weight_bytes},
+                        {"first", b.first},
+                        {"last", b.last}});
+    for (const rockmate::ClassSummary& c : bs.classes)
+      classes.push_back({{"hash", c.hash}, {"members", c.members}});
+    emit(nlohmann::json{{"blocks", blocks}, {"classes", classes}}.dump(2) + "\n", "");
+    return;
+  }
+  std::string out =
+      fmt::format("blocks           {} ({} classes)\n", bs.blocks.size(), bs.classes.size());
+  out += "block  class  fwd  bwd       in B      out B   weight B  forward nodes\n";
+  for (const rockmate::BlockSummary& b : bs.blocks)
+    out += fmt::format("{:>5}  {:>5}  {:>3}  {:>3}  {:>9}  {:>9}  {:>9}  {} .. {}\n", b.stage,
+                       b.class_id, b.forward_nodes, b.backward_nodes, b.input_bytes, b.output_bytes,
+                       b.weight_bytes, b.first, b.last);
+  for (size_t c = 0; c < bs.classes.size(); ++c)
+    out += fmt::format("class {:>3}  hash {}  blocks {}\n", c, bs.classes[c].hash,
+                       fmt::join(bs.classes[c].members, " "));
+  emit(out, "");
+}
+
 void run_info(const InfoArgs& args) {
   const Problem problem = read_problem(args.path);
   if (problem.chain()) return chain_info(problem, args.json);
   const Graph& g = *problem.graph();
+  if (args.blocks) return run_blocks(g, args);
   const Baseline base = baseline(g);
   const int64_t mem_lb = memory_lower_bound(g);
   const double cost_lb = cost_lower_bound(g);
@@ -126,6 +162,8 @@ void register_info(CLI::App& app) {
                   "graph or chain file (remat-graph, NetworkX or remat-chain JSON)")
       ->required();
   cmd->add_flag("--json", args->json, "print JSON");
+  cmd->add_flag("--blocks", args->blocks,
+                "Rockmate's blocks and classes of identical blocks (joint graphs)");
   cmd->callback([args] { run_info(*args); });
 }
 

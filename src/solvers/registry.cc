@@ -10,6 +10,7 @@
 #endif
 #include "remat/error.h"
 #include "remat/solver.h"
+#include "rockmate/rockmate.h"
 #include "rotor/rotor.h"
 
 namespace remat {
@@ -46,6 +47,10 @@ constexpr SolverEntry kSolvers[] = {
      "no recomputation on a chain: F_all every stage, then every B",
      rotor::make_store_all,
      {.graph = false, .chain = true}},
+    {"rockmate",
+     "Rockmate: per-block MILP options and rk-Rotor over the blocks (joint graphs)",
+     rockmate::make_rockmate,
+     {.needs_phases = true}},
 // Rows of solvers behind an optional library sit inside its guard (REMAT_HAVE_CBC,
 // REMAT_HAVE_GECODE; see src/solvers/CMakeLists.txt).
 #ifdef REMAT_HAVE_GECODE

@@ -3,8 +3,9 @@
 // solve. Each plan is re-simulated here: valid, peak <= budget whenever the status says it fits,
 // cost >= the cost lower bounds (the problem's and the solver's own), never worse than the default
 // schedule by the better-plan rule, and the same seed gives the same plan. A new registry row is
-// covered without writing a test; the problems are small so that every solver finishes on its own
-// well inside the time limit (a run cut short by the clock need not be deterministic).
+// covered without writing a test. The problems are small so that most runs finish on their own; a
+// run the clock stopped (counter time_limit_hit = 1) need not be deterministic and is not checked
+// for it.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -79,8 +80,11 @@ TEST_P(RegistryProperty, GraphPlans) {
         EXPECT_FALSE(
             better_plan({base.peak_bytes, base.cost}, {e.peak_bytes, e.cost}, options.budget.bytes))
             << "worse than the default schedule: peak " << e.peak_bytes << " cost " << e.cost;
-        EXPECT_EQ(solve(g, GetParam(), options).plan.sequence, r.plan.sequence)
-            << "same seed, different plan";
+        // A run the clock stopped (counter time_limit_hit) depends on how far it got.
+        if (r.plan.stats.counter("time_limit_hit").value_or(0) == 0) {
+          EXPECT_EQ(solve(g, GetParam(), options).plan.sequence, r.plan.sequence)
+              << "same seed, different plan";
+        }
       }
 }
 

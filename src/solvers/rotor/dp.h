@@ -28,6 +28,7 @@ enum class PersistentFamily { kRotor, kRevolve };
 
 struct DpOutcome {
   std::optional<ChainSequence> ops;  // nullopt: nothing fits the binned budget (or timed out)
+  std::vector<int32_t> options;      // persistent_dp: the stage option of each op (0 for Rotor)
   double makespan = kInfinity;       // the DP's optimum C(1, ..., L+1, M - ω_a^0)
   int64_t rows = 0;                  // DP rows (sub-problems) computed, S + 1 entries each
   int64_t relaxed = 0;               // entries relaxed (candidate evaluations), in all
@@ -46,8 +47,9 @@ DpOutcome persistent_dp_exact(const ChainArrays<int64_t>& c, int64_t budget_byte
                               PersistentFamily family, const DpControl& control);
 
 struct MinMemory {
-  int64_t bytes = 0;  // the family's smallest feasible budget per the DP's memory rules
-  ChainSequence ops;  // a sequence whose peak is at most `bytes`
+  int64_t bytes = 0;             // the family's smallest feasible budget per the DP's memory rules
+  ChainSequence ops;             // a sequence whose peak is at most `bytes`
+  std::vector<int32_t> options;  // persistent family: the stage option of each op
 };
 MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily family);
 // O(L^5); nullopt when `deadline` (optional) expires first.
