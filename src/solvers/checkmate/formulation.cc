@@ -400,7 +400,8 @@ DropChoice choose_drop(const Graph& g, const Decoded& plan, const Retention& hel
 }  // namespace
 
 Retention repair_retention(const Graph& g, Retention start, int64_t budget_bytes,
-                           double time_limit_s) {
+                           double time_limit_s, bool* timed_out) {
+  if (timed_out != nullptr) *timed_out = false;
   const Deadline clock(time_limit_s);
   Retention held = std::move(start);
   std::optional<Retention> best;
@@ -422,7 +423,10 @@ Retention repair_retention(const Graph& g, Retention start, int64_t budget_bytes
       }
       if (fits) break;
     }
-    if (clock.expired()) break;
+    if (clock.expired()) {
+      if (timed_out != nullptr) *timed_out = true;
+      break;
+    }
     const int32_t peak = e.valid ? e.peak_step : std::max(e.error_step, 0);
     const DropChoice drop = choose_drop(g, plan, held, peak, banned);
     if (!drop.value.valid()) break;

@@ -80,8 +80,9 @@ Sequence sequence_from_retention(const Graph& graph, const Retention& held);
 std::optional<Retention> retention_from_sequence(const Graph& graph, const Sequence& sequence);
 // Fixed-order repair (spec §5): from `start`, while the simulated peak exceeds the budget, drop
 // from S the value live at the peak whose next use is furthest. Returns the retention of the
-// lowest-peak plan, preferring plans within budget by cost.
+// lowest-peak plan, preferring plans within budget by cost. `*timed_out` (when given) says whether
+// the time limit ended it before a plan fitted.
 Retention repair_retention(const Graph& graph, Retention start, int64_t budget_bytes,
-                           double time_limit_s);
+                           double time_limit_s, bool* timed_out = nullptr);
 
 }  // namespace remat::checkmate

@@ -2,30 +2,65 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "checkmate.h"
 #include "formulation.h"
 #include "milp.h"
 #include "remat/error.h"
+#include "remat/params.h"
 #include "remat/simulate.h"
 
 namespace remat::checkmate {
 namespace {
 
-constexpr std::string_view kMilpParams[] = {"write_mps", "max_columns"};
-constexpr std::string_view kLpParams[] = {"write_mps", "max_columns", "samples"};
-constexpr int64_t kDefaultMaxColumns = 1'500'000;
+struct CheckmateParams {
+  std::string write_mps;  // empty: none
+  int64_t max_columns = 1'500'000;
+  int64_t samples = 20;  // checkmate-lp only
+};
+
+// The rows both solvers take; checkmate-lp adds `samples`.
+std::vector<Param<CheckmateParams>> common_rows() {
+  using P = CheckmateParams;
+  return {
+      {{"write_mps", "none", "", "write the MILP (at the budget) to this MPS file before solving"},
+       text(&P::write_mps, "a file name")},
+      {{"max_columns", "1500000", "columns",
+        "refuse graphs whose model would have more columns (a size guard, before any allocation)"},
+       integer(&P::max_columns, 1)},
+  };
+}
+
+const ParamTable<CheckmateParams>& milp_table() {
+  static const ParamTable<CheckmateParams> table("checkmate", common_rows());
+  return table;
+}
+
+const ParamTable<CheckmateParams>& lp_table() {
+  static const ParamTable<CheckmateParams> table("checkmate-lp", [] {
+    std::vector<Param<CheckmateParams>> rows = common_rows();
+    rows.push_back(
+        {{"samples", "20", "roundings",
+          "randomised roundings per LP solution, besides the 9 deterministic thresholds"},
+         integer(&CheckmateParams::samples, 0, 100000)});
+    return rows;
+  }());
+  return table;
+}
 
 // Refuses models beyond `max_columns` before allocating them.
-void guard_size(std::string_view solver, const Graph& g, const ParamMap& params) {
-  const int64_t limit = param_int(solver, params, "max_columns", kDefaultMaxColumns);
+void guard_size(std::string_view solver, const Graph& g, int64_t limit) {
   const ModelSize size = estimate_model_size(g);
   if (size.columns > limit)
     throw InputError(fmt::format(
         "{}: the model for '{}' ({} nodes) would have about {} columns and {} rows, above the "
-        "limit of {} columns (--param {}.max_columns=N); use checkmate-lp, or another solver",
-        solver, g.name(), g.num_nodes(), size.columns, size.rows, limit, solver, solver));
+        "limit of {} columns (--param max_columns=N); use checkmate-lp, a smaller graph or another "
+        "solver",
+        solver, g.name(), g.num_nodes(), size.columns, size.rows, limit));
 }
 
 struct Candidate {
@@ -33,15 +68,16 @@ struct Candidate {
   Evaluation eval;
 };
 
-// Keeps the cheapest plan within budget, else the lowest peak.
+// Keeps the best plan offered (the toolkit's better-plan rule).
 class BestPlan {
  public:
   explicit BestPlan(int64_t budget) : budget_(budget) {}
   bool offer(const Graph& g, Sequence sequence) {
     Evaluation e = simulate(g, sequence);
     if (!e.valid) return false;
-    const bool fits = e.peak_bytes <= budget_;
-    if (best_ && !better(e, fits)) return false;
+    if (best_ &&
+        !better_plan({e.peak_bytes, e.cost}, {best_->eval.peak_bytes, best_->eval.cost}, budget_))
+      return false;
     best_ = Candidate{std::move(sequence), std::move(e)};
     return true;
   }
@@ -49,13 +85,6 @@ class BestPlan {
   const Candidate* best() const { return best_ ? &*best_ : nullptr; }
 
  private:
-  bool better(const Evaluation& e, bool fits) const {
-    const bool best_fits = best_->eval.peak_bytes <= budget_;
-    if (fits != best_fits) return fits;
-    if (fits) return e.cost < best_->eval.cost;
-    return e.peak_bytes < best_->eval.peak_bytes ||
-           (e.peak_bytes == best_->eval.peak_bytes && e.cost < best_->eval.cost);
-  }
   int64_t budget_;
   std::optional<Candidate> best_;
 };
@@ -82,14 +111,14 @@ void add_model_counters(SolveStats& stats, const StageModel& sm) {
 
 // A lower bound in cost units from a scaled objective bound (integer costs round up).
 double cost_bound(const StageModel& sm, double scaled) {
-  if (sm.cost_scale != 1 || true) {
-    const double rounded = std::ceil(scaled - 1e-6);
-    const bool integral_costs =
-        std::all_of(sm.graph->nodes().begin(), sm.graph->nodes().end(),
-                    [](const Node& n) { return n.cost == std::floor(n.cost); });
-    if (integral_costs) return rounded * sm.cost_scale;
-  }
-  return scaled * sm.cost_scale;
+  // When every scaled cost is an integer, so is every plan's scaled objective: round the bound up.
+  const bool integral =
+      std::all_of(sm.graph->nodes().begin(), sm.graph->nodes().end(), [&sm](const Node& n) {
+        const double c = n.cost / sm.cost_scale;
+        return std::abs(c - std::round(c)) <= 1e-9 * std::max(1.0, std::abs(c));
+      });
+  const double slack = 1e-6 * std::max(1.0, std::abs(scaled));  // CBC's bound tolerance
+  return (integral ? std::ceil(scaled - slack) : scaled) * sm.cost_scale;
 }
 
 Plan finish(const BestPlan& best, SolveStatus status_if_fits) {
@@ -102,22 +131,23 @@ Plan finish(const BestPlan& best, SolveStatus status_if_fits) {
 class MilpSolver : public Solver {
  public:
   std::string_view name() const override { return "checkmate"; }
+  std::span<const ParamInfo> params() const override { return milp_table().info(); }
 
   Plan solve(const Graph& g, const SolveOptions& options) override {
-    check_known_params(name(), options.params, kMilpParams);
-    guard_size(name(), g, options.params);
+    const CheckmateParams params = milp_table().parse(options.params);
+    guard_size(name(), g, params.max_columns);
     const Deadline clock(options.time_limit_s);
     const int64_t budget = options.budget.bytes;
     const StageModel sm = build_stage_model(g, budget);
-    const std::string mps = param_string(options.params, "write_mps", "");
-    if (!mps.empty()) milp::write_mps(sm.model, mps);
+    if (!params.write_mps.empty()) milp::write_mps(sm.model, params.write_mps);
 
     // Warm start: the default schedule, repaired down to the budget (spec §5).
     BestPlan best(budget);
     best.offer(g, default_schedule(g));
     const Retention kept_all = *retention_from_sequence(g, default_schedule(g));
-    const Retention repaired =
-        repair_retention(g, kept_all, budget, std::max(0.1, options.time_limit_s * 0.2));
+    bool repair_timed_out = false;
+    const Retention repaired = repair_retention(
+        g, kept_all, budget, std::max(0.1, options.time_limit_s * 0.2), &repair_timed_out);
     best.offer(g, sequence_from_retention(g, repaired));
     report_progress(options, "warm start", best.best()->eval.cost);
 
@@ -143,6 +173,8 @@ class MilpSolver : public Solver {
     add_model_counters(stats, sm);
     stats.add_counter("milp_status", static_cast<double>(result.status));
     stats.add_counter("mip_start", start ? 1 : 0);
+    // A run the clock stopped depends on how far it got (not reproducible).
+    stats.add_counter("time_limit_hit", result.stopped_on_time || repair_timed_out ? 1 : 0);
     stats.add_counter("plan_from_milp", from_milp ? 1 : 0);
     if (!result.x.empty()) stats.add_counter("milp_objective", objective_cost);
     return plan;
@@ -152,14 +184,12 @@ class MilpSolver : public Solver {
 class LpSolver : public Solver {
  public:
   std::string_view name() const override { return "checkmate-lp"; }
+  std::span<const ParamInfo> params() const override { return lp_table().info(); }
 
   Plan solve(const Graph& g, const SolveOptions& options) override {
-    check_known_params(name(), options.params, kLpParams);
-    guard_size(name(), g, options.params);
-    const int64_t samples = param_int(name(), options.params, "samples", 20);
-    if (samples < 0 || samples > 100000)
-      throw InputError(
-          fmt::format("checkmate-lp: samples must be in [0, 100000] (got {})", samples));
+    const CheckmateParams params = lp_table().parse(options.params);
+    guard_size(name(), g, params.max_columns);
+    const int64_t samples = params.samples;
     const Deadline clock(options.time_limit_s);
     const int64_t budget = options.budget.bytes;
     BestPlan best(budget);
@@ -168,8 +198,7 @@ class LpSolver : public Solver {
 
     // The LP at the budget itself gives the lower bound; roundings start there.
     const StageModel at_budget = build_stage_model(g, budget);
-    const std::string mps = param_string(options.params, "write_mps", "");
-    if (!mps.empty()) milp::write_mps(at_budget.model, mps);
+    if (!params.write_mps.empty()) milp::write_mps(at_budget.model, params.write_mps);
     const milp::MilpResult bound =
         milp::solve_lp(at_budget.model, milp_options(options, options.time_limit_s));
     Plan plan;
@@ -217,6 +246,7 @@ class LpSolver : public Solver {
     plan.stats.add_counter("roundings", static_cast<double>(rounded));
     plan.stats.add_counter("budget_tightenings", tightenings);
     plan.stats.iterations = rounded;
+    plan.stats.add_counter("time_limit_hit", bound.stopped_on_time || clock.expired() ? 1 : 0);
     return plan;
   }
 };
