@@ -25,17 +25,19 @@ struct LocalOption {
 };
 
 struct OptionParams {
-  int32_t peak_points = 10;      // M_peak values on the grid
-  int32_t save_points = 10;      // M_save values per M_peak
-  double milp_time_limit_s = 2;  // per MILP
-  std::string cache_dir;         // empty: memory only
-  int threads = 1;               // MILPs in parallel
-  bool milp = true;              // false: keep-all and keep-nothing only
+  int32_t peak_points = 10;        // M_peak values on the grid
+  int32_t save_points = 10;        // M_save values per M_peak
+  double milp_time_limit_s = 0.5;  // per MILP
+  double milp_gap = 0.02;          // relative gap at which a MILP stops (CBC -ratio)
+  std::string cache_dir;           // empty: memory only
+  int threads = 1;                 // MILPs in parallel
+  bool milp = true;                // false: keep-all and keep-nothing only
 };
 
 struct OptionStats {
-  int64_t milp_runs = 0;                   // MILPs solved (all classes)
-  int64_t milp_feasible = 0;               // with a plan
+  int64_t milp_runs = 0;      // MILPs solved (all classes)
+  int64_t milp_feasible = 0;  // with a plan
+  int64_t milp_reused = 0;    // grid points served by the plan of a looser point (no MILP)
   int64_t memory_hits = 0, disk_hits = 0;  // classes served from the caches
   std::vector<int64_t> runs_per_class;     // MILPs per class (0 when cached)
 };

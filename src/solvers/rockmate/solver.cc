@@ -26,7 +26,8 @@ struct Params {
   int32_t max_stages = 100;
   bool rotor_chain = true;  // also try Rotor's own chain (no options) and keep the better plan
   std::string budgets = "10x10";
-  double milp_time_limit_s = 2;
+  double milp_time_limit_s = 0.5;
+  double milp_gap = 0.02;
   std::string cache_dir;
   bool milp = true;
 };
@@ -38,8 +39,10 @@ const ParamTable<Params> kTable(
          integer(&Params::bins, 10, 100000)},
         {{"budgets", "10x10", "", "rk-Checkmate grid: M_peak values x M_save values (each 1..100)"},
          text(&Params::budgets, "PxS, e.g. 10x10")},
-        {{"milp_time_limit", "2", "s", "time limit of each rk-Checkmate MILP"},
+        {{"milp_time_limit", "0.5", "s", "time limit of each rk-Checkmate MILP"},
          real(&Params::milp_time_limit_s, 0, 3600, /*above_min=*/true)},
+        {{"milp_gap", "0.02", "", "relative gap at which an rk-Checkmate MILP stops"},
+         real(&Params::milp_gap, 0, 1)},
         {{"cache", "(none)", "", "directory of the on-disk options cache (by class hash)"},
          text(&Params::cache_dir, "a directory name")},
         {{"milp", "true", "", "false: options keep-all and keep-nothing only (no MILP)"},
@@ -67,6 +70,7 @@ OptionParams option_params(const Params& p, int threads) {
   o.peak_points = static_cast<int32_t>(peak);
   o.save_points = static_cast<int32_t>(save);
   o.milp_time_limit_s = p.milp_time_limit_s;
+  o.milp_gap = p.milp_gap;
   o.cache_dir = p.cache_dir;
   o.milp = p.milp;
   o.threads = std::max(1, threads);
@@ -301,6 +305,7 @@ class RockmateSolver : public Solver {
     }
     st.add_counter("milp_runs", static_cast<double>(ostats.milp_runs));
     st.add_counter("milp_feasible", static_cast<double>(ostats.milp_feasible));
+    st.add_counter("milp_reused", static_cast<double>(ostats.milp_reused));
     st.add_counter("options_cache_memory_hits", static_cast<double>(ostats.memory_hits));
     st.add_counter("options_cache_disk_hits", static_cast<double>(ostats.disk_hits));
     st.add_counter("options_kept", static_cast<double>(options_kept));
