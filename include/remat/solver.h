@@ -1,13 +1,18 @@
-// solver.h — the interface every solver implements, the registry, and the judged solve.
-// A solver turns (graph, options) into a Plan. solve() below is how callers run one: it rejects
-// budgets under the memory lower bound at once, runs the solver, re-simulates the sequence and
-// sets the status from the simulator's peak, never from the solver's own estimate. An over-budget
-// plan worse than the default schedule (by better_plan, remat/toolkit.h) is replaced by the
-// default schedule (counter "replaced_by_default_schedule").
+// solver.h — the interface every solver implements, the one registry, and the judged solve.
+// A solver turns (graph, options) into a Plan, or (chain, options) into a ChainPlan; its registry
+// row says which problem kinds it accepts. solve() below is how callers run one, for both kinds
+// with one policy: it rejects budgets under the memory lower bound at once (graphs), runs the
+// solver, re-simulates the sequence (simulate / simulate_chain) and sets the status from the
+// simulator's peak, never from the solver's own estimate. An over-budget plan worse than the
+// default schedule (store-all on a chain; by better_plan, remat/toolkit.h) is replaced by it
+// (counter "replaced_by_default_schedule"). Seed, threads, progress and the time limit are the
+// same options on both sides; results have the same field names and units (a chain's cost is its
+// makespan).
 //   SolveOptions options;  options.budget = parse_budget("50%", baseline(g).peak_bytes);
 //   SolveResult r = solve(g, "fastsa", options);
 //   fmt::print("{} peak {} cost {}\n", to_string(r.plan.stats.status), r.eval.peak_bytes,
 //   r.eval.cost);
+//   ChainSolveResult c = solve(chain, "rotor", options);  // c.plan.sequence, c.eval.cost
 #pragma once
 
 #include <chrono>
@@ -20,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "remat/chain.h"
 #include "remat/graph.h"
 #include "remat/params.h"
 #include "remat/plan.h"
@@ -60,11 +66,20 @@ struct SolveOptions {
   Sequence start;
 };
 
+// A chain plan: the chain counterpart of Plan (plan.h), with the same fields.
+struct ChainPlan {
+  ChainSequence sequence;
+  std::string solver;
+  SolveStats stats;
+};
+
 class Solver {
  public:
   virtual ~Solver() = default;
   virtual std::string_view name() const = 0;
-  virtual Plan solve(const Graph& graph, const SolveOptions& options) = 0;
+  // Each throws InputError unless the solver accepts that kind (its registry row's Accepts).
+  virtual Plan solve(const Graph& graph, const SolveOptions& options);
+  virtual ChainPlan solve_chain(const Chain& chain, const SolveOptions& options);
   // True when the solver starts from SolveOptions::start (see there).
   virtual bool accepts_start() const { return false; }
   // Its parameter table's rows (remat/params.h), for --help and the docs check.
@@ -99,5 +114,18 @@ struct SolveResult {
 SolveResult solve(const Graph& graph, std::string_view solver, const SolveOptions& options);
 // The same judge for a solver object that is not (or not yet) in the registry, e.g. in tests.
 SolveResult solve(const Graph& graph, Solver& solver, const SolveOptions& options);
+
+struct ChainSolveResult {
+  ChainPlan plan;
+  ChainEvaluation eval;  // the chain simulator's verdict on plan.sequence
+};
+// The judged solve on a chain (same policy; the chain has no lower bound of its own, so a solver
+// that proves a budget infeasible says so with status kInfeasible and stats.min_feasible_budget).
+// Throws InputError for a solver whose row does not accept chains, naming those that do.
+ChainSolveResult solve(const Chain& chain, std::string_view solver, const SolveOptions& options);
+ChainSolveResult solve(const Chain& chain, Solver& solver, const SolveOptions& options);
+
+// The registry row of `name`; throws InputError listing the known names.
+const SolverEntry& solver_entry(std::string_view name);
 
 }  // namespace remat

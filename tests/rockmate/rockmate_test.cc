@@ -11,7 +11,6 @@
 #include "remat/lower.h"
 #include "rockmate/blocks.h"
 #include "rotor/chain_arrays.h"
-#include "rotor/chain_solver.h"
 #include "rotor/dp.h"
 #include "testing/testing.h"
 
@@ -45,9 +44,9 @@ TEST(RkRotor, OneOptionPerStageIsRotorOnTheToyChain) {
   const rotor::DpOutcome dp = run_dp(c, 90 * kMiB);
   ASSERT_TRUE(dp.ops.has_value());
   for (int32_t k : dp.options) EXPECT_EQ(k, 0);  // the first cheapest: option 0
-  const rotor::ChainEvaluation e = rotor::simulate_chain(chain, *dp.ops);
+  const ChainEvaluation e = simulate_chain(chain, *dp.ops);
   ASSERT_TRUE(e.valid) << e.error;
-  EXPECT_NEAR(e.makespan, 47.4, 0.05);
+  EXPECT_NEAR(e.cost, 47.4, 0.05);
   EXPECT_LE(e.peak_bytes, 90 * kMiB);
   const rotor::DpOutcome plain = run_dp(rotor::chain_arrays(chain), 90 * kMiB);
   EXPECT_EQ(*plain.ops, *dp.ops);

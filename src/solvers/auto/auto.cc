@@ -1,4 +1,4 @@
-#include "auto.h"
+#include "auto/auto.h"
 
 #include <fmt/format.h>
 
@@ -243,6 +243,39 @@ class AutoSolver final : public Solver {
       with_baseline.members.insert(with_baseline.members.begin(), "none");
     Portfolio portfolio(graph, options, with_baseline);
     return portfolio.run();
+  }
+
+  // On a chain: the members whose rows accept chains, in order, each through the judged solve
+  // with an even share of the time left; the best plan by better_plan wins. The default
+  // schedule (none: store-all) runs first, so `auto` is never worse than it.
+  ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
+    const AutoParams params = parse_auto_params(options.params);
+    std::vector<std::string> members = {"none"};
+    for (const std::string& member : params.members)
+      if (member != "none" && registered(member) && solver_entry(member).accepts.chain)
+        members.push_back(member);
+    const Deadline deadline(options.time_limit_s);
+    std::optional<ChainSolveResult> best;
+    std::vector<std::string> outcomes;
+    for (size_t i = 0; i < members.size(); ++i) {
+      SolveOptions o = options;
+      o.params.clear();
+      if (const auto it = params.member_params.find(members[i]); it != params.member_params.end())
+        o.params = it->second;
+      const double left = std::max(1e-3, options.time_limit_s - deadline.elapsed_s());
+      o.time_limit_s = std::max(1e-3, left / static_cast<double>(members.size() - i));
+      ChainSolveResult r = remat::solve(chain, members[i], o);
+      outcomes.push_back(fmt::format("{}: {}, peak {} bytes, cost {:.10g}, {:.3f} s", members[i],
+                                     to_string(r.plan.stats.status), r.eval.peak_bytes, r.eval.cost,
+                                     r.plan.stats.wall_time_s));
+      if (!best || better_plan({r.eval.peak_bytes, r.eval.cost},
+                               {best->eval.peak_bytes, best->eval.cost}, options.budget.bytes))
+        best = std::move(r);
+    }
+    ChainPlan plan = std::move(best->plan);
+    plan.stats.lists.emplace_back("auto_winner", std::vector<std::string>{plan.solver});
+    plan.stats.lists.emplace_back("auto_members", std::move(outcomes));
+    return plan;
   }
 };
 

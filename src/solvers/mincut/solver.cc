@@ -4,7 +4,7 @@
 #include <chrono>
 #include <optional>
 
-#include "mincut.h"
+#include "mincut/mincut.h"
 #include "remat/error.h"
 #include "remat/simulate.h"
 

@@ -206,6 +206,9 @@ class MoccasinSolver final : public Solver {
     plan.stats.add_counter("failures", static_cast<double>(phase1.failures + phase2.failures));
     plan.stats.add_counter("restarts", static_cast<double>(phase1.restarts + phase2.restarts));
     plan.stats.add_counter("capacity_units", built.instance.capacity);
+    // Without a proof the search ran on (LNS restarts) until its share of the time limit: the
+    // plan then depends on how far it got (docs/solvers/moccasin.md, Determinism).
+    plan.stats.add_counter("time_limit_hit", proved ? 0 : 1);
     return plan;
   }
 };

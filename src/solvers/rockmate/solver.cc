@@ -10,8 +10,6 @@
 #include "remat/params.h"
 #include "remat/simulate.h"
 #include "rockmate.h"
-#include "rotor/chain_simulate.h"
-#include "rotor/chain_solver.h"
 #include "rotor/dp.h"
 
 namespace remat::rockmate {
@@ -139,22 +137,22 @@ void add_options(const Graph& g, const BlockStructure& bs,
   }
 }
 
-Sequence lower(const Graph& g, const Case& c, std::span<const rotor::ChainOp> ops,
+Sequence lower(const Graph& g, const Case& c, std::span<const ChainOp> ops,
                std::span<const int32_t> options) {
   const GraphChain& gc = *c.chain;
   std::vector<uint8_t> ran(gc.stages.size() + 1, 0);
   Sequence seq;
   for (size_t i = 0; i < ops.size(); ++i) {
-    const rotor::ChainOp op = ops[i];
+    const ChainOp op = ops[i];
     const int32_t k = i < options.size() ? options[i] : 0;
     const auto l = static_cast<size_t>(op.stage);
     const StageNodes& nodes = gc.stages[l - 1];
-    if (op.kind == rotor::OpKind::kBackward) {
+    if (op.kind == ChainOpKind::kBackward) {
       const auto& run = k == 0 ? nodes.backward : c.runs[l][static_cast<size_t>(k) - 1].backward;
       seq.insert(seq.end(), run.begin(), run.end());
       continue;
     }
-    const auto& run = (op.kind == rotor::OpKind::kForwardAll && k > 0)
+    const auto& run = (op.kind == ChainOpKind::kForwardAll && k > 0)
                           ? c.runs[l][static_cast<size_t>(k) - 1].forward
                           : nodes.forward;
     const bool first = !ran[l];
@@ -171,7 +169,7 @@ struct Attempt {
   int64_t chain_budget = 0;
   int64_t dp_memory = 0;  // the DP's memory for the plan: binned budget + resident bytes
   double dp_makespan = 0;
-  rotor::ChainSequence ops;
+  ChainSequence ops;
   std::vector<int32_t> options;
   bool found = false;
 };
@@ -219,8 +217,8 @@ Attempt solve_case(const Graph& g, const Case& c, int64_t budget, int64_t bins,
     if (chain_budget < 0) break;
   }
   if (best.found && best.eval.peak_bytes <= budget) {
-    const rotor::ChainEvaluation store_all =
-        rotor::simulate_chain(c.chain->chain, rotor::store_all_sequence(c.chain->chain));
+    const ChainEvaluation store_all =
+        simulate_chain(c.chain->chain, store_all_sequence(c.chain->chain));
     const int64_t excess = store_all.peak_bytes + c.chain->resident_bytes - baseline(g).peak_bytes;
     int64_t lo = best.chain_budget, hi = best.chain_budget + std::max<int64_t>(excess, 0);
     for (int i = 0; i < kBudgetSearchSteps && hi - lo > 1 && !clock.expired(); ++i) {
@@ -248,11 +246,11 @@ Attempt solve_case(const Graph& g, const Case& c, int64_t budget, int64_t bins,
   return best;
 }
 
-std::string describe_ops(std::span<const rotor::ChainOp> ops, std::span<const int32_t> options) {
+std::string describe_ops(std::span<const ChainOp> ops, std::span<const int32_t> options) {
   std::string out;
   for (size_t i = 0; i < ops.size(); ++i) {
     if (!out.empty()) out += ' ';
-    out += rotor::format_sequence(ops.subspan(i, 1));
+    out += format_sequence(ops.subspan(i, 1));
     if (i < options.size() && options[i] > 0) out += fmt::format("/o{}", options[i]);
   }
   return out;

@@ -17,8 +17,8 @@
 #include <optional>
 
 #include "chain_arrays.h"
-#include "chain_simulate.h"
 #include "dp_kernels.h"
+#include "remat/chain.h"
 #include "remat/solver.h"
 #include "remat/toolkit.h"
 

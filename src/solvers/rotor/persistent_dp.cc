@@ -161,7 +161,7 @@ void fill_row(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bo
 struct Rebuilt {
   ChainSequence& ops;
   std::vector<int32_t>& options;
-  void push(OpKind kind, int s, int option = 0) {
+  void push(ChainOpKind kind, int s, int option = 0) {
     ops.push_back({kind, s});
     options.push_back(option);
   }
@@ -179,8 +179,8 @@ void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bou
       if (m >= forward_all_memory(c, o, s, s) && time < best_time)
         best_time = time, best_option = k;
     }
-    out.push(OpKind::kForwardAll, s, best_option);
-    out.push(OpKind::kBackward, s, best_option);
+    out.push(ChainOpKind::kForwardAll, s, best_option);
+    out.push(ChainOpKind::kBackward, s, best_option);
     return;
   }
   double best = kInfinity;
@@ -211,13 +211,13 @@ void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bou
   REMAT_CHECK(best < kInfinity, fmt::format("persistent DP: no choice for C({}, {}, {})", s, t, m));
   if (best_split == 0) {
     const StageOption<int32_t> o = c.option(s, best_option);
-    out.push(OpKind::kForwardAll, s, best_option);
+    out.push(ChainOpKind::kForwardAll, s, best_option);
     rebuild(c, bounds, family, table, s + 1, t, m - o.abar, out);
-    out.push(OpKind::kBackward, s, best_option);
+    out.push(ChainOpKind::kBackward, s, best_option);
     return;
   }
-  out.push(OpKind::kForwardCheckpoint, s);
-  for (int j = s + 1; j < best_split; ++j) out.push(OpKind::kForwardNoSave, j);
+  out.push(ChainOpKind::kForwardCheckpoint, s);
+  for (int j = s + 1; j < best_split; ++j) out.push(ChainOpKind::kForwardNoSave, j);
   rebuild(c, bounds, family, table, best_split, t, m - c.a[best_split - 1], out);
   rebuild(c, bounds, family, table, s, best_split - 1, m, out);
 }
@@ -311,7 +311,7 @@ MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily 
     bool close;      // emit B^s (after the F_all^s branch's sub-chain)
     int option = 0;  // of the F_all^s that `close` ends
   };
-  auto push = [&](OpKind kind, int s, int option = 0) {
+  auto push = [&](ChainOpKind kind, int s, int option = 0) {
     result.ops.push_back({kind, s});
     result.options.push_back(option);
   };
@@ -320,23 +320,23 @@ MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily 
     const Frame f = stack.back();
     stack.pop_back();
     if (f.close) {
-      push(OpKind::kBackward, f.s, f.option);
+      push(ChainOpKind::kBackward, f.s, f.option);
       continue;
     }
     const int s2 = choice[at(f.s, f.t)];
     if (f.s == f.t) {
-      push(OpKind::kForwardAll, f.s, -s2);
-      push(OpKind::kBackward, f.s, -s2);
+      push(ChainOpKind::kForwardAll, f.s, -s2);
+      push(ChainOpKind::kBackward, f.s, -s2);
       continue;
     }
     if (s2 <= 0) {
-      push(OpKind::kForwardAll, f.s, -s2);
+      push(ChainOpKind::kForwardAll, f.s, -s2);
       stack.push_back({f.s, f.t, true, -s2});
       stack.push_back({f.s + 1, f.t, false});
       continue;
     }
-    push(OpKind::kForwardCheckpoint, f.s);
-    for (int j = f.s + 1; j < s2; ++j) push(OpKind::kForwardNoSave, j);
+    push(ChainOpKind::kForwardCheckpoint, f.s);
+    for (int j = f.s + 1; j < s2; ++j) push(ChainOpKind::kForwardNoSave, j);
     stack.push_back({f.s, s2 - 1, false});  // runs second
     stack.push_back({s2, f.t, false});
   }

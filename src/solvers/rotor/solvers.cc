@@ -1,13 +1,13 @@
-// The chain solvers: rotor (persistent / weak DP), revolve, sequential, store-all; the registry
-// and the judged solve_chain().
+// The chain solvers: rotor (persistent / weak DP), revolve, sequential, store-all (rotor.h).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "chain_solver.h"
+#include "chain_family.h"
 #include "dp.h"
 #include "remat/error.h"
+#include "rotor/rotor.h"
 
 namespace remat::rotor {
 namespace {
@@ -49,7 +49,7 @@ struct DpFamily {
 };
 
 ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
-                       const ChainSolveOptions& options) {
+                       const SolveOptions& options) {
   const int64_t budget = options.budget.bytes;
   const ChainArrays<int64_t> bytes = chain_arrays(chain);
   const bool fronts = bins == 0 && family.exact != nullptr;
@@ -66,6 +66,15 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
   }
   const Deadline deadline(options.time_limit_s);
   ChainPlan plan;
+  // Every stage once is the least makespan there is: when it fits, no DP can do better (the
+  // binned DP rounds sizes up and may miss it at a budget right at the store-all peak).
+  ChainSequence store_all = store_all_sequence(chain);
+  if (simulate_chain(chain, store_all).peak_bytes <= budget) {
+    plan.sequence = std::move(store_all);
+    plan.stats.status = SolveStatus::kOptimal;
+    plan.stats.add_counter("store_all", 1);
+    return plan;
+  }
   std::optional<MinMemory> least = family.min_memory(bytes, deadline);
   const bool least_timed_out = !least.has_value();
   if (least_timed_out) least = persistent_min_memory(bytes, PersistentFamily::kRotor);
@@ -74,7 +83,7 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
               fmt::format("{}: least-memory plan invalid or over its bound: {}", family.name,
                           least_eval.error));
   plan.stats.min_feasible_budget = least_eval.peak_bytes;
-  plan.ops = least->ops;
+  plan.sequence = least->ops;
   if (least_timed_out) plan.stats.add_counter("timed_out", 1);
   if (budget < least_eval.peak_bytes) {
     plan.stats.status = family.proves_infeasible && !least_timed_out ? SolveStatus::kInfeasible
@@ -93,8 +102,8 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
   plan.stats.add_counter("dp_makespan", dp.makespan);
   plan.stats.add_counter("timed_out", dp.timed_out ? 1 : 0);
   plan.stats.status = SolveStatus::kFeasible;
-  if (dp.ops && simulate_chain(chain, *dp.ops).makespan <= least_eval.makespan) {
-    plan.ops = *dp.ops;
+  if (dp.ops && simulate_chain(chain, *dp.ops).cost <= least_eval.cost) {
+    plan.sequence = *dp.ops;
     // Exact bins and the weak family: Theorem 4.7 with Lemma 4.4, optimal among all sequences.
     if (family.proves_infeasible && bins == 0) plan.stats.status = SolveStatus::kOptimal;
   }
@@ -166,33 +175,33 @@ const ParamTable<SequentialParams> kSequentialParams(
                        integer(&SequentialParams::segments, 0)},
                   });
 
-class RotorSolver : public ChainSolver {
+class RotorSolver : public ChainFamilySolver {
  public:
   std::string_view name() const override { return "rotor"; }
-  std::span<const ParamInfo> params() const override { return kRotorParams.info(); }
-  ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
+  std::span<const ParamInfo> chain_params() const override { return kRotorParams.info(); }
+  ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     const RotorParams p = kRotorParams.parse(options.params);
     return solve_family(p.weak ? kWeak : kPersistent, p.bins, chain, options);
   }
 };
 
-class RevolveSolver : public ChainSolver {
+class RevolveSolver : public ChainFamilySolver {
  public:
   std::string_view name() const override { return "revolve"; }
-  std::span<const ParamInfo> params() const override { return kRevolveParams.info(); }
-  ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
+  std::span<const ParamInfo> chain_params() const override { return kRevolveParams.info(); }
+  ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     return solve_family(kRevolve, kRevolveParams.parse(options.params).bins, chain, options);
   }
 };
 
-class StoreAllSolver : public ChainSolver {
+class StoreAllSolver : public Solver {
  public:
   std::string_view name() const override { return "store-all"; }
-  ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
+  ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     kStoreAllParams.parse(options.params);  // none: any key is unknown
     ChainPlan plan;
-    plan.ops = store_all_sequence(chain);
-    plan.stats.min_feasible_budget = simulate_chain(chain, plan.ops).peak_bytes;
+    plan.sequence = store_all_sequence(chain);
+    plan.stats.min_feasible_budget = simulate_chain(chain, plan.sequence).peak_bytes;
     return plan;
   }
 };
@@ -205,23 +214,23 @@ ChainSequence sequential_sequence(int length, int segments) {
   const int last_begin = size * (segments - 1) + 1;
   ChainSequence ops;
   for (int begin = 1; begin < last_begin; begin += size) {
-    ops.push_back({OpKind::kForwardCheckpoint, begin});
-    for (int j = begin + 1; j < begin + size; ++j) ops.push_back({OpKind::kForwardNoSave, j});
+    ops.push_back({ChainOpKind::kForwardCheckpoint, begin});
+    for (int j = begin + 1; j < begin + size; ++j) ops.push_back({ChainOpKind::kForwardNoSave, j});
   }
-  for (int j = last_begin; j <= length + 1; ++j) ops.push_back({OpKind::kForwardAll, j});
-  for (int j = length + 1; j >= last_begin; --j) ops.push_back({OpKind::kBackward, j});
+  for (int j = last_begin; j <= length + 1; ++j) ops.push_back({ChainOpKind::kForwardAll, j});
+  for (int j = length + 1; j >= last_begin; --j) ops.push_back({ChainOpKind::kBackward, j});
   for (int begin = last_begin - size; begin >= 1; begin -= size) {
-    for (int j = begin; j < begin + size; ++j) ops.push_back({OpKind::kForwardAll, j});
-    for (int j = begin + size - 1; j >= begin; --j) ops.push_back({OpKind::kBackward, j});
+    for (int j = begin; j < begin + size; ++j) ops.push_back({ChainOpKind::kForwardAll, j});
+    for (int j = begin + size - 1; j >= begin; --j) ops.push_back({ChainOpKind::kBackward, j});
   }
   return ops;
 }
 
-class SequentialSolver : public ChainSolver {
+class SequentialSolver : public ChainFamilySolver {
  public:
   std::string_view name() const override { return "sequential"; }
-  std::span<const ParamInfo> params() const override { return kSequentialParams.info(); }
-  ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
+  std::span<const ParamInfo> chain_params() const override { return kSequentialParams.info(); }
+  ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     const int length = chain.length();
     const int64_t fixed = kSequentialParams.parse(options.params).segments;
     if (fixed < 0 || fixed > length)
@@ -242,12 +251,11 @@ class SequentialSolver : public ChainSolver {
       ChainSequence ops = sequential_sequence(length, k);
       const ChainEvaluation e = simulate_chain(chain, ops);
       least_peak = std::min(least_peak, e.peak_bytes);
-      const bool better =
-          best.ops.empty() ||
-          better_plan({e.peak_bytes, e.makespan}, {best_eval.peak_bytes, best_eval.makespan},
-                      options.budget.bytes);
+      const bool better = best.sequence.empty() ||
+                          better_plan({e.peak_bytes, e.cost},
+                                      {best_eval.peak_bytes, best_eval.cost}, options.budget.bytes);
       if (better) {
-        best.ops = std::move(ops);
+        best.sequence = std::move(ops);
         best.stats.counters = {{"segments", k}};
         best_eval = e;
       }
@@ -257,78 +265,11 @@ class SequentialSolver : public ChainSolver {
   }
 };
 
-template <class T>
-std::unique_ptr<ChainSolver> make() {
-  return std::make_unique<T>();
-}
-
-constexpr ChainSolverEntry kChainSolvers[] = {
-    {"rotor", "optimal persistent DP (Algorithm 3); persistence=weak: Algorithm 1",
-     make<RotorSolver>},
-    {"revolve", "Griewank-Walther optimal AD schedule, F_all right before each B",
-     make<RevolveSolver>},
-    {"sequential", "PyTorch checkpoint_sequential, best k segments in 2..2sqrt(L)",
-     make<SequentialSolver>},
-    {"store-all", "no recomputation: F_all every stage, then every B", make<StoreAllSolver>},
-};
-
 }  // namespace
 
-ChainSequence store_all_sequence(const Chain& chain) {
-  ChainSequence ops;
-  const int last = chain.length() + 1;
-  for (int l = 1; l <= last; ++l) ops.push_back({OpKind::kForwardAll, l});
-  for (int l = last; l >= 1; --l) ops.push_back({OpKind::kBackward, l});
-  return ops;
-}
-
-std::span<const ChainSolverEntry> chain_solver_registry() { return kChainSolvers; }
-
-std::unique_ptr<ChainSolver> make_chain_solver(std::string_view name) {
-  for (const ChainSolverEntry& entry : kChainSolvers)
-    if (entry.name == name) return entry.make();
-  std::vector<std::string_view> names;
-  for (const ChainSolverEntry& entry : kChainSolvers) names.push_back(entry.name);
-  throw InputError(
-      fmt::format("unknown chain solver '{}' (known: {})", name, fmt::join(names, ", ")));
-}
-
-ChainSolveResult solve_chain(const Chain& chain, std::string_view solver_name,
-                             const ChainSolveOptions& options) {
-  std::unique_ptr<ChainSolver> solver = make_chain_solver(solver_name);
-  validate_chain(chain, chain.name.empty() ? "chain" : chain.name);
-  if (options.budget.bytes < 0)
-    throw InputError(fmt::format("budget must be >= 0 bytes (got {})", options.budget.bytes));
-  if (!(options.time_limit_s > 0))
-    throw InputError(fmt::format("time limit must be > 0 seconds (got {})", options.time_limit_s));
-  ChainSolveResult result;
-  const Deadline clock(options.time_limit_s);
-  result.plan = solver->solve(chain, options);
-  result.plan.solver = std::string(solver->name());
-  result.plan.stats.wall_time_s = clock.elapsed_s();
-  result.eval = simulate_chain(chain, result.plan.ops);
-  REMAT_CHECK(result.eval.valid, fmt::format("chain solver '{}' returned an invalid sequence: {}",
-                                             solver_name, result.eval.error));
-  SolveStatus& status = result.plan.stats.status;
-  if (status != SolveStatus::kInfeasible && result.eval.peak_bytes > options.budget.bytes) {
-    // Never worse than the chain's default schedule (store-all), as remat::solve for graphs.
-    ChainSequence fallback = store_all_sequence(chain);
-    ChainEvaluation fallback_eval = simulate_chain(chain, fallback);
-    if (better_plan({fallback_eval.peak_bytes, fallback_eval.makespan},
-                    {result.eval.peak_bytes, result.eval.makespan}, options.budget.bytes)) {
-      result.plan.ops = std::move(fallback);
-      result.plan.stats.add_counter("replaced_by_default_schedule", 1);
-      result.eval = std::move(fallback_eval);
-    }
-  }
-  const bool fits = result.eval.peak_bytes <= options.budget.bytes;
-  if (status == SolveStatus::kInfeasible) {
-    REMAT_CHECK(!fits, "a plan within budget was called infeasible");
-  } else {
-    if (!fits) status = SolveStatus::kOverBudget;
-    if (fits && status == SolveStatus::kOverBudget) status = SolveStatus::kFeasible;
-  }
-  return result;
-}
+std::unique_ptr<Solver> make_rotor() { return std::make_unique<RotorSolver>(); }
+std::unique_ptr<Solver> make_revolve() { return std::make_unique<RevolveSolver>(); }
+std::unique_ptr<Solver> make_sequential() { return std::make_unique<SequentialSolver>(); }
+std::unique_ptr<Solver> make_store_all() { return std::make_unique<StoreAllSolver>(); }
 
 }  // namespace remat::rotor

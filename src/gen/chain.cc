@@ -1,14 +1,14 @@
-#include "generate_chain.h"
-
+// Synthetic heterogeneous chains (generate.h).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "remat/error.h"
+#include "remat/generate.h"
 #include "remat/random.h"
 
-namespace remat::rotor {
+namespace remat {
 namespace {
 
 ChainStage loss_stage() { return {"loss", 0, 0, {0, 0, 0}, 0, 0}; }
@@ -92,4 +92,4 @@ Chain generate_chain(const ChainGenParams& params) {
       fmt::format("gen chain: unknown kind '{}' (known: resnet, random)", params.kind));
 }
 
-}  // namespace remat::rotor
+}  // namespace remat
