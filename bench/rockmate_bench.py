@@ -70,66 +70,75 @@ def main():
     parser.add_argument("--budgets", default="70%,50%,40%,30%")
     parser.add_argument("--solvers", default="rockmate,rotor,fastsa,checkmate")
     parser.add_argument("--skip-table", action="store_true")
+    parser.add_argument("--only-table", action="store_true")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        print("1. rockmate solve time on the traced GPT (batch 8 x 128), budget 50 %")
-        print(f"{'layers':>6} {'nodes':>6} {'cold s':>7} {'MILPs':>6} {'warm s':>7} "
-              f"{'MILPs':>6} {'CI %':>7}")
-        cold_times = {}
-        for layers in (6, 12):
-            path, graph = trace_to(tmp, f"gpt{layers}", lambda: train_gpt.make(8, layers=layers))
-            cache = os.path.join(tmp, f"cache{layers}")
-            cold = solve(path, "50%", "rockmate", args.time_limit, [f"cache={cache}"])
-            warm = solve(path, "50%", "rockmate", args.time_limit, [f"cache={cache}"])
-            cold_times[layers] = cold["seconds"]
-            print(f"{layers:>6} {graph.num_nodes:>6} {cold['seconds']:>7.2f} "
-                  f"{cold['counters'].get('milp_runs', 0):>6.0f} {warm['seconds']:>7.2f} "
-                  f"{warm['counters'].get('milp_runs', 0):>6.0f} "
-                  f"{cold.get('cost_increase_percent', float('nan')):>7.2f}")
-        print(f"12 layers / 6 layers (cold): {cold_times[12] / cold_times[6]:.2f}x")
-        print()
-        print("2. the 2-layer GPT (batch 4 x 64) against the Checkmate MILP (--time-limit)")
-        path, graph = trace_to(tmp, "gpt2", lambda: train_gpt.make(4, context=64, layers=2))
-        print(f"{'budget':>6} {'solver':<10} {'status':<12} {'peak %':>7} {'CI %':>8} "
-              f"{'time s':>7}  {'MILP bound CI %':>15}")
-        for budget in ("70%", "50%"):
-            for solver in ("rockmate", "checkmate"):
+        if not args.only_table:
+            times_and_checkmate(args, tmp)
+        if not args.skip_table:
+            table(args, tmp)
+
+
+def times_and_checkmate(args, tmp):
+    print("1. rockmate solve time on the traced GPT (batch 8 x 128), budget 50 %")
+    print(f"{'layers':>6} {'nodes':>6} {'cold s':>7} {'MILPs':>6} {'warm s':>7} "
+          f"{'MILPs':>6} {'CI %':>7}")
+    cold_times = {}
+    for layers in (6, 12):
+        path, graph = trace_to(tmp, f"gpt{layers}", lambda: train_gpt.make(8, layers=layers))
+        cache = os.path.join(tmp, f"cache{layers}")
+        cold = solve(path, "50%", "rockmate", args.time_limit, [f"cache={cache}"])
+        warm = solve(path, "50%", "rockmate", args.time_limit, [f"cache={cache}"])
+        cold_times[layers] = cold["seconds"]
+        print(f"{layers:>6} {graph.num_nodes:>6} {cold['seconds']:>7.2f} "
+              f"{cold['counters'].get('milp_runs', 0):>6.0f} {warm['seconds']:>7.2f} "
+              f"{warm['counters'].get('milp_runs', 0):>6.0f} "
+              f"{cold.get('cost_increase_percent', float('nan')):>7.2f}")
+    print(f"12 layers / 6 layers (cold): {cold_times[12] / cold_times[6]:.2f}x")
+    print()
+    print("2. the 2-layer GPT (batch 4 x 64) against the Checkmate MILP (--time-limit)")
+    path, graph = trace_to(tmp, "gpt2", lambda: train_gpt.make(4, context=64, layers=2))
+    print(f"{'budget':>6} {'solver':<10} {'status':<12} {'peak %':>7} {'CI %':>8} "
+          f"{'time s':>7}  {'MILP bound CI %':>15}")
+    for budget in ("70%", "50%"):
+        for solver in ("rockmate", "checkmate"):
+            r = solve(path, budget, solver, args.time_limit)
+            if "error" in r:
+                print(f"{budget:>6} {solver:<10} error: {r['error'][:70]}")
+                continue
+            bound = r["stats"].get("cost_lower_bound")
+            bound_ci = ("" if bound is None else
+                        f"{100 * (bound - r['baseline_cost']) / r['baseline_cost']:.2f}")
+            print(f"{budget:>6} {solver:<10} {r['status']:<12} "
+                  f"{r['peak_percent_of_baseline']:>7.1f} {r['cost_increase_percent']:>8.2f} "
+                  f"{r['seconds']:>7.2f}  {bound_ci:>15}")
+
+
+def table(args, tmp):
+    print()
+    print("3. peak % of the baseline, CI % and seconds; act. MB: activation memory")
+    graphs = {"GPT 6 layers": trace_to(tmp, "gpt6t", lambda: train_gpt.make(8, layers=6)),
+              "ResNet-18": trace_to(tmp, "resnet18", resnet18)}
+    print(f"{'graph':<13} {'budget':>6} {'solver':<10} {'status':<12} {'peak %':>7} "
+          f"{'CI %':>8} {'time s':>7}  {'act. MB':>8}")
+    for label, (path, graph) in graphs.items():
+        resident = resident_bytes(graph)
+        base_peak, _ = remat.baseline(graph)
+        print(f"{label:<13} {'-':>6} {'baseline':<10} {'':<12} {100.0:>7.1f} {0.0:>8.2f} "
+              f"{'':>7}  {(base_peak - resident) / 1e6:>8.2f}")
+        for budget in args.budgets.split(","):
+            for solver in args.solvers.split(","):
                 r = solve(path, budget, solver, args.time_limit)
                 if "error" in r:
-                    print(f"{budget:>6} {solver:<10} error: {r['error'][:70]}")
+                    print(f"{label:<13} {budget:>6} {solver:<10} error: {r['error'][:70]}")
                     continue
-                bound = r["stats"].get("cost_lower_bound")
-                bound_ci = ("" if bound is None else
-                            f"{100 * (bound - r['baseline_cost']) / r['baseline_cost']:.2f}")
-                print(f"{budget:>6} {solver:<10} {r['status']:<12} "
-                      f"{r['peak_percent_of_baseline']:>7.1f} {r['cost_increase_percent']:>8.2f} "
-                      f"{r['seconds']:>7.2f}  {bound_ci:>15}")
-        if args.skip_table:
-            return
-        print()
-        print("3. peak % of the baseline, CI % and seconds; act. MB: activation memory")
-        graphs = {"GPT 6 layers": trace_to(tmp, "gpt6t", lambda: train_gpt.make(8, layers=6)),
-                  "ResNet-18": trace_to(tmp, "resnet18", resnet18)}
-        print(f"{'graph':<13} {'budget':>6} {'solver':<10} {'status':<12} {'peak %':>7} "
-              f"{'CI %':>8} {'time s':>7}  {'act. MB':>8}")
-        for label, (path, graph) in graphs.items():
-            resident = resident_bytes(graph)
-            base_peak, _ = remat.baseline(graph)
-            print(f"{label:<13} {'-':>6} {'baseline':<10} {'':<12} {100.0:>7.1f} {0.0:>8.2f} "
-                  f"{'':>7}  {(base_peak - resident) / 1e6:>8.2f}")
-            for budget in args.budgets.split(","):
-                for solver in args.solvers.split(","):
-                    r = solve(path, budget, solver, args.time_limit)
-                    if "error" in r:
-                        print(f"{label:<13} {budget:>6} {solver:<10} error: {r['error'][:70]}")
-                        continue
-                    act = (r["peak_bytes"] - resident) / 1e6
-                    print(f"{label:<13} {budget:>6} {solver:<10} {r['status']:<12} "
-                          f"{r['peak_percent_of_baseline']:>7.1f} "
-                          f"{r['cost_increase_percent']:>8.2f} {r['seconds']:>7.2f}  "
-                          f"{act:>8.2f}")
-        print("act. MB: activation memory, the peak minus graph inputs and graph outputs "
-              "(weights, data, gradients, loss)")
+                act = (r["peak_bytes"] - resident) / 1e6
+                print(f"{label:<13} {budget:>6} {solver:<10} {r['status']:<12} "
+                      f"{r['peak_percent_of_baseline']:>7.1f} "
+                      f"{r['cost_increase_percent']:>8.2f} {r['seconds']:>7.2f}  "
+                      f"{act:>8.2f}")
+    print("act. MB: activation memory, the peak minus graph inputs and graph outputs "
+          "(weights, data, gradients, loss)")
 
 
 if __name__ == "__main__":

@@ -447,6 +447,7 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
       LocalOption o = to_option(graph, rep, w.model, plan);
       if (std::find(list.begin(), list.end(), o) == list.end()) list.push_back(std::move(o));
     }
+    stats.timed_out |= deadline.expired();
     if (!deadline.expired()) {  // only complete grids are cached
       std::lock_guard lock(cache_mutex);
       memory_cache()[w.key] = list;

@@ -17,6 +17,7 @@ namespace {
 
 constexpr std::string_view kName = "rockmate";
 constexpr int kMaxBudgetRetries = 3;
+constexpr double kOptionsShare = 0.5;  // of the time limit, for rk-Checkmate
 constexpr int kBudgetSearchSteps = 6;
 
 struct Params {
@@ -277,8 +278,10 @@ class RockmateSolver : public Solver {
       return plan;
     }
     OptionStats ostats;
+    // The MILPs get at most half the time limit; the DPs and lowering need the rest.
+    const Deadline options_clock(options.time_limit_s * kOptionsShare);
     const std::vector<std::vector<LocalOption>> by_class =
-        class_options(g, bs, option_settings, clock, ostats);
+        class_options(g, bs, option_settings, options_clock, ostats);
     Case rk = plain_case("rockmate", bs.chain);
     int64_t options_kept = 0;
     add_options(g, bs, by_class, rk, options_kept);
@@ -304,6 +307,7 @@ class RockmateSolver : public Solver {
     st.add_counter("milp_runs", static_cast<double>(ostats.milp_runs));
     st.add_counter("milp_feasible", static_cast<double>(ostats.milp_feasible));
     st.add_counter("milp_reused", static_cast<double>(ostats.milp_reused));
+    st.add_counter("options_timed_out", ostats.timed_out ? 1 : 0);
     st.add_counter("options_cache_memory_hits", static_cast<double>(ostats.memory_hits));
     st.add_counter("options_cache_disk_hits", static_cast<double>(ostats.disk_hits));
     st.add_counter("options_kept", static_cast<double>(options_kept));
