@@ -61,6 +61,23 @@ def counters(r):
     return dict(r.counters)
 
 
+# rk-Checkmate's MILP needs CBC; the checkmate row is there exactly when the build has it.
+HAVE_CBC = "checkmate" in remat.solvers()
+needs_cbc = pytest.mark.skipif(not HAVE_CBC, reason="built without CBC: no rk-Checkmate MILP")
+
+
+def test_build_says_whether_the_milp_options_exist():
+    # Without CBC rockmate runs with keep-all and keep-nothing only, and says so.
+    graph = traced("gpt2")[3].graph
+    r = remat.solve(graph, "60%", "rockmate", time_limit=60, **FAST)
+    c = counters(r)
+    assert c["milp_available"] == (1 if HAVE_CBC else 0)
+    notes = dict(r.lists).get("notes", [])
+    assert any("needs CBC" in n for n in notes) == (not HAVE_CBC)
+    if not HAVE_CBC:
+        assert c["milp_runs"] == 0
+
+
 @pytest.mark.parametrize("name", ["gpt4", "resnet18"])
 def test_quality_against_rotor(name):
     graph = traced(name)[3].graph
@@ -95,6 +112,7 @@ def test_optimize_with_rockmate_gives_eager_gradients(name):
         assert torch.equal(buffers[n], got[2][n]), n
 
 
+@needs_cbc
 def test_milps_run_once_per_class_and_the_caches_serve_the_rest(tmp_path):
     # The 4-layer GPT: 6 classes for 12 blocks. A first solve runs the MILPs of each class once
     # (the last block, with the loss, has keep-all and keep-nothing only); a second solve in the
@@ -126,6 +144,7 @@ def test_milps_run_once_per_class_and_the_caches_serve_the_rest(tmp_path):
     assert (doc["peak_bytes"], doc["cost"]) == (first.peak_bytes, first.cost)
 
 
+@needs_cbc
 def test_milp_options_beat_rotor_on_the_gpt():
     # rk-Checkmate's options let blocks keep part of their activations: at 60 % the plan is
     # cheaper than rotor's (measured: CI ~12 % against ~21.5 % with a 3x3 grid).

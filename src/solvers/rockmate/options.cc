@@ -10,16 +10,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
+#ifdef REMAT_HAVE_CBC
 #include "checkmate/formulation.h"
 #include "checkmate/milp.h"
+#endif
 #include "remat/error.h"
 #include "remat/simulate.h"
 
@@ -52,6 +56,7 @@ struct BlockModel {
   int32_t loss = 0;               // sub-graph node index of the loss placeholder
   std::vector<int32_t> dropped;   // block positions of the views left out (replayed at lowering)
   int64_t loss_floor = 0;         // least memory at the loss: inputs, what it reads and produces
+  int64_t save_low = 0;           // lowest M_save of the grid (set with the grid)
 };
 
 // A pure view: weighs nothing, costs nothing, stays inside the block.
@@ -213,13 +218,6 @@ LocalOption to_option(const Graph& g, const Block& b, const BlockModel& bm, cons
   return o;
 }
 
-// The memory-after-step column of step k in stage t (checkmate's memory_rows: stage, step order).
-int32_t u_column(const checkmate::StageModel& sm, int32_t t, int32_t k) {
-  return sm
-      .memory_rows[static_cast<size_t>(t) * static_cast<size_t>(t + 1) / 2 + static_cast<size_t>(k)]
-      .u;
-}
-
 struct ClassResult {
   std::vector<Sequence> plans;  // sub-graph sequences found, in grid order
   int64_t runs = 0, feasible = 0, reused = 0;
@@ -228,51 +226,75 @@ struct ClassResult {
 struct Found {
   Sequence plan;
   int64_t peak = 0, at_loss = 0;  // simulated peak and memory at the loss step
+  double cost = 0;
 };
+
+Found measure(const Graph& sub, const BlockModel& bm, Sequence plan) {
+  const Evaluation e = simulate(sub, plan, {.timeline = true});
+  Found f{std::move(plan), e.peak_bytes, 0, e.cost};
+  for (size_t i = 0; i < f.plan.size(); ++i)
+    if (f.plan[i].value() == bm.loss) f.at_loss = e.timeline[i];
+  return f;
+}
+
+// Keep-nothing on the block graph: the forward, the loss, the forward again, the backward. It
+// holds the least at the loss, so it warm-starts the MILPs of tight M_save (without a start CBC
+// often finds nothing in the time of one grid point).
+Sequence keep_nothing_sequence(const Graph& sub, const BlockModel& bm) {
+  Sequence seq;
+  for (int32_t i = 0; i <= bm.loss; ++i) seq.push_back(NodeId{i});
+  for (int32_t i = 0; i < bm.loss; ++i)
+    if (sub.node(NodeId{i}).recomputable) seq.push_back(NodeId{i});
+  for (int32_t i = bm.loss + 1; i < sub.num_nodes(); ++i) seq.push_back(NodeId{i});
+  return seq;
+}
+
+#ifdef REMAT_HAVE_CBC
+// The memory-after-step column of step k in stage t (checkmate's memory_rows: stage, step order).
+int32_t u_column(const checkmate::StageModel& sm, int32_t t, int32_t k) {
+  return sm
+      .memory_rows[static_cast<size_t>(t) * static_cast<size_t>(t + 1) / 2 + static_cast<size_t>(k)]
+      .u;
+}
 
 // The grid of one class, M_peak descending and, within each, M_save descending ([R] §4.2). A plan
 // the MILP found for a looser point that fits a tighter one is optimal there too (within the gap):
-// it is reused without a solve. Otherwise the MILP runs, warm-started from a found plan that fits
-// M_peak (the first from checkmate's fixed-order repair of keep-all); a row stops at the first
-// budget without a plan.
+// it is reused without a solve. Otherwise the MILP runs, warm-started from the cheapest known plan
+// that fits the point: a MILP plan, keep-all, keep-nothing, or checkmate's fixed-order repair of
+// keep-all at M_peak; a row stops at the first budget without a plan.
 ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, int32_t save_points,
                         const OptionParams& params, const Deadline& deadline, uint64_t seed) {
   ClassResult out;
   const Graph& sub = *bm.graph;
-  std::vector<Found> found;
-  auto measure = [&](Sequence plan) {
-    const Evaluation e = simulate(sub, plan, {.timeline = true});
-    Found f{std::move(plan), e.peak_bytes, 0};
-    for (size_t i = 0; i < f.plan.size(); ++i)
-      if (f.plan[i].value() == bm.loss) f.at_loss = e.timeline[i];
-    return f;
+  std::vector<Found> found;  // MILP plans
+  std::vector<Found> seeds;  // warm starts only
+  seeds.push_back(measure(sub, bm, default_schedule(sub)));
+  if (Sequence nothing = keep_nothing_sequence(sub, bm); simulate(sub, nothing).valid)
+    seeds.push_back(measure(sub, bm, std::move(nothing)));
+  const std::optional<checkmate::Retention> all =
+      checkmate::retention_from_sequence(sub, default_schedule(sub));
+  auto cheapest_fit = [&](int64_t m_peak, int64_t m_save) {
+    const Found* best = nullptr;
+    for (const auto* list : {&found, &seeds})
+      for (const Found& f : *list)
+        if (f.peak <= m_peak && f.at_loss <= m_save && (!best || f.cost < best->cost)) best = &f;
+    return best;
   };
   int64_t inputs = 0;
   for (ValueId v : sub.graph_inputs()) inputs += sub.value(v).size_bytes;
   for (size_t p = grid.size(); p-- > 0 && !deadline.expired();) {
     const int64_t m_peak = grid[p];
-    Sequence start;
-    for (const Found& f : found)
-      if (f.peak <= m_peak) start = f.plan;  // the last: the tightest so far
-    if (start.empty()) {
-      const std::optional<checkmate::Retention> all =
-          checkmate::retention_from_sequence(sub, default_schedule(sub));
-      if (all)
-        start = checkmate::sequence_from_retention(
-            sub, checkmate::repair_retention(sub, *all, m_peak,
-                                             std::min(0.2, params.milp_time_limit_s / 4)));
-    }
+    if (!cheapest_fit(m_peak, m_peak) && all)
+      seeds.push_back(
+          measure(sub, bm,
+                  checkmate::sequence_from_retention(
+                      sub, checkmate::repair_retention(
+                               sub, *all, m_peak, std::min(0.2, params.milp_time_limit_s / 4)))));
     for (int32_t j = save_points - 1; j >= 0 && !deadline.expired(); --j) {
-      const int64_t m_save = save_points == 1
-                                 ? m_peak
-                                 : bm.loss_floor + (m_peak - bm.loss_floor) * j / (save_points - 1);
+      const int64_t m_save =
+          save_points == 1 ? m_peak : bm.save_low + (m_peak - bm.save_low) * j / (save_points - 1);
       bool reused = false;
-      for (const Found& f : found)
-        if (f.peak <= m_peak && f.at_loss <= m_save) {
-          reused = true;
-          start = f.plan;
-          break;
-        }
+      for (const Found& f : found) reused |= f.peak <= m_peak && f.at_loss <= m_save;
       if (reused) {
         ++out.reused;
         continue;
@@ -287,8 +309,8 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
       mo.threads = 1;
       mo.seed = seed;
       mo.relative_gap = params.milp_gap;
-      if (!start.empty()) {
-        std::optional<std::vector<double>> x = sm.encode(start);
+      if (const Found* start = cheapest_fit(m_peak, m_save)) {
+        std::optional<std::vector<double>> x = sm.encode(start->plan);
         if (x && sm.model.max_violation(*x) < 1e-6) mo.start = std::move(*x);
       }
       const milp::MilpResult r = milp::solve_milp(sm.model, mo);
@@ -298,12 +320,18 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
       if (!simulate(sub, plan).valid) break;
       ++out.feasible;
       out.plans.push_back(plan);
-      start = plan;
-      found.push_back(measure(std::move(plan)));
+      found.push_back(measure(sub, bm, std::move(plan)));
     }
   }
   return out;
 }
+#else
+// Built without CBC: class_options never gets here (milp_available() is false).
+ClassResult solve_class(const BlockModel&, const std::vector<int64_t>&, int32_t,
+                        const OptionParams&, const Deadline&, uint64_t) {
+  return {};
+}
+#endif
 
 std::mutex cache_mutex;
 std::map<std::string, std::vector<LocalOption>>& memory_cache() {
@@ -367,17 +395,34 @@ void write_disk(const OptionParams& p, const std::string& key,
   if (ec) throw InputError(fmt::format("rockmate: cannot write '{}'", path.string()));
 }
 
-// The M_peak grid: evenly spaced from the block's memory lower bound to its store-all peak.
-std::vector<int64_t> peak_grid(const Graph& sub, int32_t points) {
-  const int64_t hi = baseline(sub).peak_bytes;
+// The grid's ends. M_peak: P points evenly spaced above the block's memory lower bound (which a
+// fixed-order plan seldom reaches) up to the larger of keep-all's and keep-nothing's peaks, so the
+// top row has both as warm starts. M_save (set in bm.save_low): from what keep-nothing holds at
+// the loss (the values no recomputation can rebuild; the least a plan can hold there) up to M_peak.
+std::vector<int64_t> peak_grid(BlockModel& bm, int32_t points) {
+  const Graph& sub = *bm.graph;
+  int64_t hi = baseline(sub).peak_bytes;
+  bm.save_low = bm.loss_floor;
+  if (Sequence nothing = keep_nothing_sequence(sub, bm); simulate(sub, nothing).valid) {
+    const Found f = measure(sub, bm, std::move(nothing));
+    hi = std::max(hi, f.peak);
+    bm.save_low = std::max(bm.loss_floor, f.at_loss);
+  }
   const int64_t lo = std::min(memory_lower_bound(sub), hi);
   std::vector<int64_t> grid;
-  for (int32_t i = 0; i < points; ++i)
-    grid.push_back(points == 1 ? hi : lo + (hi - lo) * i / (points - 1));
+  for (int32_t i = 1; i <= points; ++i) grid.push_back(lo + (hi - lo) * i / points);
   return grid;
 }
 
 }  // namespace
+
+bool milp_available() {
+#ifdef REMAT_HAVE_CBC
+  return true;
+#else
+  return false;
+#endif
+}
 
 std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const BlockStructure& bs,
                                                     const OptionParams& params,
@@ -397,7 +442,8 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
     const Block& rep = bs.blocks[static_cast<size_t>(bs.classes[c].members.front())];
     out[c] = {keep_all(rep), keep_nothing(graph, rep)};
     // The loss stage has no forward output to hand on: keep-all and keep-nothing only.
-    if (!params.milp || rep.stage == static_cast<int32_t>(bs.blocks.size())) continue;
+    if (!params.milp || !milp_available() || rep.stage == static_cast<int32_t>(bs.blocks.size()))
+      continue;
     const std::string key =
         cache_key(bs.classes[c].canonical_hash, canonical_form(graph, rep), params);
     {
@@ -416,7 +462,7 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
       continue;
     }
     Work w{c, key, block_model(graph, rep, rep.stage), {}, {}};
-    w.grid = peak_grid(*w.model.graph, params.peak_points);
+    w.grid = peak_grid(w.model, params.peak_points);
     work.push_back(std::move(w));
   }
   // Independent classes on `threads` workers; results land in fixed slots.

@@ -5,7 +5,8 @@
 // recomputed in full before the backward) are always there; the rest come from the value-level
 // fixed-order MILP (checkmate/formulation.h) on the block with a loss placeholder between forward
 // and backward, over a grid of (M_peak, M_save) budgets. Options are cached by class hash in
-// memory and, with a cache directory, on disk, so a second solve re-runs no MILP.
+// memory and, with a cache directory, on disk, so a second solve re-runs no MILP. Built without
+// CBC there is no MILP (milp_available()).
 #pragma once
 
 #include <cstdint>
@@ -42,6 +43,10 @@ struct OptionStats {
   bool timed_out = false;  // the grid stopped at the deadline (its options are not cached)
   std::vector<int64_t> runs_per_class;  // MILPs per class (0 when cached)
 };
+
+// Whether rk-Checkmate can run: the MILP needs CBC (REMAT_WITH_CBC). Without it every class has
+// keep-all and keep-nothing only, and the solver's stats say so.
+bool milp_available();
 
 // The options of every class (by class id), keep-all first, keep-nothing second.
 std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const BlockStructure& bs,

@@ -44,7 +44,9 @@ const ParamTable<Params> kTable(
          real(&Params::milp_gap, 0, 1)},
         {{"cache", "(none)", "", "directory of the on-disk options cache (by class hash)"},
          text(&Params::cache_dir, "a directory name")},
-        {{"milp", "true", "", "false: options keep-all and keep-nothing only (no MILP)"},
+        {{"milp", "true", "",
+          "false: options keep-all and keep-nothing only (no MILP; also the case, with a note, "
+          "in a build without CBC)"},
          flag(&Params::milp)},
         {{"max_stages", "100", "blocks", "most blocks (separators thinned beyond)"},
          integer(&Params::max_stages, 2, 1000)},
@@ -304,6 +306,12 @@ class RockmateSolver : public Solver {
     } else {
       plan.sequence = std::move(best.sequence);
     }
+    st.add_counter("milp_available", milp_available() ? 1 : 0);
+    if (params.milp && !milp_available())
+      st.lists.emplace_back(
+          "notes", std::vector<std::string>{"rk-Checkmate needs CBC and this build has none "
+                                            "(REMAT_WITH_CBC off): every block has keep-all and "
+                                            "keep-nothing only, i.e. Rotor's DP over the blocks"});
     st.add_counter("milp_runs", static_cast<double>(ostats.milp_runs));
     st.add_counter("milp_feasible", static_cast<double>(ostats.milp_feasible));
     st.add_counter("milp_reused", static_cast<double>(ostats.milp_reused));
