@@ -8,9 +8,16 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace remat {
+
+// Rotor's DPs add sizes along the chain and mark impossible entries with a value above every
+// feasible one (2^62), so a chain's sizes and overheads together may be at most 2^61 bytes, and its
+// times together at most 1e100 (any unit).
+inline constexpr int64_t kMaxChainBytes = int64_t{1} << 61;
+inline constexpr double kMaxTotalTime = 1e100;
 
 struct ChainSizes {
   int64_t a = 0;      // ω_a: bytes of the stage output a^ℓ
@@ -33,5 +40,8 @@ struct Chain {
   std::vector<ChainStage> stages;  // stages 1..L, then the loss as stage L+1
   int length() const { return static_cast<int>(stages.size()) - 1; }  // L
 };
+
+// Throws InputError naming `source` and the stage when the totals above are exceeded.
+void check_chain_limits(const Chain& chain, std::string_view source);
 
 }  // namespace remat

@@ -46,11 +46,15 @@ struct Progress {
 
 using ParamMap = std::map<std::string, std::string>;
 
+// The most threads a solve may use: solvers run at most one worker per hardware thread, and more
+// requested threads only add work that the time limit must cut short.
+inline constexpr int kMaxThreads = 256;
+
 struct SolveOptions {
   Budget budget;
   double time_limit_s = 60;
   uint64_t seed = 1;
-  int threads = 1;
+  int threads = 1;  // 1..kMaxThreads
   ParamMap params;  // solver-specific, documented per solver
   std::function<void(const Progress&)> on_progress;
   // A plan to start the search from (a warm start, e.g. the best plan another solver found).

@@ -14,8 +14,9 @@ SolveResult solve(const Graph& graph, std::string_view solver_name, const SolveO
     throw InputError(fmt::format("budget must be >= 0 bytes (got {})", options.budget.bytes));
   if (!(options.time_limit_s > 0))
     throw InputError(fmt::format("time limit must be > 0 seconds (got {})", options.time_limit_s));
-  if (options.threads < 1)
-    throw InputError(fmt::format("threads must be >= 1 (got {})", options.threads));
+  if (options.threads < 1 || options.threads > kMaxThreads)
+    throw InputError(
+        fmt::format("threads must be in [1, {}] (got {})", kMaxThreads, options.threads));
   if (!options.start.empty()) {
     if (!solver->accepts_start())
       throw InputError(fmt::format("solver '{}' takes no start sequence", solver->name()));

@@ -41,15 +41,27 @@ std::string chain_plan_to_json(const Chain& chain, const ChainSolveResult& resul
 }
 
 ChainSequence parse_chain_plan_json(std::string_view json_text, std::string_view source) {
+  // Nesting is capped while parsing (a plan is 3 levels deep), so a hostile file cannot exhaust
+  // the stack in the parser, in messages or in the destructor.
+  constexpr int kMaxDepth = 64;
+  const auto cap_depth = [&](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxDepth)
+      throw InputError(fmt::format("{}: JSON nested deeper than {} levels", source, kMaxDepth));
+    return true;
+  };
   json doc;
   try {
-    doc = json::parse(json_text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: invalid JSON: {}", source, e.what()));
+    doc = json::parse(json_text, cap_depth);
+  } catch (const json::exception& e) {
+    throw InputError(fmt::format("{}: invalid JSON: {}", source, shorten(e.what(), 200)));
   }
-  if (!doc.is_object() || doc.value("format", "") != "remat-chain-plan")
+  if (!doc.is_object() || !doc.contains("format") || doc["format"] != "remat-chain-plan")
     throw InputError(
         fmt::format("{}: not a chain plan (expected \"format\": \"remat-chain-plan\")", source));
+  if (!doc.contains("version") || doc["version"] != 1)
+    throw InputError(fmt::format(
+        "{}: unsupported chain plan version {} (this remat reads 1)", source,
+        doc.contains("version") ? shorten(doc["version"].dump(), 40) : std::string("(missing)")));
   if (!doc.contains("ops") || !doc["ops"].is_array())
     throw InputError(fmt::format("{}: field 'ops' is missing or not an array", source));
   ChainSequence ops;
@@ -64,7 +76,13 @@ ChainSequence parse_chain_plan_json(std::string_view json_text, std::string_view
     if (!kind)
       throw InputError(fmt::format("{}: op {}: unknown op '{}' (known: F_ck, F_none, F_all, B)",
                                    source, i, name->get<std::string>()));
-    ops.push_back({*kind, stage->get<int32_t>()});
+    const int64_t stage_number = stage->is_number_unsigned() && stage->get<uint64_t>() > INT32_MAX
+                                     ? int64_t{INT32_MAX} + 1
+                                     : stage->get<int64_t>();
+    if (stage_number < 1 || stage_number > INT32_MAX)
+      throw InputError(fmt::format("{}: op {}: stage {} is out of range", source, i,
+                                   shorten(stage->dump(), 40)));
+    ops.push_back({*kind, static_cast<int32_t>(stage_number)});
   }
   return ops;
 }
