@@ -11,7 +11,7 @@
 #include "remat/io.h"
 #include "remat/lower.h"
 #include "remat/simulate.h"
-#include "rotor/chain_solver.h"
+#include "remat/solver.h"
 #include "timing.h"
 
 namespace {
@@ -24,15 +24,14 @@ void run(const std::string& path, const std::string& budget_text) {
   const Budget budget = parse_budget(budget_text, base.peak_bytes);
   GraphChain gc;
   const double extract_s = bench::median_seconds(5, [&] { gc = extract_chain(g); });
-  rotor::ChainSolveOptions options;
+  SolveOptions options;
   options.budget = {std::max<int64_t>(0, budget.bytes - gc.resident_bytes)};
   options.params = {{"bins", "500"}};
-  rotor::ChainSolveResult r;
-  const double dp_s =
-      bench::median_seconds(5, [&] { r = rotor::solve_chain(gc.chain, "rotor", options); });
+  ChainSolveResult r;
+  const double dp_s = bench::median_seconds(5, [&] { r = solve(gc.chain, "rotor", options); });
   std::vector<StageRun> runs;
-  for (const rotor::ChainOp& op : r.plan.ops)
-    runs.push_back({op.stage, op.kind == rotor::OpKind::kBackward});
+  for (const ChainOp& op : r.plan.sequence)
+    runs.push_back({op.stage, op.kind == ChainOpKind::kBackward});
   Evaluation e;
   const double lower_s = bench::median_seconds(5, [&] {
     const Sequence seq = lower_chain_plan(g, gc, runs);

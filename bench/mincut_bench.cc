@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "mincut.h"
+#include "mincut/mincut.h"
 #include "remat/generate.h"
 #include "remat/simulate.h"
 #include "remat/solver.h"

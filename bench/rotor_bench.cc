@@ -11,13 +11,12 @@
 #include <ctime>
 #include <string>
 
-#include "rotor/chain_solver.h"
-#include "rotor/generate_chain.h"
+#include "remat/generate.h"
+#include "remat/solver.h"
 
 namespace {
 
 using namespace remat;
-using namespace remat::rotor;
 
 double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
 
@@ -25,24 +24,24 @@ double cpu_seconds() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC
 int64_t run(const Chain& chain, const std::string& label, double fraction, ParamMap params,
             double time_limit, int64_t budget = 0) {
   const int64_t store_all = simulate_chain(chain, store_all_sequence(chain)).peak_bytes;
-  ChainSolveOptions options;
+  SolveOptions options;
   options.params = std::move(params);
   options.budget = {0};
-  const int64_t least = *solve_chain(chain, "rotor", options).plan.stats.min_feasible_budget;
+  const int64_t least = *solve(chain, "rotor", options).plan.stats.min_feasible_budget;
   options.budget = {
       budget > 0 ? budget
                  : least + static_cast<int64_t>(static_cast<double>(store_all - least) * fraction)};
   options.time_limit_s = time_limit;
   const double cpu0 = cpu_seconds();
-  const ChainSolveResult r = solve_chain(chain, "rotor", options);
+  const ChainSolveResult r = solve(chain, "rotor", options);
   const double cpu = cpu_seconds() - cpu0;
-  const double store_all_makespan = simulate_chain(chain, store_all_sequence(chain)).makespan;
+  const double store_all_makespan = simulate_chain(chain, store_all_sequence(chain)).cost;
   const bool timed_out = r.plan.stats.counter("timed_out").value_or(0) > 0;
   fmt::print("{:<34} {:>4} {:>5.0f}% {:>7.1f}% {:>10.3f} {:>9.3f} {:>12} {:>9.2f}% {:>7.1f}%{}\n",
              label, chain.length(), 100 * fraction,
              100.0 * static_cast<double>(options.budget.bytes) / static_cast<double>(store_all),
              r.plan.stats.wall_time_s, cpu, to_string(r.plan.stats.status),
-             100 * (r.eval.makespan / store_all_makespan - 1),
+             100 * (r.eval.cost / store_all_makespan - 1),
              100.0 * static_cast<double>(r.eval.peak_bytes) / static_cast<double>(store_all),
              timed_out ? "  (timed out: fallback plan)" : "");
   std::fflush(stdout);

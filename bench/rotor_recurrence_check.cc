@@ -11,10 +11,10 @@
 #include <map>
 #include <tuple>
 
+#include "remat/generate.h"
+#include "remat/solver.h"
 #include "rotor/chain_arrays.h"
-#include "rotor/chain_solver.h"
 #include "rotor/dp_kernels.h"
-#include "rotor/generate_chain.h"
 
 namespace {
 
@@ -80,22 +80,22 @@ int main(int argc, char** argv) {
     const ChainArrays<int64_t> arrays = chain_arrays(chain);
     const int64_t store_all = simulate_chain(chain, store_all_sequence(chain)).peak_bytes;
     for (int i = 1; i <= 4; ++i) {
-      ChainSolveOptions options;
+      SolveOptions options;
       options.budget = {store_all * i / 4};
       options.params = {{"persistence", "weak"}, {"bins", "exact"}};
-      const ChainSolveResult ours = solve_chain(chain, "rotor", options);
+      const ChainSolveResult ours = solve(chain, "rotor", options);
       if (ours.eval.peak_bytes > options.budget.bytes) continue;  // infeasible budget
       const double printed = PrintedRecurrence(arrays).solve(options.budget.bytes);
       ++cases;
-      if (printed == ours.eval.makespan) {
+      if (printed == ours.eval.cost) {
         ++same;
         continue;
       }
-      (printed > ours.eval.makespan ? higher : lower) += 1;
+      (printed > ours.eval.cost ? higher : lower) += 1;
       if (higher + lower <= 3)
         fmt::print("{} at budget {}: printed recurrence {}, ours {} ({})\n", chain.name,
-                   options.budget.bytes, printed, ours.eval.makespan,
-                   format_sequence(ours.plan.ops));
+                   options.budget.bytes, printed, ours.eval.cost,
+                   format_sequence(ours.plan.sequence));
     }
   }
   fmt::print(

@@ -1,8 +1,8 @@
 // io.h — files in and out (formats documented field by field in docs/formats.md).
-// remat-graph JSON v1, plan JSON, chain JSON, and importers for the Checkmate / MOCCASIN NetworkX
-// node-link files. Every reader throws InputError naming the file and the line (for syntax) or the
-// id (for content); writers go through a temporary file renamed at the end, so a failure never
-// leaves a partial output file.
+// remat-graph JSON v1, plan JSON, chain and chain plan JSON, and importers for the Checkmate /
+// MOCCASIN NetworkX node-link files. Every reader throws InputError naming the file and the line
+// (for syntax) or the id (for content); writers go through a temporary file renamed at the end, so
+// a failure never leaves a partial output file.
 //   Graph g = read_graph_file("model.json");        // remat-graph, or NetworkX (auto-detected)
 //   write_plan_file("plan.json", g, result, budget);
 #pragma once
@@ -48,6 +48,13 @@ Chain parse_chain_json(std::string_view json_text, std::string_view source);
 std::string chain_to_json(const Chain& chain);
 Chain read_chain_file(const std::string& path);
 void write_chain_file(const std::string& path, const Chain& chain);
+
+// Chain plan JSON, format "remat-chain-plan" v1 (docs/solvers/rotor.md): the ops, solver,
+// budget, status, stats and the chain simulator's makespan and peak beside the store-all figures.
+std::string chain_plan_to_json(const Chain& chain, const ChainSolveResult& result, Budget budget);
+// Reads the ops of a chain plan; throws InputError naming the file and the line:column (syntax)
+// or the op (content).
+ChainSequence parse_chain_plan_json(std::string_view json_text, std::string_view source);
 
 // Plan JSON: the sequence (ids and names), solver, budget, status, stats, and the simulator's
 // peak and cost with the baseline figures beside them.

@@ -39,6 +39,11 @@ struct ChainExtractOptions {
   // More separators than this are thinned to stages of about equal forward cost (the DPs are
   // cubic in the stage count). At least 2.
   int32_t max_stages = 100;
+  // A backward node that reads no forward value (a gradient sum) runs in the highest stage its
+  // inputs allow, with their producers, rather than the lowest its users allow. Rockmate sets it:
+  // the sum of a layer input's gradients then belongs to the layer that reads that input, so
+  // identical layers get identical stages (the last one too).
+  bool floating_late = false;
 };
 
 // The graph side of one chain stage.
@@ -74,6 +79,20 @@ struct StageRun {
 // nodes, run by run. Throws InputError for a stage out of range.
 Sequence lower_chain_plan(const Graph& graph, const GraphChain& chain,
                           std::span<const StageRun> runs);
+
+// The chain figures of stage ℓ run another way (a Rockmate option, specs §4.5): its forward runs
+// `forward` (the stage's forward nodes, some perhaps more than once), and later its backward runs
+// `backward` (its backward nodes, with recomputations of its forward nodes between them). Measured
+// by the rules extract_chain() sizes the stages with, so a chain plan using the option still
+// bounds the graph simulator's peak: ā = a^ℓ plus the stage's forward values `backward` reads
+// before producing them again, o_f and o_b = the peaks of the two runs beyond the live terms.
+struct StageRunFigures {
+  double u_f = 0, u_b = 0;  // costs (non-recomputable forward nodes are fixed cost, not in u_f)
+  int64_t abar = 0, o_f = 0, o_b = 0;
+};
+StageRunFigures measure_stage_runs(const Graph& graph, const GraphChain& chain, int32_t stage,
+                                   std::span<const NodeId> forward,
+                                   std::span<const NodeId> backward);
 
 // F_all^1..F_all^{L+1}, B^{L+1}..B^1: every node once (the store-all plan).
 std::vector<StageRun> store_all_runs(const GraphChain& chain);

@@ -1,11 +1,18 @@
-// solver.h — the interface every solver implements, the registry, and the judged solve.
-// A solver turns (graph, options) into a Plan. solve() below is how callers run one: it rejects
-// budgets under the memory lower bound at once, runs the solver, re-simulates the sequence and
-// sets the status from the simulator's peak, never from the solver's own estimate.
+// solver.h — the interface every solver implements, the one registry, and the judged solve.
+// A solver turns (graph, options) into a Plan, or (chain, options) into a ChainPlan; its registry
+// row says which problem kinds it accepts. solve() below is how callers run one, for both kinds
+// with one policy: it rejects budgets under the memory lower bound at once (graphs), runs the
+// solver, re-simulates the sequence (simulate / simulate_chain) and sets the status from the
+// simulator's peak, never from the solver's own estimate. An over-budget plan worse than the
+// default schedule (store-all on a chain; by better_plan, remat/toolkit.h) is replaced by it
+// (counter "replaced_by_default_schedule"). Seed, threads, progress and the time limit are the
+// same options on both sides; results have the same field names and units (a chain's cost is its
+// makespan).
 //   SolveOptions options;  options.budget = parse_budget("50%", baseline(g).peak_bytes);
 //   SolveResult r = solve(g, "fastsa", options);
 //   fmt::print("{} peak {} cost {}\n", to_string(r.plan.stats.status), r.eval.peak_bytes,
 //   r.eval.cost);
+//   ChainSolveResult c = solve(chain, "rotor", options);  // c.plan.sequence, c.eval.cost
 #pragma once
 
 #include <chrono>
@@ -18,10 +25,12 @@
 #include <string_view>
 #include <vector>
 
+#include "remat/chain.h"
 #include "remat/graph.h"
-#include "remat/interrupt.h"
+#include "remat/params.h"
 #include "remat/plan.h"
 #include "remat/simulate.h"
+#include "remat/toolkit.h"
 
 namespace remat {
 
@@ -44,8 +53,6 @@ struct Progress {
   double best_cost = -1;
 };
 
-using ParamMap = std::map<std::string, std::string>;
-
 // The most threads a solve may use: solvers run at most one worker per hardware thread, and more
 // requested threads only add work that the time limit must cut short.
 inline constexpr int kMaxThreads = 256;
@@ -63,19 +70,39 @@ struct SolveOptions {
   Sequence start;
 };
 
+// A chain plan: the chain counterpart of Plan (plan.h), with the same fields.
+struct ChainPlan {
+  ChainSequence sequence;
+  std::string solver;
+  SolveStats stats;
+};
+
 class Solver {
  public:
   virtual ~Solver() = default;
   virtual std::string_view name() const = 0;
-  virtual Plan solve(const Graph& graph, const SolveOptions& options) = 0;
+  // Each throws InputError unless the solver accepts that kind (its registry row's Accepts).
+  virtual Plan solve(const Graph& graph, const SolveOptions& options);
+  virtual ChainPlan solve_chain(const Chain& chain, const SolveOptions& options);
   // True when the solver starts from SolveOptions::start (see there).
   virtual bool accepts_start() const { return false; }
+  // Its parameter table's rows (remat/params.h), for --help and the docs check.
+  virtual std::span<const ParamInfo> params() const { return {}; }
+};
+
+// What a registry row accepts: the problem kinds it solves and its preconditions on a graph.
+// The registry property suite (tests/solvers/registry_property_test.cc) generates inputs from it.
+struct Accepts {
+  bool graph = true;
+  bool chain = false;
+  bool needs_phases = false;  // graph nodes carry forward/backward phases (joint training graphs)
 };
 
 struct SolverEntry {
   std::string_view name;
   std::string_view description;
   std::unique_ptr<Solver> (*make)();
+  Accepts accepts;
 };
 // Every registered solver, in registry order.
 std::span<const SolverEntry> solver_registry();
@@ -89,33 +116,20 @@ struct SolveResult {
 // Runs the named solver and judges its plan (see the header comment). A budget below
 // memory_lower_bound() returns the default schedule with status kInfeasible without solving.
 SolveResult solve(const Graph& graph, std::string_view solver, const SolveOptions& options);
+// The same judge for a solver object that is not (or not yet) in the registry, e.g. in tests.
+SolveResult solve(const Graph& graph, Solver& solver, const SolveOptions& options);
 
-// Deadline helper for solvers honouring time_limit_s.
-class Deadline {
- public:
-  explicit Deadline(double seconds);
-  // Also true once the run was interrupted (remat/interrupt.h: the CLI's first SIGINT).
-  bool expired() const { return interrupt_requested() || std::chrono::steady_clock::now() >= end_; }
-  double elapsed_s() const;
-
- private:
-  std::chrono::steady_clock::time_point start_;
-  std::chrono::steady_clock::time_point end_;
+struct ChainSolveResult {
+  ChainPlan plan;
+  ChainEvaluation eval;  // the chain simulator's verdict on plan.sequence
 };
+// The judged solve on a chain (same policy; the chain has no lower bound of its own, so a solver
+// that proves a budget infeasible says so with status kInfeasible and stats.min_feasible_budget).
+// Throws InputError for a solver whose row does not accept chains, naming those that do.
+ChainSolveResult solve(const Chain& chain, std::string_view solver, const SolveOptions& options);
+ChainSolveResult solve(const Chain& chain, Solver& solver, const SolveOptions& options);
 
-// Typed access to solver parameters; each throws InputError naming solver, key and text.
-// check_known_params throws for a key not in `known`, listing the known ones.
-void check_known_params(std::string_view solver, const ParamMap& params,
-                        std::span<const std::string_view> known);
-double param_double(std::string_view solver, const ParamMap& params, std::string_view key,
-                    double fallback);
-int64_t param_int(std::string_view solver, const ParamMap& params, std::string_view key,
-                  int64_t fallback);
-bool param_bool(std::string_view solver, const ParamMap& params, std::string_view key,
-                bool fallback);
-std::string param_string(const ParamMap& params, std::string_view key, std::string_view fallback);
-
-// Seed for independent chain `index` derived from the user seed (SplitMix64).
-uint64_t derive_seed(uint64_t seed, uint64_t index);
+// The registry row of `name`; throws InputError listing the known names.
+const SolverEntry& solver_entry(std::string_view name);
 
 }  // namespace remat

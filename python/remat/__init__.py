@@ -155,11 +155,13 @@ def _progress_adapter(progress):
 
 
 def solve_chain(chain_json, budget, solver="rotor", *, time_limit=60.0, **params):
-    """Runs a chain solver (rotor, revolve, sequential, store-all) on remat chain JSON text (from
+    """Runs a solver whose registry row takes chains (auto, none, rotor, revolve, sequential,
+    store-all) through the judged solve, on remat chain JSON text (from
     `remat._remat.load_chain(path)`, `_remat.extract_chain(graph)["chain"]` or
     `remat.torch.Checkpointable.chain_json`) under `budget`: bytes, or "P%" of the chain's
-    store-all peak. Returns a dict: ops [(name, stage)], notation, status, peak_bytes and makespan
-    (from the chain simulator), store-all figures, counters."""
+    store-all peak. Returns a dict: ops [(name, stage)], notation, status, feasible, peak_bytes and
+    cost (= makespan, also under that name; from the chain simulator), timeline, store-all
+    figures, cost_lower_bound, counters and lists."""
     if isinstance(budget, str) and budget.strip().endswith("%"):
         stages = len(__import__("json").loads(chain_json)["stages"])
         store_all = ([("F_all", s) for s in range(1, stages + 1)]

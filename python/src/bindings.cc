@@ -22,7 +22,7 @@
 #include "remat/lower.h"
 #include "remat/simulate.h"
 #include "remat/solver.h"
-#include "rotor/chain_solver.h"
+#include "rockmate/rockmate.h"
 
 namespace py = pybind11;
 
@@ -360,34 +360,56 @@ PySolveResult solve_py(const Graph& g, const py::object& budget, const std::stri
 }
 
 // Chains cross as remat chain JSON text (docs/formats.md); Python wraps them in dicts.
+// The judged solve of the one registry on a chain: the same options as for a graph (seed,
+// threads, progress); the dict has the graph result's field names (cost is the makespan, also
+// under its chain name).
 py::dict chain_solve_py(const std::string& chain_json, int64_t budget_bytes,
-                        const std::string& solver, double time_limit, const py::dict& params) {
+                        const std::string& solver, double time_limit, const py::dict& params,
+                        uint64_t seed, int threads, const py::object& progress) {
   const Chain chain = parse_chain_json(chain_json, "python chain");
-  rotor::ChainSolveOptions options;
+  SolveOptions options;
   options.budget = {budget_bytes};
   options.time_limit_s = time_limit;
+  options.seed = seed;
+  options.threads = threads;
   for (const auto& item : params) options.params[py::str(item.first)] = param_text(item.second);
-  rotor::ChainSolveResult r;
+  std::optional<ProgressRelay> relay;
+  if (!progress.is_none()) {
+    relay.emplace(progress);
+    options.on_progress = [&relay](const Progress& p) { (*relay)(p); };
+  }
+  ChainSolveResult r;
   {
     py::gil_scoped_release release;
-    r = rotor::solve_chain(chain, solver, options);
+    r = solve(chain, solver, options);
   }
-  const rotor::ChainEvaluation store_all =
-      rotor::simulate_chain(chain, rotor::store_all_sequence(chain));
+  if (relay) relay->rethrow();
+  const ChainEvaluation store_all = simulate_chain(chain, store_all_sequence(chain));
   py::list ops;
-  for (const rotor::ChainOp& op : r.plan.ops)
-    ops.append(py::make_tuple(std::string(rotor::op_name(op.kind)), op.stage));
+  for (const ChainOp& op : r.plan.sequence)
+    ops.append(py::make_tuple(std::string(op_name(op.kind)), op.stage));
   py::dict d;
   d["ops"] = ops;
-  d["notation"] = rotor::format_sequence(r.plan.ops);
+  d["notation"] = format_sequence(r.plan.sequence);
   d["solver"] = r.plan.solver;
   d["status"] = std::string(to_string(r.plan.stats.status));
+  d["feasible"] =
+      r.plan.stats.status == SolveStatus::kOptimal || r.plan.stats.status == SolveStatus::kFeasible;
   d["budget_bytes"] = budget_bytes;
   d["peak_bytes"] = r.eval.peak_bytes;
-  d["makespan"] = r.eval.makespan;
-  d["memory"] = r.eval.memory;
+  d["cost"] = r.eval.cost;
+  d["makespan"] = r.eval.cost;
+  d["timeline"] = r.eval.timeline;
+  d["memory"] = r.eval.timeline;
+  d["baseline_peak_bytes"] = store_all.peak_bytes;
+  d["baseline_cost"] = store_all.cost;
   d["store_all_peak_bytes"] = store_all.peak_bytes;
-  d["store_all_makespan"] = store_all.makespan;
+  d["store_all_makespan"] = store_all.cost;
+  d["iterations"] = r.plan.stats.iterations;
+  d["cost_lower_bound"] = r.plan.stats.cost_lower_bound
+                              ? py::object(py::float_(*r.plan.stats.cost_lower_bound))
+                              : py::none();
+  d["lists"] = r.plan.stats.lists;
   d["wall_time_s"] = r.plan.stats.wall_time_s;
   d["min_feasible_budget"] = r.plan.stats.min_feasible_budget
                                  ? py::object(py::int_(*r.plan.stats.min_feasible_budget))
@@ -398,20 +420,22 @@ py::dict chain_solve_py(const std::string& chain_json, int64_t budget_bytes,
 
 py::dict chain_simulate_py(const std::string& chain_json, const py::list& ops) {
   const Chain chain = parse_chain_json(chain_json, "python chain");
-  rotor::ChainSequence seq;
+  ChainSequence seq;
   for (const py::handle op : ops) {
     const auto pair = op.cast<std::pair<std::string, int32_t>>();
-    const std::optional<rotor::OpKind> kind = rotor::parse_op_name(pair.first);
+    const std::optional<ChainOpKind> kind = parse_op_name(pair.first);
     if (!kind) throw InputError(fmt::format("python: unknown chain op '{}'", pair.first));
     seq.push_back({*kind, pair.second});
   }
-  const rotor::ChainEvaluation e = rotor::simulate_chain(chain, seq);
+  const ChainEvaluation e = simulate_chain(chain, seq);
   py::dict d;
   d["valid"] = e.valid;
   d["error"] = e.error;
   d["peak_bytes"] = e.peak_bytes;
-  d["makespan"] = e.makespan;
-  d["memory"] = e.memory;
+  d["cost"] = e.cost;
+  d["makespan"] = e.cost;
+  d["timeline"] = e.timeline;
+  d["memory"] = e.timeline;
   return d;
 }
 
@@ -443,15 +467,45 @@ py::dict extract_chain_py(const Graph& g, int32_t max_stages) {
   return d;
 }
 
+// Rockmate's blocks (rk-GB) and classes of identical blocks.
+py::dict rockmate_blocks_py(const Graph& g) {
+  const rockmate::BlocksSummary bs = rockmate::describe_blocks(g);
+  py::list blocks, classes;
+  for (const rockmate::BlockSummary& b : bs.blocks) {
+    py::dict d;
+    d["stage"] = b.stage;
+    d["class"] = b.class_id;
+    d["forward_nodes"] = b.forward_nodes;
+    d["backward_nodes"] = b.backward_nodes;
+    d["nodes"] = b.nodes;
+    d["input_bytes"] = b.input_bytes;
+    d["output_bytes"] = b.output_bytes;
+    d["weight_bytes"] = b.weight_bytes;
+    d["first"] = b.first;
+    d["last"] = b.last;
+    blocks.append(d);
+  }
+  for (const rockmate::ClassSummary& c : bs.classes) {
+    py::dict d;
+    d["hash"] = c.hash;
+    d["members"] = c.members;
+    classes.append(d);
+  }
+  py::dict d;
+  d["blocks"] = blocks;
+  d["classes"] = classes;
+  return d;
+}
+
 // Lowers chain ops (as chain_solve returns them) on the chain extracted with `max_stages`.
 std::vector<int32_t> lower_chain_py(const Graph& g, int32_t max_stages, const py::list& ops) {
   const GraphChain gc = extract_chain(g, ChainExtractOptions{.max_stages = max_stages});
   std::vector<StageRun> runs;
   for (const py::handle op : ops) {
     const auto pair = op.cast<std::pair<std::string, int32_t>>();
-    const std::optional<rotor::OpKind> kind = rotor::parse_op_name(pair.first);
+    const std::optional<ChainOpKind> kind = parse_op_name(pair.first);
     if (!kind) throw InputError(fmt::format("python: unknown chain op '{}'", pair.first));
-    runs.push_back({pair.second, *kind == rotor::OpKind::kBackward});
+    runs.push_back({pair.second, *kind == ChainOpKind::kBackward});
   }
   return from_sequence(lower_chain_plan(g, gc, runs));
 }
@@ -581,17 +635,19 @@ PYBIND11_MODULE(_remat, m) {
   m.def("format_bytes", &format_bytes, py::arg("bytes"));
   m.def("solvers", &solver_list, "(name, description) of every registered solver.");
   m.def("chain_solve", &chain_solve_py, py::arg("chain_json"), py::arg("budget_bytes"),
-        py::arg("solver"), py::arg("time_limit"), py::arg("params"));
+        py::arg("solver"), py::arg("time_limit"), py::arg("params"), py::arg("seed") = 1,
+        py::arg("threads") = 1, py::arg("progress") = py::none());
   m.def("chain_simulate", &chain_simulate_py, py::arg("chain_json"), py::arg("ops"));
   m.def(
       "chain_solvers",
       [] {
         py::list out;
-        for (const rotor::ChainSolverEntry& e : rotor::chain_solver_registry())
-          out.append(py::make_tuple(std::string(e.name), std::string(e.description)));
+        for (const SolverEntry& e : solver_registry())
+          if (e.accepts.chain)
+            out.append(py::make_tuple(std::string(e.name), std::string(e.description)));
         return out;
       },
-      "(name, description) of every chain solver.");
+      "(name, description) of every registry row that accepts chains.");
   m.def(
       "load_chain", [](const std::string& path) { return chain_to_json(read_chain_file(path)); },
       py::arg("path"), "Reads a remat chain JSON file; returns its canonical JSON text.");
@@ -608,6 +664,8 @@ PYBIND11_MODULE(_remat, m) {
       },
       py::arg("chain_json"), "Validates chain JSON text; returns the canonical text.");
   m.def("extract_chain", &extract_chain_py, py::arg("graph"), py::arg("max_stages") = 100);
+  m.def("rockmate_blocks", &rockmate_blocks_py, py::arg("graph"),
+        "Rockmate's blocks (rk-GB) and the classes of identical blocks.");
   m.def("lower_chain_plan", &lower_chain_py, py::arg("graph"), py::arg("max_stages"),
         py::arg("ops"));
   m.def("solve", &solve_py, py::arg("graph"), py::arg("budget"), py::arg("solver"),

@@ -116,3 +116,23 @@ def test_bad_input_is_a_value_error():
     with pytest.raises(ValueError, match="in place"):
         ckpt = rt.Checkpointable([nn.ReLU(inplace=True), nn.Linear(4, 4)])
         ckpt(torch.randn(2, 4, requires_grad=True))
+
+
+def test_plan_is_deterministic_with_flop_costs():
+    # FLOP costs (the default) depend only on the model and the input shapes: two instances
+    # profile the same chain and plan the same ops; wall-clock costs are opt-in.
+    torch.manual_seed(0)
+    blocks = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 64), nn.Tanh(),
+                           nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 4))
+    x = torch.randn(32, 16)
+    plans = []
+    for _ in range(2):
+        ckpt = rt.Checkpointable(copy.deepcopy(blocks), budget="60%")
+        ckpt(x).sum().backward()
+        plans.append((ckpt.chain_json, ckpt.plan_notation))
+    assert plans[0] == plans[1]
+    stages = json.loads(plans[0][0])["stages"]
+    # Linear(16, 64) on 32 rows: 2*32*16*64 multiply-adds plus the bias.
+    assert stages[0]["u_f"] >= 2 * 32 * 16 * 64
+    with pytest.raises(ValueError, match="cost must be"):
+        rt.Checkpointable(blocks, cost="seconds")

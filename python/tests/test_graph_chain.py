@@ -214,5 +214,5 @@ def test_solve_chain_on_an_extracted_chain():
     graph, x = chain_of("mlp")
     r = remat.solve_chain(x["chain"], "100%")
     assert r["status"] in ("optimal", "feasible") and r["peak_bytes"] <= r["store_all_peak_bytes"]
-    with pytest.raises(ValueError, match="unknown chain solver"):
+    with pytest.raises(ValueError, match="unknown solver .nope."):
         remat.solve_chain(x["chain"], "50%", solver="nope")

@@ -4,8 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chain_commands.h"
 #include "common.h"
+#include "problem.h"
 #include "remat/error.h"
 #include "remat/io.h"
 
@@ -24,16 +24,14 @@ struct Row {
   std::string solver;
   std::string budget_text;
   Budget budget;
-  SolveResult result;
-  std::string error;  // the solver rejected this graph (e.g. rotor without chain structure)
+  Outcome result;
+  std::string error;  // the solver rejected this problem (e.g. rotor without chain structure)
 };
 
 void run_compare(const CompareArgs& args) {
-  if (is_chain_file(args.path))
-    return run_chain_compare(args.path, args.budgets, args.solvers, args.json, args.solver_args);
-  const Graph g = read_graph_file(args.path);
-  const Baseline base = baseline(g);
-  for (const std::string& name : args.solvers) (void)make_solver(name);  // fail before solving
+  const Problem problem = read_problem(args.path);
+  const Baseline base{problem.baseline_peak, problem.baseline_cost};
+  for (const std::string& name : args.solvers) (void)solver_entry(name);  // fail before solving
   std::vector<Budget> budgets;
   for (const std::string& text : args.budgets)
     budgets.push_back(parse_budget(text, base.peak_bytes));
@@ -45,11 +43,16 @@ void run_compare(const CompareArgs& args) {
       ProgressBar bar(fmt::format("{} @ {}", solver, args.budgets[b]));
       options.on_progress = bar.callback();
       Row row{solver, args.budgets[b], budgets[b], {}, {}};
-      // One solver's InputError (a graph it cannot take) marks its row; the others still run.
-      try {
-        row.result = solve(g, solver, options);
-      } catch (const UnsupportedGraph& e) {
-        row.error = e.what();
+      // A solver that cannot take this problem (its kind, or a graph without chain structure)
+      // marks its row; the others still run.
+      if (const auto why = refusal(problem, solver)) {
+        row.error = *why;
+      } else {
+        try {
+          row.result = solve_problem(problem, solver, options);
+        } catch (const UnsupportedGraph& e) {
+          row.error = e.what();
+        }
       }
       rows.push_back(std::move(row));
     }
@@ -65,19 +68,18 @@ void run_compare(const CompareArgs& args) {
                        {"error", r.error}});
         continue;
       }
-      out.push_back(
-          {{"solver", r.solver},
-           {"budget", r.budget_text},
-           {"budget_bytes", r.budget.bytes},
-           {"status", to_string(r.result.plan.stats.status)},
-           {"feasible", r.result.eval.peak_bytes <= r.budget.bytes &&
-                            r.result.plan.stats.status != SolveStatus::kInfeasible},
-           {"peak_bytes", r.result.eval.peak_bytes},
-           {"peak_percent_of_baseline", percent(static_cast<double>(r.result.eval.peak_bytes),
-                                                static_cast<double>(base.peak_bytes))},
-           {"cost", r.result.eval.cost},
-           {"cost_increase_percent", percent(r.result.eval.cost - base.cost, base.cost)},
-           {"solve_time_s", r.result.plan.stats.wall_time_s}});
+      out.push_back({{"solver", r.solver},
+                     {"budget", r.budget_text},
+                     {"budget_bytes", r.budget.bytes},
+                     {"status", to_string(r.result.stats.status)},
+                     {"feasible", r.result.peak_bytes <= r.budget.bytes &&
+                                      r.result.stats.status != SolveStatus::kInfeasible},
+                     {"peak_bytes", r.result.peak_bytes},
+                     {"peak_percent_of_baseline", percent(static_cast<double>(r.result.peak_bytes),
+                                                          static_cast<double>(base.peak_bytes))},
+                     {"cost", r.result.cost},
+                     {"cost_increase_percent", percent(r.result.cost - base.cost, base.cost)},
+                     {"solve_time_s", r.result.stats.wall_time_s}});
     }
     emit(out.dump(2) + "\n", "");
     return;
@@ -91,21 +93,26 @@ void run_compare(const CompareArgs& args) {
         errors.push_back(fmt::format("{}: {}", r.solver, r.error));
       continue;
     }
-    const bool infeasible = r.result.plan.stats.status == SolveStatus::kInfeasible;
+    const bool infeasible = r.result.stats.status == SolveStatus::kInfeasible;
     table.add(
         {r.solver, r.budget_text, std::to_string(r.budget.bytes),
-         std::string(to_string(r.result.plan.stats.status)),
+         std::string(to_string(r.result.stats.status)),
          infeasible ? "-"
-                    : fmt::format("{:.1f}", percent(static_cast<double>(r.result.eval.peak_bytes),
+                    : fmt::format("{:.1f}", percent(static_cast<double>(r.result.peak_bytes),
                                                     static_cast<double>(base.peak_bytes))),
-         infeasible ? "-"
-                    : fmt::format("{:.2f}", percent(r.result.eval.cost - base.cost, base.cost)),
-         fmt::format("{:.3f}", r.result.plan.stats.wall_time_s)});
+         infeasible ? "-" : fmt::format("{:.2f}", percent(r.result.cost - base.cost, base.cost)),
+         fmt::format("{:.3f}", r.result.stats.wall_time_s)});
   }
-  std::string out = fmt::format(
-      "graph {}: baseline peak {} bytes, cost {:.10g}, memory lower bound {:.1f}%\n\n",
-      g.name().empty() ? args.path : g.name(), base.peak_bytes, base.cost,
-      percent(static_cast<double>(memory_lower_bound(g)), static_cast<double>(base.peak_bytes)));
+  std::string out =
+      problem.graph()
+          ? fmt::format(
+                "graph {}: baseline peak {} bytes, cost {:.10g}, memory lower bound {:.1f}%\n\n",
+                problem.display_name(), base.peak_bytes, base.cost,
+                percent(static_cast<double>(memory_lower_bound(*problem.graph())),
+                        static_cast<double>(base.peak_bytes)))
+          : fmt::format("chain {} (L = {}): store-all peak {} bytes, makespan {:.10g}\n\n",
+                        problem.display_name(), problem.chain()->length(), base.peak_bytes,
+                        base.cost);
   out += table.str();
   for (const std::string& e : errors) out += fmt::format("\nerror: {}", e);
   if (!errors.empty()) out += "\n";
@@ -117,7 +124,7 @@ void run_compare(const CompareArgs& args) {
 void register_compare(CLI::App& app) {
   auto args = std::make_shared<CompareArgs>();
   CLI::App* cmd = app.add_subcommand("compare", "every solver at every budget, one table");
-  cmd->add_option("GRAPH", args->path, "graph or chain file")->required();
+  cmd->add_option("FILE", args->path, "graph or chain file")->required();
   cmd->add_option("--budgets", args->budgets, "comma-separated budgets ('90%,50%', bytes, '1GB')")
       ->delimiter(',')
       ->default_str("90%,80%,70%");

@@ -1,5 +1,4 @@
-// remat gen KIND: synthetic graphs for tests and benchmarks (generate.h).
-#include "chain_commands.h"
+// remat gen KIND: synthetic graphs and chains for tests and benchmarks (generate.h).
 #include "common.h"
 #include "remat/generate.h"
 #include "remat/io.h"
@@ -61,6 +60,26 @@ void register_joint(CLI::App& gen) {
       ->default_val(p.max_width);
   cmd->add_option("--output,-o", args->output, "output file (default: stdout)");
   cmd->callback([args] { emit(graph_to_json(generate_joint(args->params)), args->output); });
+}
+
+void register_gen_chain(CLI::App& gen) {
+  struct Args {
+    ChainGenParams params;
+    std::string output;
+  };
+  auto args = std::make_shared<Args>();
+  ChainGenParams& p = args->params;
+  CLI::App* cmd =
+      gen.add_subcommand("chain", "heterogeneous chain (Rotor model): ResNet-like or random");
+  cmd->add_option("--kind", p.kind, "resnet or random")->default_val(p.kind);
+  cmd->add_option("--length,-L", p.length, "stages before the loss")->default_val(p.length);
+  cmd->add_option("--seed", p.seed, "random seed")->default_val(p.seed);
+  cmd->add_option("--batch", p.batch, "resnet: images per batch")->default_val(p.batch);
+  cmd->add_option("--min-size", p.min_size, "random: smallest size")->default_val(p.min_size);
+  cmd->add_option("--max-size", p.max_size, "random: largest size")->default_val(p.max_size);
+  cmd->add_option("--max-time", p.max_time, "random: largest u_f, u_b")->default_val(p.max_time);
+  cmd->add_option("--output,-o", args->output, "output file (default: stdout)");
+  cmd->callback([args] { emit(chain_to_json(generate_chain(args->params)), args->output); });
 }
 
 }  // namespace

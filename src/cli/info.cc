@@ -3,10 +3,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chain_commands.h"
 #include "common.h"
+#include "problem.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
+#include "rockmate/rockmate.h"
 
 namespace remat::cli {
 namespace {
@@ -14,11 +15,94 @@ namespace {
 struct InfoArgs {
   std::string path;
   bool json = false;
+  bool blocks = false;
 };
 
+// A chain: its length, times, store-all figures and the least budgets of the rotor families
+// (each the min_feasible_budget of a judged solve at budget 0).
+void chain_info(const Problem& problem, bool json) {
+  const Chain& chain = *problem.chain();
+  auto least_budget = [&](ParamMap params) {
+    SolveOptions options;
+    options.params = std::move(params);
+    return *solve(chain, "rotor", options).plan.stats.min_feasible_budget;
+  };
+  const int64_t least_persistent = least_budget({});
+  // The weak family's least budget is O(L^5) to compute; skip it on long chains.
+  constexpr int kWeakInfoMaxLength = 60;
+  const bool weak = chain.length() <= kWeakInfoMaxLength;
+  const int64_t least_weak = weak ? least_budget({{"persistence", "weak"}}) : -1;
+  double forward = 0, backward = 0;
+  for (const ChainStage& s : chain.stages) forward += s.u_f, backward += s.u_b;
+  if (json) {
+    nlohmann::json doc = {{"name", chain.name},
+                          {"length", chain.length()},
+                          {"input_bytes", chain.input.a},
+                          {"forward_time", forward},
+                          {"backward_time", backward},
+                          {"baseline_peak_bytes", problem.baseline_peak},
+                          {"baseline_cost", problem.baseline_cost},
+                          {"store_all_makespan", problem.baseline_cost},
+                          {"store_all_peak_bytes", problem.baseline_peak},
+                          {"least_budget_persistent_bytes", least_persistent}};
+    if (weak) doc["least_budget_weak_bytes"] = least_weak;
+    emit(doc.dump(2) + "\n", "");
+    return;
+  }
+  std::string out = fmt::format("chain              {}\n", problem.display_name());
+  out += fmt::format("length             {} stages + loss\n", chain.length());
+  out +=
+      fmt::format("input a^0          {} bytes ({})\n", chain.input.a, format_bytes(chain.input.a));
+  out += fmt::format("forward, backward  {:.10g}, {:.10g}\n", forward, backward);
+  out += fmt::format("store-all          makespan {:.10g}, peak {} bytes ({})\n",
+                     problem.baseline_cost, problem.baseline_peak,
+                     format_bytes(problem.baseline_peak));
+  out += fmt::format("least budget       {} bytes ({}) persistent (rotor)\n", least_persistent,
+                     format_bytes(least_persistent));
+  if (weak)
+    out += fmt::format("                   {} bytes ({}) any sequence (rotor, persistence=weak)\n",
+                       least_weak, format_bytes(least_weak));
+  emit(out, "");
+}
+
+// rk-GB's blocks (Rockmate): one line per block, then the classes of identical blocks.
+void run_blocks(const Graph& g, const InfoArgs& args) {
+  const rockmate::BlocksSummary bs = rockmate::describe_blocks(g);
+  if (args.json) {
+    nlohmann::json blocks = nlohmann::json::array(), classes = nlohmann::json::array();
+    for (const rockmate::BlockSummary& b : bs.blocks)
+      blocks.push_back({{"stage", b.stage},
+                        {"class", b.class_id},
+                        {"forward_nodes", b.forward_nodes},
+                        {"backward_nodes", b.backward_nodes},
+                        {"input_bytes", b.input_bytes},
+                        {"output_bytes", b.output_bytes},
+                        {"weight_bytes", b.weight_bytes},
+                        {"first", b.first},
+                        {"last", b.last}});
+    for (const rockmate::ClassSummary& c : bs.classes)
+      classes.push_back({{"hash", c.hash}, {"members", c.members}});
+    emit(nlohmann::json{{"blocks", blocks}, {"classes", classes}}.dump(2) + "\n", "");
+    return;
+  }
+  std::string out =
+      fmt::format("blocks           {} ({} classes)\n", bs.blocks.size(), bs.classes.size());
+  out += "block  class  fwd  bwd       in B      out B   weight B  forward nodes\n";
+  for (const rockmate::BlockSummary& b : bs.blocks)
+    out += fmt::format("{:>5}  {:>5}  {:>3}  {:>3}  {:>9}  {:>9}  {:>9}  {} .. {}\n", b.stage,
+                       b.class_id, b.forward_nodes, b.backward_nodes, b.input_bytes, b.output_bytes,
+                       b.weight_bytes, b.first, b.last);
+  for (size_t c = 0; c < bs.classes.size(); ++c)
+    out += fmt::format("class {:>3}  hash {}  blocks {}\n", c, bs.classes[c].hash,
+                       fmt::join(bs.classes[c].members, " "));
+  emit(out, "");
+}
+
 void run_info(const InfoArgs& args) {
-  if (is_chain_file(args.path)) return run_chain_info(args.path, args.json);
-  const Graph g = read_graph_file(args.path);
+  const Problem problem = read_problem(args.path);
+  if (problem.chain()) return chain_info(problem, args.json);
+  const Graph& g = *problem.graph();
+  if (args.blocks) return run_blocks(g, args);
   const Baseline base = baseline(g);
   const int64_t mem_lb = memory_lower_bound(g);
   const double cost_lb = cost_lower_bound(g);
@@ -78,6 +162,8 @@ void register_info(CLI::App& app) {
                   "graph or chain file (remat-graph, NetworkX or remat-chain JSON)")
       ->required();
   cmd->add_flag("--json", args->json, "print JSON");
+  cmd->add_flag("--blocks", args->blocks,
+                "Rockmate's blocks and classes of identical blocks (joint graphs)");
   cmd->callback([args] { run_info(*args); });
 }
 

@@ -3,8 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chain_commands.h"
 #include "common.h"
+#include "problem.h"
 #include "remat/error.h"
 #include "remat/io.h"
 
@@ -18,10 +18,47 @@ struct SimulateArgs {
   bool json = false;
 };
 
+// A chain plan on a chain: the same figures and field names as for a graph (cost: makespan).
+void simulate_chain_plan(const Problem& problem, const SimulateArgs& args) {
+  const Chain& chain = *problem.chain();
+  const ChainSequence ops = parse_chain_plan_json(read_text_file(args.plan_path), args.plan_path);
+  const ChainEvaluation e = simulate_chain(chain, ops);
+  if (!e.valid) throw InputError(fmt::format("{}: invalid plan: {}", args.plan_path, e.error));
+  const double peak_pct =
+      percent(static_cast<double>(e.peak_bytes), static_cast<double>(problem.baseline_peak));
+  const double ci = percent(e.cost - problem.baseline_cost, problem.baseline_cost);
+  if (args.json) {
+    nlohmann::json doc = {{"valid", true},
+                          {"peak_bytes", e.peak_bytes},
+                          {"peak_step", e.peak_step},
+                          {"cost", e.cost},
+                          {"makespan", e.cost},
+                          {"steps", ops.size()},
+                          {"baseline_peak_bytes", problem.baseline_peak},
+                          {"baseline_cost", problem.baseline_cost},
+                          {"peak_percent_of_baseline", peak_pct},
+                          {"cost_increase_percent", ci}};
+    if (args.timeline) doc["timeline"] = e.timeline;
+    emit(doc.dump(2) + "\n", "");
+    return;
+  }
+  std::string out = "valid     yes\n";
+  out += fmt::format("steps     {}\n", ops.size());
+  out += fmt::format("peak      {} bytes ({}, {:.1f}% of store-all) at op {}\n", e.peak_bytes,
+                     format_bytes(e.peak_bytes), peak_pct, e.peak_step);
+  out += fmt::format("cost      {:.10g} (makespan; CI {:+.2f}%)\n", e.cost, ci);
+  if (args.timeline) {
+    out += "\nop  name  memory_bytes\n";
+    for (size_t i = 0; i < ops.size(); ++i)
+      out += fmt::format("{} {} {}\n", i, format_sequence({&ops[i], 1}), e.timeline[i]);
+  }
+  emit(out, "");
+}
+
 void run_simulate(const SimulateArgs& args) {
-  if (is_chain_file(args.graph_path))
-    return run_chain_simulate(args.graph_path, args.plan_path, args.timeline, args.json);
-  const Graph g = read_graph_file(args.graph_path);
+  const Problem problem = read_problem(args.graph_path);
+  if (problem.chain()) return simulate_chain_plan(problem, args);
+  const Graph& g = *problem.graph();
   const Plan plan = read_plan_file(g, args.plan_path);
   const Evaluation e = simulate(g, plan.sequence, {.timeline = args.timeline});
   if (!e.valid) throw InputError(fmt::format("{}: invalid plan: {}", args.plan_path, e.error));

@@ -1,8 +1,8 @@
 // remat solve GRAPH --budget 50% --solver S: one plan, judged by the simulator.
 #include <fmt/format.h>
 
-#include "chain_commands.h"
 #include "common.h"
+#include "problem.h"
 #include "remat/error.h"
 #include "remat/io.h"
 
@@ -18,43 +18,57 @@ struct SolveArgs {
   SolverArgs solver_args;
 };
 
-std::string summary(const Graph& g, const SolveResult& r, Budget budget) {
-  const Baseline base = baseline(g);
-  const auto steps = static_cast<int64_t>(r.plan.sequence.size());
-  const auto peak_pct =
-      percent(static_cast<double>(r.eval.peak_bytes), static_cast<double>(base.peak_bytes));
-  std::string out = fmt::format("solver    {}\n", r.plan.solver);
-  out += fmt::format("status    {}\n", to_string(r.plan.stats.status));
-  out +=
-      fmt::format("budget    {} bytes ({:.1f}% of baseline)\n", budget.bytes,
-                  percent(static_cast<double>(budget.bytes), static_cast<double>(base.peak_bytes)));
-  out += fmt::format("peak      {} bytes ({:.1f}% of baseline)\n", r.eval.peak_bytes, peak_pct);
-  out += fmt::format("cost      {:.10g} (CI {:+.2f}%)\n", r.eval.cost,
-                     percent(r.eval.cost - base.cost, base.cost));
-  out += fmt::format("steps     {} ({} recomputations)\n", steps, steps - g.num_nodes());
-  out += fmt::format("time      {:.3f} s\n", r.plan.stats.wall_time_s);
+std::string summary(const Problem& problem, const Outcome& r, Budget budget) {
+  const auto base_peak = static_cast<double>(problem.baseline_peak);
+  std::string out = fmt::format("solver    {}\n", r.solver);
+  out += fmt::format("status    {}\n", to_string(r.stats.status));
+  out += fmt::format("budget    {} bytes ({:.1f}% of baseline)\n", budget.bytes,
+                     percent(static_cast<double>(budget.bytes), base_peak));
+  out += fmt::format("peak      {} bytes ({:.1f}% of baseline)\n", r.peak_bytes,
+                     percent(static_cast<double>(r.peak_bytes), base_peak));
+  out += fmt::format("cost      {:.10g} (CI {:+.2f}%)\n", r.cost,
+                     percent(r.cost - problem.baseline_cost, problem.baseline_cost));
+  out += fmt::format("steps     {} ({} recomputations)\n", r.steps, r.recomputations);
+  out += fmt::format("time      {:.3f} s\n", r.stats.wall_time_s);
+  if (!r.sequence_text.empty() && r.steps <= 200)
+    out += fmt::format("sequence  {}\n", r.sequence_text);
   return out;
 }
 
 void run_solve(const SolveArgs& args) {
-  if (is_chain_file(args.path))
-    return run_chain_solve(args.path, args.budget, args.solver, args.output, args.json,
-                           args.solver_args);
-  const Graph g = read_graph_file(args.path);
-  // "min" asks for the least-memory plan: the memory lower bound as the budget.
-  const Budget budget = args.budget == "min" ? Budget{memory_lower_bound(g)}
-                                             : parse_budget(args.budget, baseline(g).peak_bytes);
+  const Problem problem = read_problem(args.path);
+  if (const auto why = refusal(problem, args.solver)) throw InputError(*why);
+  // "min" asks for the least-memory plan: the memory lower bound of a graph, or on a chain the
+  // smallest budget the solver can meet (asked at budget 0).
+  Budget budget;
+  if (args.budget != "min") {
+    budget = parse_budget(args.budget, problem.baseline_peak);
+  } else if (const Graph* g = problem.graph()) {
+    budget = {memory_lower_bound(*g)};
+  } else {
+    const Outcome least = solve_problem(
+        problem, args.solver, make_solve_options(args.solver_args, Budget{0}, args.solver));
+    budget = {least.stats.min_feasible_budget.value_or(least.peak_bytes)};
+  }
   SolveOptions options = make_solve_options(args.solver_args, budget, args.solver);
   ProgressBar bar(args.solver);
   options.on_progress = bar.callback();
-  const SolveResult result = solve(g, args.solver, options);
-  if (result.plan.stats.status == SolveStatus::kInfeasible)
-    throw InputError(fmt::format(
-        "budget {} bytes is below the memory lower bound {} bytes of {}: no plan can fit",
-        budget.bytes, memory_lower_bound(g), args.path));
-  const std::string plan_json = plan_to_json(g, result, budget);
-  if (!args.output.empty()) emit(plan_json, args.output);
-  emit(args.json ? plan_json : summary(g, result, budget), "");
+  const Outcome result = solve_problem(problem, args.solver, options);
+  // Only a proof is an error; an over-budget plan is a result, printed with its status.
+  if (result.stats.status == SolveStatus::kInfeasible) {
+    const int64_t least = result.stats.min_feasible_budget.value_or(0);
+    throw InputError(
+        problem.graph()
+            ? fmt::format(
+                  "budget {} bytes is below the memory lower bound {} bytes of {}: no plan can fit",
+                  budget.bytes, least, args.path)
+            : fmt::format("budget {} bytes ({}) is below the smallest budget any plan can meet "
+                          "on {}: {} bytes ({}), proved by {}",
+                          budget.bytes, format_bytes(budget.bytes), args.path, least,
+                          format_bytes(least), result.solver));
+  }
+  if (!args.output.empty()) emit(result.plan_json, args.output);
+  emit(args.json ? result.plan_json : summary(problem, result, budget), "");
 }
 
 }  // namespace
@@ -76,8 +90,13 @@ void register_solve(CLI::App& app) {
   add_solver_options(*cmd, args->solver_args);
   std::string solvers;
   for (const SolverEntry& e : solver_registry())
-    solvers += fmt::format("\n  {:<10} {}", e.name, e.description);
-  cmd->footer("Solvers:" + solvers + chain_solver_help());
+    solvers += fmt::format("\n  {:<10} {}{}\n{}", e.name, e.description,
+                           !e.accepts.graph  ? " [chain only]"
+                           : e.accepts.chain ? " [chain]"
+                                             : "",
+                           params_help(e.make()->params(), "      --param "));
+  cmd->footer("Solvers (those marked [chain] also take chain files, [chain only] only them):" +
+              solvers);
   cmd->callback([args] { run_solve(*args); });
 }
 

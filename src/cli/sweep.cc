@@ -1,5 +1,6 @@
 // remat sweep GRAPH --solver S --points N [--plot curve.svg]: the time–space trade-off curve of
-// one solver, from the memory lower bound to the baseline peak.
+// one solver, from the memory lower bound (on a chain: the solver's least peak) to the baseline
+// peak (store-all on a chain).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common.h"
+#include "problem.h"
 #include "remat/error.h"
 #include "remat/io.h"
 
@@ -24,7 +26,7 @@ struct SweepArgs {
 
 struct CurvePoint {
   Budget budget;
-  SolveResult result;
+  Outcome result;
   double budget_pct = 0;
   double peak_pct = 0;
   double ci_pct = 0;
@@ -84,7 +86,7 @@ std::string curve_svg(const std::vector<CurvePoint>& curve, std::string_view tit
   svg += fmt::format(
       "<polyline points=\"{}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n", points);
   for (const CurvePoint& p : curve) {
-    const bool fits = p.result.eval.peak_bytes <= p.budget.bytes;
+    const bool fits = p.result.peak_bytes <= p.budget.bytes;
     svg += fmt::format(
         "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\" stroke=\"#1f77b4\"/>\n",
         sx(p.peak_pct), sy(p.ci_pct), fits ? "#1f77b4" : "white");
@@ -93,45 +95,48 @@ std::string curve_svg(const std::vector<CurvePoint>& curve, std::string_view tit
 }
 
 void run_sweep(const SweepArgs& args) {
-  const Graph g = read_graph_file(args.path);
-  (void)make_solver(args.solver);
-  const Baseline base = baseline(g);
-  const int64_t lower_bound = memory_lower_bound(g);
+  const Problem problem = read_problem(args.path);
+  if (const auto why = refusal(problem, args.solver)) throw InputError(*why);
+  const Baseline base{problem.baseline_peak, problem.baseline_cost};
+  // The low end: a graph's memory lower bound; on a chain, the least peak the solver reaches
+  // (its plan at budget 0).
+  const int64_t lower_bound =
+      problem.graph() ? memory_lower_bound(*problem.graph())
+                      : solve_problem(problem, args.solver,
+                                      make_solve_options(args.solver_args, Budget{0}, args.solver))
+                            .peak_bytes;
   std::vector<CurvePoint> curve;
   for (Budget budget : sweep_budgets(lower_bound, base.peak_bytes, args.points)) {
     SolveOptions options = make_solve_options(args.solver_args, budget, args.solver);
     ProgressBar bar(fmt::format("{} @ {} bytes", args.solver, budget.bytes));
     options.on_progress = bar.callback();
-    CurvePoint p{budget, solve(g, args.solver, options)};
+    CurvePoint p{budget, solve_problem(problem, args.solver, options)};
     const auto baseline_peak = static_cast<double>(base.peak_bytes);
     p.budget_pct = percent(static_cast<double>(budget.bytes), baseline_peak);
-    p.peak_pct = percent(static_cast<double>(p.result.eval.peak_bytes), baseline_peak);
-    p.ci_pct = percent(p.result.eval.cost - base.cost, base.cost);
+    p.peak_pct = percent(static_cast<double>(p.result.peak_bytes), baseline_peak);
+    p.ci_pct = percent(p.result.cost - base.cost, base.cost);
     curve.push_back(std::move(p));
   }
   if (!args.plot.empty())
-    emit(curve_svg(curve,
-                   fmt::format("{}: {}", g.name().empty() ? args.path : g.name(), args.solver)),
-         args.plot);
+    emit(curve_svg(curve, fmt::format("{}: {}", problem.display_name(), args.solver)), args.plot);
   if (args.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const CurvePoint& p : curve)
       out.push_back({{"budget_bytes", p.budget.bytes},
                      {"budget_percent_of_baseline", p.budget_pct},
-                     {"status", to_string(p.result.plan.stats.status)},
-                     {"peak_bytes", p.result.eval.peak_bytes},
+                     {"status", to_string(p.result.stats.status)},
+                     {"peak_bytes", p.result.peak_bytes},
                      {"peak_percent_of_baseline", p.peak_pct},
                      {"cost_increase_percent", p.ci_pct},
-                     {"solve_time_s", p.result.plan.stats.wall_time_s}});
+                     {"solve_time_s", p.result.stats.wall_time_s}});
     emit(out.dump(2) + "\n", "");
     return;
   }
   Table table({"budget %", "budget bytes", "status", "peak %", "CI %", "time s"});
   for (const CurvePoint& p : curve)
     table.add({fmt::format("{:.1f}", p.budget_pct), std::to_string(p.budget.bytes),
-               std::string(to_string(p.result.plan.stats.status)),
-               fmt::format("{:.1f}", p.peak_pct), fmt::format("{:.2f}", p.ci_pct),
-               fmt::format("{:.3f}", p.result.plan.stats.wall_time_s)});
+               std::string(to_string(p.result.stats.status)), fmt::format("{:.1f}", p.peak_pct),
+               fmt::format("{:.2f}", p.ci_pct), fmt::format("{:.3f}", p.result.stats.wall_time_s)});
   emit(table.str(), "");
 }
 
@@ -141,7 +146,7 @@ void register_sweep(CLI::App& app) {
   auto args = std::make_shared<SweepArgs>();
   CLI::App* cmd = app.add_subcommand(
       "sweep", "time-space curve of one solver, from the memory lower bound to the baseline peak");
-  cmd->add_option("GRAPH", args->path, "graph file")->required();
+  cmd->add_option("FILE", args->path, "graph or chain file")->required();
   cmd->add_option("--solver,-s", args->solver, "solver name")->default_val("none");
   cmd->add_option("--points", args->points, "number of budgets")
       ->default_val(10)

@@ -231,7 +231,8 @@ class Extractor {
             "stages of the activations it or its users read) but by stage {} ({})",
             where(g_), g_.describe(n), low[n], cap,
             cap_reason.valid() ? g_.describe(cap_reason) : std::string("-")));
-      out_.stage_of[n] = low[n] > 0 ? low[n] : cap;
+      const bool floating = lo == 0;  // reads no forward value
+      out_.stage_of[n] = (options_.floating_late && floating) || low[n] == 0 ? cap : low[n];
     }
     for (NodeId n : backward_)
       out_.stages[static_cast<size_t>(out_.stage_of[n]) - 1].backward.push_back(n);

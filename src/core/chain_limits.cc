@@ -10,6 +10,8 @@ void check_chain_limits(const Chain& chain, std::string_view source) {
   int64_t bytes = 0;
   double time = 0;
   const auto add_bytes = [&](int64_t more, std::string_view where) {
+    if (more < 0)
+      throw InputError(fmt::format("{}: {}: a size is negative ({} bytes)", source, where, more));
     if (more > kMaxChainBytes - bytes)
       throw InputError(fmt::format(
           "{}: {}: the chain's sizes and overheads add up to more than {} bytes, the limit", source,
@@ -28,6 +30,9 @@ void check_chain_limits(const Chain& chain, std::string_view source) {
     add_sizes(stage.sizes, where);
     add_bytes(stage.o_f, where);
     add_bytes(stage.o_b, where);
+    if (!(stage.u_f >= 0) || !(stage.u_b >= 0))
+      throw InputError(fmt::format("{}: {}: times must be finite and >= 0 (u_f {}, u_b {})", source,
+                                   where, stage.u_f, stage.u_b));
     time += stage.u_f + stage.u_b;
     if (!(time <= kMaxTotalTime))
       throw InputError(fmt::format("{}: {}: the chain's times add up to more than {:g}, the limit",

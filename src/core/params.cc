@@ -1,81 +1,80 @@
+#include "remat/params.h"
+
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "remat/error.h"
-#include "remat/solver.h"
 
 namespace remat {
-namespace {
-
-const std::string* find_param(const ParamMap& params, std::string_view key) {
-  auto it = params.find(std::string(key));
-  return it == params.end() ? nullptr : &it->second;
-}
-
-[[noreturn]] void bad_param(std::string_view solver, std::string_view key, const std::string& text,
-                            std::string_view expected) {
+void throw_bad_param(std::string_view solver, std::string_view key, std::string_view text,
+                     std::string_view expected) {
   throw InputError(fmt::format("{}: invalid value '{}' for parameter '{}' (expected {})", solver,
                                text, key, expected));
 }
 
-}  // namespace
-
-void check_known_params(std::string_view solver, const ParamMap& params,
-                        std::span<const std::string_view> known) {
-  for (const auto& [key, text] : params) {
-    bool found = false;
-    for (std::string_view k : known) found = found || k == key;
-    if (!found)
-      throw InputError(fmt::format(
-          "{}: unknown parameter '{}' (known: {})", solver, key,
-          known.empty() ? std::string("none") : fmt::format("{}", fmt::join(known, ", "))));
-  }
+void throw_unknown_param(std::string_view solver, std::string_view key,
+                         std::span<const ParamInfo> known) {
+  std::vector<std::string_view> keys;
+  for (const ParamInfo& p : known) keys.push_back(p.key);
+  throw InputError(
+      fmt::format("{}: unknown parameter '{}' (known: {})", solver, key,
+                  keys.empty() ? std::string("none") : fmt::format("{}", fmt::join(keys, ", "))));
 }
 
-double param_double(std::string_view solver, const ParamMap& params, std::string_view key,
-                    double fallback) {
-  const std::string* text = find_param(params, key);
-  if (text == nullptr) return fallback;
-  size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(*text, &used);
-  } catch (const std::exception&) {
-    bad_param(solver, key, *text, "a number");
-  }
-  if (used != text->size() || !std::isfinite(x)) bad_param(solver, key, *text, "a number");
-  return x;
-}
-
-int64_t param_int(std::string_view solver, const ParamMap& params, std::string_view key,
-                  int64_t fallback) {
-  const std::string* text = find_param(params, key);
-  if (text == nullptr) return fallback;
+int64_t parse_int_text(const std::string& text) {
   size_t used = 0;
   int64_t x = 0;
   try {
-    x = std::stoll(*text, &used);
+    x = std::stoll(text, &used);
   } catch (const std::exception&) {
-    bad_param(solver, key, *text, "an integer");
+    throw BadParamValue{"an integer"};
   }
-  if (used != text->size()) bad_param(solver, key, *text, "an integer");
+  if (used != text.size()) throw BadParamValue{"an integer"};
   return x;
 }
 
-bool param_bool(std::string_view solver, const ParamMap& params, std::string_view key,
-                bool fallback) {
-  const std::string* text = find_param(params, key);
-  if (text == nullptr) return fallback;
-  if (*text == "true" || *text == "1" || *text == "on" || *text == "yes") return true;
-  if (*text == "false" || *text == "0" || *text == "off" || *text == "no") return false;
-  bad_param(solver, key, *text, "true or false");
+double parse_real_text(const std::string& text) {
+  size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(text, &used);
+  } catch (const std::exception&) {
+    throw BadParamValue{"a number"};
+  }
+  if (used != text.size() || !std::isfinite(x)) throw BadParamValue{"a number"};
+  return x;
 }
 
-std::string param_string(const ParamMap& params, std::string_view key, std::string_view fallback) {
-  const std::string* text = find_param(params, key);
-  return text == nullptr ? std::string(fallback) : *text;
+bool parse_flag_text(const std::string& text) {
+  if (text == "true" || text == "1" || text == "on" || text == "yes") return true;
+  if (text == "false" || text == "0" || text == "off" || text == "no") return false;
+  throw BadParamValue{"true or false"};
+}
+
+std::string params_markdown(std::span<const ParamInfo> params) {
+  std::string out = "| key | default | unit | meaning |\n| --- | --- | --- | --- |\n";
+  for (const ParamInfo& p : params)
+    out += fmt::format("| `{}` | {} | {} | {} |\n", p.key,
+                       p.default_text.empty() ? "—" : p.default_text, p.unit.empty() ? "—" : p.unit,
+                       p.doc);
+  return out;
+}
+
+std::string params_help(std::span<const ParamInfo> params, std::string_view indent) {
+  if (params.empty()) return fmt::format("{}(none)", indent);
+  size_t width = 0;
+  for (const ParamInfo& p : params) width = std::max(width, p.key.size() + p.default_text.size());
+  std::string out;
+  for (const ParamInfo& p : params) {
+    std::string head = fmt::format("{}={}", p.key, p.default_text);
+    std::erase(head, '`');  // Markdown quoting, for the docs table only
+    out += fmt::format("{}{}{:<{}}  {}{}", out.empty() ? "" : "\n", indent, head, width + 1, p.doc,
+                       p.unit.empty() ? "" : fmt::format(" [{}]", p.unit));
+  }
+  return out;
 }
 
 }  // namespace remat

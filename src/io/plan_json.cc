@@ -34,10 +34,13 @@ void check_fingerprint(const Graph& graph, const json& doc, std::string_view sou
   const std::string actual = graph_fingerprint(graph);
   if (recorded == actual) return;
   const std::string planned_for = io::get_string_or(doc, "graph", "", source, "the document");
+  const auto label = [](const std::string& name) {
+    return name.empty() ? std::string() : fmt::format(" '{}'", shorten(name, 80));
+  };
   throw InputError(fmt::format(
-      "{}: the plan was made for another graph ('{}', fingerprint {}); graph '{}' has "
-      "fingerprint {}: plan it again for this graph",
-      source, shorten(planned_for, 80), shorten(recorded, 40), shorten(graph.name(), 80), actual));
+      "{}: the plan was made for another graph{} (fingerprint {}); this graph{} has fingerprint "
+      "{}: plan it again for this graph",
+      source, label(planned_for), shorten(recorded, 40), label(graph.name()), actual));
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+// The judged solve (solver.h): one status policy for graphs and chains.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -8,8 +9,9 @@
 
 namespace remat {
 
-SolveResult solve(const Graph& graph, std::string_view solver_name, const SolveOptions& options) {
-  std::unique_ptr<Solver> solver = make_solver(solver_name);
+namespace {
+
+void check_options(const Solver& solver, const SolveOptions& options) {
   if (options.budget.bytes < 0)
     throw InputError(fmt::format("budget must be >= 0 bytes (got {})", options.budget.bytes));
   if (!(options.time_limit_s > 0))
@@ -17,55 +19,122 @@ SolveResult solve(const Graph& graph, std::string_view solver_name, const SolveO
   if (options.threads < 1 || options.threads > kMaxThreads)
     throw InputError(
         fmt::format("threads must be in [1, {}] (got {})", kMaxThreads, options.threads));
+  if (!options.start.empty() && !solver.accepts_start())
+    throw InputError(fmt::format("solver '{}' takes no start sequence", solver.name()));
+}
+
+// The names of the rows that accept the kind, for the error of a row that does not.
+std::string rows_accepting(bool chain) {
+  std::vector<std::string_view> names;
+  for (const SolverEntry& e : solver_registry())
+    if (chain ? e.accepts.chain : e.accepts.graph) names.push_back(e.name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// The status policy, the same for both kinds. A plan the better-plan rule ranks below the default
+// schedule gives way to it: an over-budget plan with a higher peak than the default, or any plan
+// costlier than a default that fits. A returned plan is never worse than running the problem as
+// given. Then the status follows the simulator's peak.
+template <class Result, class MakeDefault>
+void judge(Result& result, int64_t budget, MakeDefault make_default) {
+  SolveStatus& status = result.plan.stats.status;
+  if (status == SolveStatus::kInfeasible) {
+    REMAT_CHECK(result.eval.peak_bytes > budget, "a plan within budget was called infeasible");
+    return;
+  }
+  auto [fallback, fallback_eval] = make_default();
+  if (better_plan({fallback_eval.peak_bytes, fallback_eval.cost},
+                  {result.eval.peak_bytes, result.eval.cost}, budget)) {
+    result.plan.sequence = std::move(fallback);
+    result.plan.stats.lists.clear();  // they described the plan given up
+    result.plan.stats.add_counter("replaced_by_default_schedule", 1);
+    result.eval = std::move(fallback_eval);
+  }
+  const bool fits = result.eval.peak_bytes <= budget;
+  if (!fits) status = SolveStatus::kOverBudget;
+  if (fits && status == SolveStatus::kOverBudget) status = SolveStatus::kFeasible;
+}
+
+}  // namespace
+
+Plan Solver::solve(const Graph&, const SolveOptions&) {
+  throw InputError(fmt::format("solver '{}' takes chains, not graphs (graph solvers: {})", name(),
+                               rows_accepting(false)));
+}
+
+ChainPlan Solver::solve_chain(const Chain&, const SolveOptions&) {
+  throw InputError(fmt::format("solver '{}' takes graphs, not chains (chain solvers: {})", name(),
+                               rows_accepting(true)));
+}
+
+SolveResult solve(const Graph& graph, std::string_view solver_name, const SolveOptions& options) {
+  const SolverEntry& entry = solver_entry(solver_name);
+  std::unique_ptr<Solver> solver = entry.make();
+  if (!entry.accepts.graph) solver->Solver::solve(graph, options);  // throws, naming the kinds
+  return solve(graph, *solver, options);
+}
+
+SolveResult solve(const Graph& graph, Solver& solver, const SolveOptions& options) {
+  check_options(solver, options);
   if (!options.start.empty()) {
-    if (!solver->accepts_start())
-      throw InputError(fmt::format("solver '{}' takes no start sequence", solver->name()));
     const Evaluation start = simulate(graph, options.start);
     if (!start.valid)
       throw InputError(
-          fmt::format("start sequence for '{}' is invalid: {}", solver->name(), start.error));
+          fmt::format("start sequence for '{}' is invalid: {}", solver.name(), start.error));
   }
-
   SolveResult result;
   const int64_t lower_bound = memory_lower_bound(graph);
   if (options.budget.bytes < lower_bound) {
     result.plan.sequence = default_schedule(graph);
-    result.plan.solver = std::string(solver->name());
     result.plan.stats.status = SolveStatus::kInfeasible;
     result.plan.stats.min_feasible_budget = lower_bound;
   } else {
     const Deadline clock(options.time_limit_s);
-    result.plan = solver->solve(graph, options);
-    result.plan.solver = std::string(solver->name());
+    result.plan = solver.solve(graph, options);
     result.plan.stats.wall_time_s = clock.elapsed_s();
   }
+  result.plan.solver = std::string(solver.name());
   result.eval = simulate(graph, result.plan.sequence);
   REMAT_CHECK(result.eval.valid, fmt::format("solver '{}' returned an invalid sequence: {}",
-                                             solver_name, result.eval.error));
-  SolveStatus& status = result.plan.stats.status;
-  if (status != SolveStatus::kInfeasible) {
-    const bool fits = result.eval.peak_bytes <= options.budget.bytes;
-    if (!fits) status = SolveStatus::kOverBudget;
-    if (fits && status == SolveStatus::kOverBudget) status = SolveStatus::kFeasible;
-  }
+                                             solver.name(), result.eval.error));
+  judge(result, options.budget.bytes, [&] {
+    Sequence fallback = default_schedule(graph);
+    Evaluation fallback_eval = simulate(graph, fallback);
+    return std::pair{std::move(fallback), std::move(fallback_eval)};
+  });
   return result;
 }
 
-Deadline::Deadline(double seconds) : start_(std::chrono::steady_clock::now()) {
-  const double capped = std::min(seconds, 1e9);
-  end_ = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double>(capped));
+ChainSolveResult solve(const Chain& chain, std::string_view solver_name,
+                       const SolveOptions& options) {
+  const SolverEntry& entry = solver_entry(solver_name);
+  std::unique_ptr<Solver> solver = entry.make();
+  if (!entry.accepts.chain) solver->Solver::solve_chain(chain, options);  // throws
+  return solve(chain, *solver, options);
 }
 
-double Deadline::elapsed_s() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-}
-
-uint64_t derive_seed(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (index + 1);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
+ChainSolveResult solve(const Chain& chain, Solver& solver, const SolveOptions& options) {
+  check_options(solver, options);
+  if (!options.start.empty())
+    throw InputError(
+        fmt::format("solver '{}': a start sequence is a graph sequence; chains take "
+                    "none",
+                    solver.name()));
+  validate_chain(chain, chain.name.empty() ? "chain" : chain.name);
+  ChainSolveResult result;
+  const Deadline clock(options.time_limit_s);
+  result.plan = solver.solve_chain(chain, options);
+  result.plan.stats.wall_time_s = clock.elapsed_s();
+  result.plan.solver = std::string(solver.name());
+  result.eval = simulate_chain(chain, result.plan.sequence);
+  REMAT_CHECK(result.eval.valid, fmt::format("chain solver '{}' returned an invalid sequence: {}",
+                                             solver.name(), result.eval.error));
+  judge(result, options.budget.bytes, [&] {
+    ChainSequence fallback = store_all_sequence(chain);
+    ChainEvaluation fallback_eval = simulate_chain(chain, fallback);
+    return std::pair{std::move(fallback), std::move(fallback_eval)};
+  });
+  return result;
 }
 
 }  // namespace remat

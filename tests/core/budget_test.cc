@@ -22,18 +22,6 @@ TEST(Budget, RejectsGarbage) {
     EXPECT_THROW(parse_budget(text, 1000), InputError) << text;
 }
 
-TEST(Params, TypedAccessAndUnknownKeys) {
-  const ParamMap params = {{"iters", "100"}, {"temp", "0.5"}, {"group", "false"}};
-  EXPECT_EQ(param_int("s", params, "iters", 1), 100);
-  EXPECT_DOUBLE_EQ(param_double("s", params, "temp", 1), 0.5);
-  EXPECT_FALSE(param_bool("s", params, "group", true));
-  EXPECT_EQ(param_int("s", params, "missing", 7), 7);
-  EXPECT_THROW(param_int("s", params, "temp", 1), InputError);
-  constexpr std::string_view kKnown[] = {"iters", "temp"};
-  EXPECT_EQ(testing::input_error_of([&] { check_known_params("fastsa", params, kKnown); }),
-            "fastsa: unknown parameter 'group' (known: iters, temp)");
-}
-
 TEST(Solve, BaselineIsJudgedBySimulator) {
   const Graph g = testing::graph_from_json(R"({"format": "remat-graph", "version": 1,
     "values": [{"id": 0, "name": "a", "size": 10}, {"id": 1, "name": "b", "size": 5, "output": true}],
@@ -48,11 +36,6 @@ TEST(Solve, BaselineIsJudgedBySimulator) {
   EXPECT_EQ(r.plan.stats.min_feasible_budget, 15);
   EXPECT_THROW(make_solver("fastsaa"), InputError);
   EXPECT_THROW(testing::solve_and_check(g, 15, "none", {{"x", "1"}}), InputError);
-}
-
-TEST(Seeds, DerivedSeedsDiffer) {
-  EXPECT_NE(derive_seed(1, 0), derive_seed(1, 1));
-  EXPECT_EQ(derive_seed(5, 3), derive_seed(5, 3));
 }
 
 }  // namespace

@@ -6,15 +6,14 @@
 #include "remat/generate.h"
 #include "remat/lower.h"
 #include "remat/simulate.h"
-#include "rotor/chain_solver.h"
+#include "remat/solver.h"
 
 namespace remat {
 namespace {
 
-std::vector<StageRun> runs_of(const rotor::ChainSequence& ops) {
+std::vector<StageRun> runs_of(const ChainSequence& ops) {
   std::vector<StageRun> runs;
-  for (const rotor::ChainOp& op : ops)
-    runs.push_back({op.stage, op.kind == rotor::OpKind::kBackward});
+  for (const ChainOp& op : ops) runs.push_back({op.stage, op.kind == ChainOpKind::kBackward});
   return runs;
 }
 
@@ -43,12 +42,12 @@ TEST_P(JointChain, LoweredRotorPlanFitsWhenTheChainPlanFits) {
   const int64_t base_peak = baseline(g).peak_bytes;
   for (int percent : {90, 70, 50, 40}) {
     const int64_t budget = base_peak * percent / 100;
-    rotor::ChainSolveOptions options;
+    SolveOptions options;
     options.budget = {std::max<int64_t>(0, budget - gc.resident_bytes)};
-    const rotor::ChainSolveResult r = rotor::solve_chain(gc.chain, "rotor", options);
-    const Evaluation e = simulate(g, lower_chain_plan(g, gc, runs_of(r.plan.ops)));
+    const ChainSolveResult r = solve(gc.chain, "rotor", options);
+    const Evaluation e = simulate(g, lower_chain_plan(g, gc, runs_of(r.plan.sequence)));
     ASSERT_TRUE(e.valid) << e.error;
-    EXPECT_NEAR(e.cost, r.eval.makespan + gc.fixed_cost, 1e-9 * e.cost);
+    EXPECT_NEAR(e.cost, r.eval.cost + gc.fixed_cost, 1e-9 * e.cost);
     if (r.eval.peak_bytes <= options.budget.bytes) {
       EXPECT_LE(e.peak_bytes, budget) << percent;
     }

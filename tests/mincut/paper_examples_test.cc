@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "mincut.h"
+#include "mincut/mincut.h"
 #include "mincut/validity.h"
 #include "remat/io.h"
 #include "testing/testing.h"

@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-#include "mincut.h"
+#include "mincut/mincut.h"
 #include "mincut/validity.h"
 #include "remat/generate.h"
 #include "remat/simulate.h"

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "mincut.h"
+#include "mincut/mincut.h"
 #include "remat/graph.h"
 
 namespace remat::testing {

@@ -152,7 +152,7 @@ TEST(Moccasin, RejectsBadParameters) {
   const Graph g = fig3_graph(1);
   EXPECT_NE(testing::input_error_of([&] {
               testing::solve_and_check(g, 3, "moccasin", {{"c", "0"}});
-            }).find("param c"),
+            }).find("parameter 'c'"),
             std::string::npos);
   EXPECT_NE(testing::input_error_of([&] {
               testing::solve_and_check(g, 3, "moccasin", {{"order", "any"}});

@@ -8,9 +8,9 @@
 #include <queue>
 #include <vector>
 
+#include "remat/generate.h"
 #include "remat/random.h"
-#include "rotor/chain_solver.h"
-#include "rotor/generate_chain.h"
+#include "remat/solver.h"
 
 namespace remat::rotor {
 namespace {
@@ -53,18 +53,18 @@ class StateSpace {
       const ChainStage& st = chain_.stages[static_cast<size_t>(l - 1)];
       const bool input = (s & (a_bit(l - 1) | abar_bit(l - 1))) != 0;
       if (!input) continue;
-      for (OpKind kind :
-           {OpKind::kForwardCheckpoint, OpKind::kForwardNoSave, OpKind::kForwardAll}) {
-        const State out_bit = kind == OpKind::kForwardAll ? abar_bit(l) : a_bit(l);
-        const int64_t out_size = kind == OpKind::kForwardAll ? size(l).abar : size(l).a;
+      for (ChainOpKind kind : {ChainOpKind::kForwardCheckpoint, ChainOpKind::kForwardNoSave,
+                               ChainOpKind::kForwardAll}) {
+        const State out_bit = kind == ChainOpKind::kForwardAll ? abar_bit(l) : a_bit(l);
+        const int64_t out_size = kind == ChainOpKind::kForwardAll ? size(l).abar : size(l).a;
         State next = s | out_bit;
-        if (kind == OpKind::kForwardNoSave && !(s & abar_bit(l))) next &= ~a_bit(l - 1);
+        if (kind == ChainOpKind::kForwardNoSave && !(s & abar_bit(l))) next &= ~a_bit(l - 1);
         out.push_back({next, now + ((s & out_bit) ? 0 : out_size) + st.o_f, st.u_f, {kind, l}});
       }
       if ((s & delta_bit(l)) && (s & abar_bit(l))) {
         const State next = (s & ~delta_bit(l) & ~abar_bit(l) & ~a_bit(l - 1)) | delta_bit(l - 1);
         const int64_t memory = now + ((s & delta_bit(l - 1)) ? 0 : size(l - 1).delta) + st.o_b;
-        out.push_back({next, memory, st.u_b, {OpKind::kBackward, l}});
+        out.push_back({next, memory, st.u_b, {ChainOpKind::kBackward, l}});
       }
     }
     return out;
@@ -141,11 +141,11 @@ int64_t least_peak(const Chain& chain) {
 
 ChainSolveResult solve(const Chain& chain, std::string_view solver, int64_t budget,
                        std::string persistence = "strong") {
-  ChainSolveOptions options;
+  SolveOptions options;
   options.budget = {budget};
   options.params = {{"bins", "exact"}};
   if (solver == "rotor") options.params["persistence"] = persistence;
-  return solve_chain(chain, solver, options);
+  return solve(chain, solver, options);
 }
 
 // Random tiny chain; odd seeds also draw δ sizes apart from a sizes (ω_δ != ω_a).
@@ -183,18 +183,19 @@ TEST_P(BruteForceTest, WeakDpMatchesBruteForce) {
     ASSERT_GE(brute.makespan, 0);
     const ChainEvaluation brute_eval = simulate_chain(chain, brute.ops);  // cross-checks Table 1
     ASSERT_TRUE(brute_eval.valid) << brute_eval.error;
-    EXPECT_DOUBLE_EQ(brute_eval.makespan, brute.makespan);
+    EXPECT_DOUBLE_EQ(brute_eval.cost, brute.makespan);
     EXPECT_LE(brute_eval.peak_bytes, budget);
 
     const ChainSolveResult weak = solve(chain, "rotor", budget, "weak");
     EXPECT_EQ(weak.plan.stats.status, SolveStatus::kOptimal);
     EXPECT_LE(weak.eval.peak_bytes, budget);
-    EXPECT_DOUBLE_EQ(weak.eval.makespan, brute.makespan)
-        << "weak: " << format_sequence(weak.plan.ops) << "\nbrute: " << format_sequence(brute.ops);
+    EXPECT_DOUBLE_EQ(weak.eval.cost, brute.makespan)
+        << "weak: " << format_sequence(weak.plan.sequence)
+        << "\nbrute: " << format_sequence(brute.ops);
 
     const ChainSolveResult strong = solve(chain, "rotor", budget);
     if (strong.eval.peak_bytes <= budget) {
-      EXPECT_GE(strong.eval.makespan, weak.eval.makespan);
+      EXPECT_GE(strong.eval.cost, weak.eval.cost);
     }
   }
 }

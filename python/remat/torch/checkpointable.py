@@ -5,9 +5,12 @@
     ckpt.chain_json, ckpt.plan_notation, ckpt.planned_peak_bytes
 
 On the first training call (and whenever the input's shape, dtype, device or the train/eval mode
-changes) each block is profiled once: its forward and backward times (wall clock), the bytes of its
-output, of what autograd saves for its backward (ā), and the peaks of live storages while it runs
-(the overheads o_f, o_b), measured by accounting the storages of the tensors aten produces. The
+changes) each block is profiled once: its forward and backward costs, the bytes of its output, of what autograd saves for its backward (ā), and the peaks of live storages while it runs
+(the overheads o_f, o_b), measured by accounting the storages of the tensors aten produces. Costs
+(`cost=`): "flops" (the default) counts the FLOPs of every aten call of the block's forward and
+backward with trace's cost model (remat.torch.cost.flop_cost), so the same model, input shapes and
+budget always give the same chain and the same plan; "measure" takes the wall clock of the one
+profiled run instead (microseconds; the plan then depends on timing noise). The
 chain (remat chain JSON) is solved with a chain solver (rotor by default) under `budget`: bytes,
 or "P%" of the store-all peak of the chain. The plan then runs through autograd: a custom
 autograd Function runs the forward part of the plan (F_ck and F_∅ without autograd, F_all with it)
@@ -28,6 +31,8 @@ import torch.nn as nn
 
 from remat import _remat
 from remat.torch import _compat
+from remat.torch import cost as cost_models
+from remat.torch import op_kinds
 
 _FORWARD_OPS = ("F_ck", "F_none", "F_all")
 
@@ -37,16 +42,20 @@ class LiveBytes(_compat.TorchDispatchMode):
     plus `pinned` bytes; storages of the .grad of `exclude_grads_of` parameters are not counted
     (they persist like the parameters themselves)."""
 
-    def __init__(self, pinned=0, exclude_grads_of=()):
+    def __init__(self, pinned=0, exclude_grads_of=(), count_flops=False):
         super().__init__()
         self.refs = []
         self.pinned = pinned
         self.params = list(exclude_grads_of)
         self.peak = 0
         self.last = 0
+        self.count_flops = count_flops
+        self.flops = 0.0  # of the aten calls seen, when count_flops
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         out = func(*args, **(kwargs or {}))
+        if self.count_flops:
+            self.flops += _call_flops(func, args, out)
         for t in _compat.tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor):
                 self.refs.append(weakref.ref(t))
@@ -73,6 +82,19 @@ class LiveBytes(_compat.TorchDispatchMode):
         self.peak = self.live_bytes()
 
 
+def _call_flops(func, args, out):
+    """FLOPs of one aten call by trace's cost model (a view costs nothing; an op the model does not
+    know its arguments of costs 1, as in partition)."""
+    packet = func.overloadpacket.__name__
+    is_view = any(r.alias_info is not None and not r.alias_info.is_write
+                  for r in func._schema.returns)
+    kind = op_kinds.kind_of(packet, is_view)
+    try:
+        return cost_models.flop_cost(cost_models.OpCall(str(func), packet, kind, tuple(args), out))
+    except (TypeError, IndexError, AttributeError):
+        return 1.0
+
+
 def _bytes(tensor):
     return _compat.storage_key_and_bytes(tensor)[1] if isinstance(tensor, torch.Tensor) else 0
 
@@ -94,7 +116,8 @@ class _BufferGuard:
 class Checkpointable(nn.Module):
     """A sequence of blocks run under a Rotor plan; see the module docstring."""
 
-    def __init__(self, module, budget="50%", *, solver="rotor", time_limit=10.0, **params):
+    def __init__(self, module, budget="50%", *, solver="rotor", time_limit=10.0, cost="flops",
+                 **params):
         super().__init__()
         if isinstance(module, nn.Sequential):
             blocks = list(module)
@@ -109,6 +132,9 @@ class Checkpointable(nn.Module):
         self.budget = budget
         self.solver = solver
         self.time_limit = float(time_limit)
+        if cost not in ("flops", "measure"):
+            raise ValueError(f"Checkpointable: cost must be 'flops' or 'measure', got {cost!r}")
+        self.cost = cost
         self.params = dict(params)
         self.chain_json = None
         self.plan = None
@@ -126,11 +152,12 @@ class Checkpointable(nn.Module):
             block = _Group([self.blocks[i] for i in group])
             guard = _BufferGuard(block)
             leaf = a.detach().requires_grad_(index > 0 or x.requires_grad)
-            with LiveBytes() as meter:
+            flops = self.cost == "flops"
+            with LiveBytes(count_flops=flops) as meter:
                 start = time.perf_counter()
                 with torch.enable_grad():
                     out = block(leaf)
-                u_f = time.perf_counter() - start
+                u_f = meter.flops if flops else (time.perf_counter() - start) * 1e6
                 forward_peak = meter.peak
                 # ā: what the block's forward leaves alive (its output and what autograd saved;
                 # the input and the parameters were made before the meter started).
@@ -141,13 +168,14 @@ class Checkpointable(nn.Module):
                 grad_out = torch.ones_like(out)
                 meter.reset_peak()
                 base = meter.last
+                meter.flops = 0.0
                 start = time.perf_counter()
                 # Parameter gradients go to .grad, which persists like the parameters: not
                 # counted in the run, so not here (unless nothing else needs a gradient).
                 inputs = [leaf] if leaf.requires_grad else params
                 if out.requires_grad:
                     torch.autograd.grad(out, inputs, grad_out, allow_unused=True)
-                u_b = time.perf_counter() - start
+                u_b = meter.flops if flops else (time.perf_counter() - start) * 1e6
                 backward_peak = meter.peak
             guard.restore()
             out_bytes = _bytes(out)
@@ -156,7 +184,7 @@ class Checkpointable(nn.Module):
             stages.append({
                 "name": "blocks " + ",".join(
                     f"{i} ({type(self.blocks[i]).__name__})" for i in group),
-                "u_f": u_f * 1e6, "u_b": u_b * 1e6,  # microseconds
+                "u_f": u_f, "u_b": u_b,  # FLOPs, or microseconds with cost="measure"
                 "a": out_bytes, "abar": abar, "delta": out_bytes,
                 "o_f": max(0, forward_peak - abar),
                 # Backward: what the meter saw beyond ā, δ^ℓ and δ^{ℓ-1} (parameter gradients

@@ -1,4 +1,4 @@
-#include "auto.h"
+#include "auto/auto.h"
 
 #include <fmt/format.h>
 
@@ -42,6 +42,31 @@ std::vector<std::string> split_names(std::string_view text) {
   return out;
 }
 
+void set_members(AutoParams& p, const std::string& listed) {
+  p.members.clear();
+  for (std::string& name : split_names(listed)) {
+    if (!is_member(name))
+      throw BadParamValue{
+          fmt::format("members of: {}; '{}' is not a member", fmt::join(kMembers, ", "), name)};
+    p.members.push_back(std::move(name));
+  }
+  if (p.members.empty()) throw BadParamValue{"a comma-separated list of members"};
+}
+
+const ParamTable<AutoParams>& auto_param_table() {
+  static const ParamTable<AutoParams> table(
+      kName, {
+                 {{"members", "all", "",
+                   "comma-separated subset of the members above, in portfolio order; `none` "
+                   "always runs"},
+                  set_members},
+                 {{"checkmate_max_nodes", "60", "nodes",
+                   "checkmate runs only on graphs with at most this many nodes"},
+                  integer(&AutoParams::checkmate_max_nodes, 0)},
+             });
+  return table;
+}
+
 AutoParams parse_auto_params(const ParamMap& params) {
   AutoParams p;
   ParamMap own;
@@ -57,38 +82,16 @@ AutoParams parse_auto_params(const ParamMap& params) {
                                    key, member, fmt::join(kMembers, ", ")));
     p.member_params[member][key.substr(dot + 1)] = value;
   }
-  constexpr std::string_view kKnown[] = {"members", "checkmate_max_nodes"};
-  check_known_params(kName, own, kKnown);
-  const std::string listed = param_string(own, "members", "");
-  if (own.contains("members")) {
-    for (std::string& name : split_names(listed)) {
-      if (!is_member(name))
-        throw InputError(
-            fmt::format("auto: invalid value '{}' for parameter 'members' ('{}' is "
-                        "not a member; members: {})",
-                        listed, name, fmt::join(kMembers, ", ")));
-      p.members.push_back(std::move(name));
-    }
-    if (p.members.empty())
-      throw InputError("auto: parameter 'members' is empty (expected a comma-separated list)");
-  } else {
-    p.members.assign(std::begin(kMembers), std::end(kMembers));
-  }
-  p.checkmate_max_nodes = param_int(kName, own, "checkmate_max_nodes", p.checkmate_max_nodes);
-  if (p.checkmate_max_nodes < 0)
-    throw InputError(
-        fmt::format("auto: invalid value '{}' for parameter 'checkmate_max_nodes' "
-                    "(expected an integer >= 0)",
-                    p.checkmate_max_nodes));
+  const AutoParams own_params = auto_param_table().parse(own);
+  p.members = own_params.members;
+  p.checkmate_max_nodes = own_params.checkmate_max_nodes;
+  if (p.members.empty()) p.members.assign(std::begin(kMembers), std::end(kMembers));
   return p;
 }
 
 // (within budget, cheapest) before (over budget, lowest peak); ties keep the earlier member.
 bool better(const Evaluation& a, const Evaluation& b, int64_t budget) {
-  const bool fits_a = a.peak_bytes <= budget, fits_b = b.peak_bytes <= budget;
-  if (fits_a != fits_b) return fits_a;
-  if (fits_a) return a.cost < b.cost || (a.cost == b.cost && a.peak_bytes < b.peak_bytes);
-  return a.peak_bytes < b.peak_bytes || (a.peak_bytes == b.peak_bytes && a.cost < b.cost);
+  return better_plan({a.peak_bytes, a.cost}, {b.peak_bytes, b.cost}, budget);
 }
 
 bool has_phases(const Graph& g) {
@@ -229,6 +232,8 @@ class Portfolio {
 class AutoSolver final : public Solver {
  public:
   std::string_view name() const override { return kName; }
+  // MEMBER.KEY parameters go to that member (docs/solvers/auto.md), beside these rows.
+  std::span<const ParamInfo> params() const override { return auto_param_table().info(); }
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const AutoParams params = parse_auto_params(options.params);
@@ -238,6 +243,39 @@ class AutoSolver final : public Solver {
       with_baseline.members.insert(with_baseline.members.begin(), "none");
     Portfolio portfolio(graph, options, with_baseline);
     return portfolio.run();
+  }
+
+  // On a chain: the members whose rows accept chains, in order, each through the judged solve
+  // with an even share of the time left; the best plan by better_plan wins. The default
+  // schedule (none: store-all) runs first, so `auto` is never worse than it.
+  ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
+    const AutoParams params = parse_auto_params(options.params);
+    std::vector<std::string> members = {"none"};
+    for (const std::string& member : params.members)
+      if (member != "none" && registered(member) && solver_entry(member).accepts.chain)
+        members.push_back(member);
+    const Deadline deadline(options.time_limit_s);
+    std::optional<ChainSolveResult> best;
+    std::vector<std::string> outcomes;
+    for (size_t i = 0; i < members.size(); ++i) {
+      SolveOptions o = options;
+      o.params.clear();
+      if (const auto it = params.member_params.find(members[i]); it != params.member_params.end())
+        o.params = it->second;
+      const double left = std::max(1e-3, options.time_limit_s - deadline.elapsed_s());
+      o.time_limit_s = std::max(1e-3, left / static_cast<double>(members.size() - i));
+      ChainSolveResult r = remat::solve(chain, members[i], o);
+      outcomes.push_back(fmt::format("{}: {}, peak {} bytes, cost {:.10g}, {:.3f} s", members[i],
+                                     to_string(r.plan.stats.status), r.eval.peak_bytes, r.eval.cost,
+                                     r.plan.stats.wall_time_s));
+      if (!best || better_plan({r.eval.peak_bytes, r.eval.cost},
+                               {best->eval.peak_bytes, best->eval.cost}, options.budget.bytes))
+        best = std::move(r);
+    }
+    ChainPlan plan = std::move(best->plan);
+    plan.stats.lists.emplace_back("auto_winner", std::vector<std::string>{plan.solver});
+    plan.stats.lists.emplace_back("auto_members", std::move(outcomes));
+    return plan;
   }
 };
 

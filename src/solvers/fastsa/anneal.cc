@@ -260,7 +260,7 @@ class Annealer {
     const int64_t peak = state_.peak();
     const double cost = state_.cost();
     if (improves_goal(peak, cost)) last_improvement_ = iteration_;
-    if (better_plan(peak, cost, best_peak_, best_cost_, context_.budget_bytes)) {
+    if (better_plan({peak, cost}, {best_peak_, best_cost_}, context_.budget_bytes)) {
       best_peak_ = peak;
       best_cost_ = cost;
       best_.commit();
@@ -322,13 +322,6 @@ double ObjectiveFunction::operator()(double peak, double cost) const {
       return peak;
   }
   return peak;
-}
-
-bool better_plan(int64_t peak_a, double cost_a, int64_t peak_b, double cost_b, int64_t budget) {
-  const bool fits_a = peak_a <= budget, fits_b = peak_b <= budget;
-  if (fits_a != fits_b) return fits_a;
-  if (fits_a) return cost_a < cost_b || (cost_a == cost_b && peak_a < peak_b);
-  return peak_a < peak_b || (peak_a == peak_b && cost_a < cost_b);
 }
 
 StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,

@@ -93,7 +93,4 @@ StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_ord
                       const StageSettings& settings, std::string_view stage_name,
                       ChainContext& context);
 
-// (within budget, cost) before (over budget, peak): true when a beats b.
-bool better_plan(int64_t peak_a, double cost_a, int64_t peak_b, double cost_b, int64_t budget);
-
 }  // namespace remat::fastsa

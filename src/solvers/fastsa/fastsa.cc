@@ -197,6 +197,7 @@ class Chain {
 class FastsaSolver final : public Solver {
  public:
   std::string_view name() const override { return "fastsa"; }
+  std::span<const ParamInfo> params() const override { return fastsa_param_table().info(); }
   bool accepts_start() const override { return true; }
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
@@ -247,9 +248,9 @@ class FastsaSolver final : public Solver {
 
     size_t best = 0;
     for (size_t i = 1; i < results.size(); ++i)
-      if (ran[i] &&
-          better_plan(results[i].eval.peak_bytes, results[i].eval.cost,
-                      results[best].eval.peak_bytes, results[best].eval.cost, options.budget.bytes))
+      if (ran[i] && better_plan({results[i].eval.peak_bytes, results[i].eval.cost},
+                                {results[best].eval.peak_bytes, results[best].eval.cost},
+                                options.budget.bytes))
         best = i;
     Plan plan;
     plan.sequence = std::move(results[best].sequence);

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
+#include <limits>
 #include <string_view>
 
 #include "remat/error.h"
@@ -11,123 +11,114 @@
 namespace remat::fastsa {
 namespace {
 
-constexpr std::string_view kSolver = "fastsa";
-constexpr std::array<std::string_view, 21> kKnown = {
-    "mode",
-    "objective",
-    "slots",
-    "group_nodes",
-    "max_group_size",
-    "stage1_iterations",
-    "stage2_iterations",
-    "initial_temperature_pct",
-    "final_temperature_pct",
-    "stop_at_budget",
-    "stage2_temperature",
-    "carry_over_iterations",
-    "stage2_keep_budget",
-    "stage1_fallback",
-    "rotation",
-    "peak_tree",
-    "logaddexp_peak",
-    "iterations_scale",
-    "schedule",
-    "convergence_window",
-    "init",
-};
-
-[[noreturn]] void bad(std::string_view key, std::string_view text, std::string_view expected) {
-  throw InputError(fmt::format("{}: invalid value '{}' for parameter '{}' (expected {})", kSolver,
-                               text, key, expected));
-}
-
-int64_t positive_int(const ParamMap& params, std::string_view key, int64_t fallback, int64_t min) {
-  const int64_t x = param_int(kSolver, params, key, fallback);
-  if (x < min) bad(key, param_string(params, key, ""), fmt::format("an integer >= {}", min));
-  return x;
-}
-
-double positive_double(const ParamMap& params, std::string_view key, double fallback) {
-  const double x = param_double(kSolver, params, key, fallback);
-  if (!(x > 0)) bad(key, param_string(params, key, ""), "a number > 0");
-  return x;
+// slots: 0 (auto) or a power of two in [16, 2^22].
+void set_slots(FastsaParams& p, const std::string& text) {
+  const BadParamValue bad{"0 or a power of two in [16, 2^22]"};
+  int64_t slots = 0;
+  try {
+    slots = parse_int_text(text);
+  } catch (const BadParamValue&) {
+    throw bad;
+  }
+  if (slots != 0 && (slots < 16 || slots > (int64_t{1} << 22) || (slots & (slots - 1)) != 0))
+    throw bad;
+  p.slots = slots;
 }
 
 }  // namespace
 
+const ParamTable<FastsaParams>& fastsa_param_table() {
+  using P = FastsaParams;
+  static const ParamTable<P> table(
+      "fastsa",
+      {
+          {{"mode", "`recompute`", "",
+            "`recompute` (two stages, add / remove / rotate) or `order` (rotations only, "
+            "objective M, one stage of `stage1_iterations`)"},
+           choice(&P::mode, {{"recompute", Mode::kRecompute}, {"order", Mode::kOrder}})},
+          {{"objective", "`strict`", "",
+            "`strict`: `L(Elu(L⁻¹(M))) × C^0.6` with `L(0) = budget`, `L(−100) = 0` (footnote 2, "
+            "used for the paper's Tables 1–2); `product`: `max(budget, M) × C` (equation 1)"},
+           choice(&P::objective,
+                  {{"strict", Objective::kStrict}, {"product", Objective::kProduct}})},
+          {{"stage1_iterations", "20,000,000", "iterations",
+            "stage 1 iterations at most (App. D.4); stops earlier at the budget"},
+           integer(&P::stage1_iterations, 0)},
+          {{"stage2_iterations", "2,000,000", "iterations",
+            "stage 2 iterations (App. D.4), plus what stage 1 left unused when "
+            "`carry_over_iterations`"},
+           integer(&P::stage2_iterations, 0)},
+          {{"carry_over_iterations", "`true`", "",
+            "a run is at most `stage1 + stage2` iterations (22 M)"},
+           flag(&P::carry_over_iterations)},
+          {{"iterations_scale", "1", "factor", "multiplies both counts (quick runs)"},
+           real(&P::iterations_scale, 0.0, std::numeric_limits<double>::infinity(), true)},
+          {{"initial_temperature_pct", "0.1", "%",
+            "stage 1 initial temperature, % of the initial objective (App. D.4)"},
+           real(&P::initial_temperature_pct, 0.0, std::numeric_limits<double>::infinity(), true)},
+          {{"final_temperature_pct", "0.01", "%",
+            "each stage's final temperature, % of its initial one (App. D.4)"},
+           real(&P::final_temperature_pct, 0.0, std::numeric_limits<double>::infinity(), true)},
+          {{"stage2_temperature", "`stop`", "",
+            "stage 2 starts at the temperature where stage 1 stopped (`stop`) or at stage 1's "
+            "scheduled final temperature (`final`)"},
+           choice(&P::stage2_from_stop, {{"stop", true}, {"final", false}})},
+          {{"stop_at_budget", "`true`", "", "stage 1 stops once the budget is met (§3.1)"},
+           flag(&P::stop_at_budget)},
+          {{"stage1_fallback", "`true`", "",
+            "groups get half of stage 1; if they do not reach the budget, single nodes get the "
+            "other half"},
+           flag(&P::stage1_fallback)},
+          {{"group_nodes", "`true`", "",
+            "Algorithm 1 before stage 1 (`false`: stage 1 on single nodes)"},
+           flag(&P::group_nodes)},
+          {{"max_group_size", "64", "nodes", "most nodes in one group; 0 = no limit"},
+           integer(&P::max_group_size, 0, int64_t{1} << 30)},
+          {{"slots", "0 (auto)", "slots",
+            "state length T (a power of two, 16 … 2^22). Auto: 16 slots per unit, at least 2^12, "
+            "at most 2^20 (App. D.4 fixes 2^20; a smaller tree stays in cache: 1.5× faster on "
+            "6,000 nodes, same Table 1 figures); always at least 4 × the units placed"},
+           set_slots},
+          {{"rotation", "`uniform`", "",
+            "rotation targets anywhere (§2.2) or `local`: within the unit's valid range (more "
+            "valid moves; on the MOCCASIN graphs no better plans and several times slower)"},
+           choice(&P::local_rotations, {{"uniform", false}, {"local", true}})},
+          {{"stage2_keep_budget", "`true`", "",
+            "once stage 2 is within budget it rejects every move that would leave it (the "
+            "objective is continuous at the budget and otherwise trades a little memory for "
+            "cost, so the best feasible plan could stop improving)"},
+           flag(&P::stage2_keep_budget)},
+          {{"schedule", "`converge`", "",
+            "`converge`: stop a stage after `convergence_window` iterations without improvement; "
+            "`fixed`: the paper's iteration counts to the end"},
+           choice(&P::converge, {{"converge", true}, {"fixed", false}})},
+          {{"convergence_window", "0 (auto)", "iterations",
+            "iterations without a new best plan or objective that end a stage; auto: max(1 M, "
+            "500 × units)"},
+           integer(&P::convergence_window, 0)},
+          {{"init", "none", "", "a plan JSON to start from (see Warm start)"},
+           text(&P::init_plan_path, "a plan JSON file")},
+          {{"peak_tree", "`max`", "",
+            "`logaddexp`: the objective uses the log-add-exp smooth peak (App. C.2); the max tree "
+            "is kept beside it for the true peak"},
+           choice(&P::logaddexp, {{"max", false}, {"logaddexp", true}})},
+          {{"logaddexp_peak", "10", "", "the baseline peak in the scaled units (App. C.2)"},
+           real(&P::logaddexp_peak, 0.0, std::numeric_limits<double>::infinity(), true)},
+      });
+  return table;
+}
+
 FastsaParams parse_fastsa_params(const ParamMap& params) {
-  check_known_params(kSolver, params, kKnown);
-  FastsaParams p;
-  const std::string mode = param_string(params, "mode", "recompute");
-  if (mode == "recompute")
-    p.mode = Mode::kRecompute;
-  else if (mode == "order")
-    p.mode = Mode::kOrder;
-  else
-    bad("mode", mode, "recompute or order");
-  const std::string objective = param_string(params, "objective", "strict");
-  if (objective == "strict")
-    p.objective = Objective::kStrict;
-  else if (objective == "product")
-    p.objective = Objective::kProduct;
-  else
-    bad("objective", objective, "strict or product");
-  p.slots = positive_int(params, "slots", 0, 0);
-  if (p.slots != 0 &&
-      (p.slots < 16 || p.slots > (int64_t{1} << 22) || (p.slots & (p.slots - 1)) != 0))
-    bad("slots", param_string(params, "slots", ""), "0 or a power of two in [16, 2^22]");
-  p.group_nodes = param_bool(kSolver, params, "group_nodes", p.group_nodes);
-  p.max_group_size = static_cast<int32_t>(std::min<int64_t>(
-      positive_int(params, "max_group_size", p.max_group_size, 0), int64_t{1} << 30));
-  // iterations_scale multiplies both stage counts (quick runs: 0.1).
-  const double scale = positive_double(params, "iterations_scale", 1.0);
-  p.stage1_iterations = positive_int(params, "stage1_iterations", p.stage1_iterations, 0);
-  p.stage2_iterations = positive_int(params, "stage2_iterations", p.stage2_iterations, 0);
-  p.stage1_iterations = static_cast<int64_t>(static_cast<double>(p.stage1_iterations) * scale);
-  p.stage2_iterations = static_cast<int64_t>(static_cast<double>(p.stage2_iterations) * scale);
-  p.initial_temperature_pct =
-      positive_double(params, "initial_temperature_pct", p.initial_temperature_pct);
-  p.final_temperature_pct =
-      positive_double(params, "final_temperature_pct", p.final_temperature_pct);
-  p.stop_at_budget = param_bool(kSolver, params, "stop_at_budget", p.stop_at_budget);
-  p.carry_over_iterations =
-      param_bool(kSolver, params, "carry_over_iterations", p.carry_over_iterations);
-  p.stage1_fallback = param_bool(kSolver, params, "stage1_fallback", p.stage1_fallback);
-  p.stage2_keep_budget = param_bool(kSolver, params, "stage2_keep_budget", p.stage2_keep_budget);
-  const std::string rotation = param_string(params, "rotation", "uniform");
-  if (rotation == "local")
-    p.local_rotations = true;
-  else if (rotation != "uniform")
-    bad("rotation", rotation, "uniform or local");
-  const std::string start = param_string(params, "stage2_temperature", "stop");
-  if (start == "stop")
-    p.stage2_from_stop = true;
-  else if (start == "final")
-    p.stage2_from_stop = false;
-  else
-    bad("stage2_temperature", start, "stop or final");
-  const std::string tree = param_string(params, "peak_tree", "max");
-  if (tree == "max")
-    p.logaddexp = false;
-  else if (tree == "logaddexp")
-    p.logaddexp = true;
-  else
-    bad("peak_tree", tree, "max or logaddexp");
-  p.logaddexp_peak = positive_double(params, "logaddexp_peak", p.logaddexp_peak);
-  const std::string schedule = param_string(params, "schedule", "converge");
-  if (schedule == "converge")
-    p.converge = true;
-  else if (schedule == "fixed")
-    p.converge = false;
-  else
-    bad("schedule", schedule, "converge or fixed");
-  p.convergence_window = positive_int(params, "convergence_window", 0, 0);
+  FastsaParams p = fastsa_param_table().parse(params);
+  p.stage1_iterations =
+      static_cast<int64_t>(static_cast<double>(p.stage1_iterations) * p.iterations_scale);
+  p.stage2_iterations =
+      static_cast<int64_t>(static_cast<double>(p.stage2_iterations) * p.iterations_scale);
+  p.iterations_scale = 1;  // applied
   if (!p.converge && params.contains("convergence_window"))
     throw InputError(
         "fastsa: parameter 'convergence_window' needs schedule=converge (it has no effect with "
         "schedule=fixed)");
-  p.init_plan_path = param_string(params, "init", "");
-  if (params.contains("init") && p.init_plan_path.empty()) bad("init", "", "a plan JSON file");
   return p;
 }
 

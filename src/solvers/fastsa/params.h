@@ -7,6 +7,7 @@
 #include <string>
 
 #include "anneal.h"
+#include "remat/params.h"
 #include "remat/solver.h"
 
 namespace remat::fastsa {
@@ -24,8 +25,9 @@ struct FastsaParams {
   int32_t max_group_size = 64;  // most nodes in one group (0: no limit); bounds the blow-up
   int64_t stage1_iterations = 20'000'000;  // App. D.4 (mode=order: the only stage)
   int64_t stage2_iterations = 2'000'000;   // App. D.4
-  double initial_temperature_pct = 0.1;    // % of the initial objective (App. D.4)
-  double final_temperature_pct = 0.01;     // % of each stage's initial temperature (App. D.4)
+  double iterations_scale = 1;           // multiplies both counts (parse_fastsa_params applies it)
+  double initial_temperature_pct = 0.1;  // % of the initial objective (App. D.4)
+  double final_temperature_pct = 0.01;   // % of each stage's initial temperature (App. D.4)
   bool stop_at_budget = true;
   // Groups that cannot reach the budget in half of stage 1 give way to single nodes for the
   // other half (fastsa.cc, run_first_stage).
@@ -58,6 +60,8 @@ struct FastsaParams {
 // The automatic convergence window: 1 M iterations, or 500 per unit on larger graphs.
 int64_t window_for(int64_t units);
 
+// The parameter table (remat/params.h) and the parse through it (iterations_scale applied).
+const ParamTable<FastsaParams>& fastsa_param_table();
 FastsaParams parse_fastsa_params(const ParamMap& params);
 
 // T for a state that starts with `units` occupied slots. App. D.4 fixes T = 2^20 (about 126

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "mincut.h"
+#include "mincut/mincut.h"
 #include "remat/error.h"
 
 namespace remat::mincut {

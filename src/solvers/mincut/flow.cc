@@ -9,7 +9,7 @@
 #include <boost/graph/push_relabel_max_flow.hpp>
 #include <cmath>
 
-#include "mincut.h"
+#include "mincut/mincut.h"
 #include "remat/error.h"
 
 namespace remat::mincut {

@@ -1,7 +1,7 @@
 // lower_cut: the core's saved-set lowering (remat/lower.h) on a min-cut analysis.
 #include "remat/lower.h"
 
-#include "mincut.h"
+#include "mincut/mincut.h"
 #include "remat/error.h"
 
 namespace remat::mincut {

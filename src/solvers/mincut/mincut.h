@@ -24,6 +24,7 @@
 
 #include "remat/graph.h"
 #include "remat/ids.h"
+#include "remat/params.h"
 #include "remat/plan.h"
 #include "remat/solver.h"
 
@@ -54,7 +55,9 @@ struct MincutParams {
   Lowering lowering = Lowering::kAuto;                              // lowering=auto|release|keep
   bool fallback = true;  // runtime plan over budget: relax bans step by step (solver.cc)
 };
-// Throws InputError naming an unknown key or a bad value.
+// The parameter table (remat/params.h); parse throws InputError naming an unknown key or a bad
+// value.
+const ParamTable<MincutParams>& mincut_param_table();
 MincutParams parse_mincut_params(const ParamMap& params);
 
 // Saving a value that fusion would keep in registers costs a write plus a read (§3.3, Alg. 2).

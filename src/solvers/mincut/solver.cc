@@ -4,7 +4,7 @@
 #include <chrono>
 #include <optional>
 
-#include "mincut.h"
+#include "mincut/mincut.h"
 #include "remat/error.h"
 #include "remat/simulate.h"
 
@@ -12,20 +12,6 @@ namespace remat::mincut {
 namespace {
 
 constexpr std::string_view kName = "mincut";
-
-template <class Enum, size_t N>
-Enum parse_choice(const ParamMap& params, std::string_view key, Enum fallback,
-                  const std::pair<std::string_view, Enum> (&choices)[N]) {
-  const auto it = params.find(std::string(key));
-  if (it == params.end()) return fallback;
-  std::vector<std::string_view> names;
-  for (const auto& [name, value] : choices) {
-    if (name == it->second) return value;
-    names.push_back(name);
-  }
-  throw InputError(fmt::format("{}: invalid value '{}' for parameter '{}' (expected {})", kName,
-                               it->second, key, fmt::join(names, " or ")));
-}
 
 struct Candidate {
   Cut cut;
@@ -49,12 +35,9 @@ Candidate default_candidate(const Graph& graph) {
   return c;
 }
 
-// Within budget: cheaper wins; otherwise lower peak wins; ties keep the earlier candidate.
+// The core's better-plan rule (remat/toolkit.h); ties keep the earlier candidate.
 bool better(const Candidate& a, const Candidate& b, int64_t budget) {
-  const bool a_fits = a.eval.peak_bytes <= budget, b_fits = b.eval.peak_bytes <= budget;
-  if (a_fits != b_fits) return a_fits;
-  if (a_fits) return a.eval.cost < b.eval.cost;
-  return a.eval.peak_bytes < b.eval.peak_bytes;
+  return better_plan({a.eval.peak_bytes, a.eval.cost}, {b.eval.peak_bytes, b.eval.cost}, budget);
 }
 
 // The cut for `p`, lowered as asked (both ways under kAuto); the best by `better`.
@@ -116,6 +99,7 @@ std::vector<Rung> fallback_ladder(const MincutParams& asked) {
 class MincutSolver final : public Solver {
  public:
   std::string_view name() const override { return kName; }
+  std::span<const ParamInfo> params() const override { return mincut_param_table().info(); }
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const MincutParams params = parse_mincut_params(options.params);
@@ -183,43 +167,46 @@ class MincutSolver final : public Solver {
 
 }  // namespace
 
+const ParamTable<MincutParams>& mincut_param_table() {
+  using P = MincutParams;
+  static const ParamTable<P> table(
+      kName,
+      {
+          {{"objective", "`runtime`", "", "`runtime` (the paper) or `memory` (fewest saved bytes)"},
+           choice(&P::objective,
+                  {{"runtime", Objective::kRuntime}, {"memory", Objective::kMemory}})},
+          {{"ban_compute", "`true`", "", "ban `compute` and `other` nodes (§3.1 assumption 3)"},
+           flag(&P::ban_compute)},
+          {{"ban_random", "`true`", "",
+            "ban `random` nodes (§3.4); `recomputable: false` is banned regardless"},
+           flag(&P::ban_random)},
+          {{"ban_reductions", "`true`", "",
+            "ban reductions with input bytes ≥ `reduction_ratio` × output bytes (§3.4)"},
+           flag(&P::ban_reductions)},
+          {{"reduction_ratio", "`4`", "ratio", "≥ 1"}, real(&P::reduction_ratio, 1.0)},
+          {{"ban_unfusible", "`true`", "",
+            "ban nodes not fusible with some backward user (§3.1 assumption 2, Lemma 3.1)"},
+           flag(&P::ban_unfusible)},
+          {{"reweight", "`true`", "", "bias toward values close to the backward (§3.4)"},
+           flag(&P::reweight)},
+          {{"reweight_base", "`1.1`", "", "in [1, 2]; PyTorch's value"},
+           real(&P::reweight_base, 1.0, 2.0)},
+          {{"max_flow", "`bk`", "", "`bk` (Boykov–Kolmogorov) or `push_relabel`"},
+           choice(&P::max_flow, {{"bk", MaxFlowAlgorithm::kBoykovKolmogorov},
+                                 {"push_relabel", MaxFlowAlgorithm::kPushRelabel}})},
+          {{"lowering", "`auto`", "", "`auto`, `release` or `keep` (above)"},
+           choice(&P::lowering, {{"auto", Lowering::kAuto},
+                                 {"release", Lowering::kRelease},
+                                 {"keep", Lowering::kKeep}})},
+          {{"fallback", "`true`", "",
+            "when the runtime plan is over budget, relax bans step by step (above)"},
+           flag(&P::fallback)},
+      });
+  return table;
+}
+
 MincutParams parse_mincut_params(const ParamMap& params) {
-  static constexpr std::string_view kKnown[] = {
-      "objective",       "ban_compute",   "ban_random", "ban_reductions",
-      "reduction_ratio", "ban_unfusible", "reweight",   "reweight_base",
-      "max_flow",        "lowering",      "fallback"};
-  check_known_params(kName, params, kKnown);
-  MincutParams p;
-  p.objective = parse_choice(params, "objective", p.objective,
-                             {std::pair{std::string_view("runtime"), Objective::kRuntime},
-                              std::pair{std::string_view("memory"), Objective::kMemory}});
-  p.ban_compute = param_bool(kName, params, "ban_compute", p.ban_compute);
-  p.ban_random = param_bool(kName, params, "ban_random", p.ban_random);
-  p.ban_reductions = param_bool(kName, params, "ban_reductions", p.ban_reductions);
-  p.reduction_ratio = param_double(kName, params, "reduction_ratio", p.reduction_ratio);
-  if (!(p.reduction_ratio >= 1))
-    throw InputError(
-        fmt::format("{}: invalid value '{}' for parameter 'reduction_ratio' (expected "
-                    "a number >= 1)",
-                    kName, params.at("reduction_ratio")));
-  p.ban_unfusible = param_bool(kName, params, "ban_unfusible", p.ban_unfusible);
-  p.reweight = param_bool(kName, params, "reweight", p.reweight);
-  p.reweight_base = param_double(kName, params, "reweight_base", p.reweight_base);
-  if (!(p.reweight_base >= 1 && p.reweight_base <= 2))
-    throw InputError(
-        fmt::format("{}: invalid value '{}' for parameter 'reweight_base' (expected "
-                    "a number in [1, 2])",
-                    kName, params.at("reweight_base")));
-  p.max_flow =
-      parse_choice(params, "max_flow", p.max_flow,
-                   {std::pair{std::string_view("bk"), MaxFlowAlgorithm::kBoykovKolmogorov},
-                    std::pair{std::string_view("push_relabel"), MaxFlowAlgorithm::kPushRelabel}});
-  p.lowering = parse_choice(params, "lowering", p.lowering,
-                            {std::pair{std::string_view("auto"), Lowering::kAuto},
-                             std::pair{std::string_view("release"), Lowering::kRelease},
-                             std::pair{std::string_view("keep"), Lowering::kKeep}});
-  p.fallback = param_bool(kName, params, "fallback", p.fallback);
-  return p;
+  return mincut_param_table().parse(params);
 }
 
 std::unique_ptr<Solver> make() { return std::make_unique<MincutSolver>(); }

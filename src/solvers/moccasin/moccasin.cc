@@ -9,6 +9,7 @@
 
 #include "moccasin/instance.h"
 #include "remat/error.h"
+#include "remat/params.h"
 
 namespace remat::moccasin {
 namespace {
@@ -105,45 +106,66 @@ Sequence to_sequence(const Solution& solution) {
   return sequence;
 }
 
+struct MoccasinParams {
+  int64_t copies = 2;  // C_v
+  bool fixed_order = true;
+  bool afc_branching = false;
+  bool scattered_lns = true;
+  double lns_fraction = 0.4;
+  double proof_fraction = 0.3;
+  bool phase1 = true;
+};
+
+const ParamTable<MoccasinParams>& param_table() {
+  using P = MoccasinParams;
+  static const ParamTable<P> table(
+      kName,
+      {
+          {{"c", "2", "copies", "copies per node `C_v` (1..64), the first computation included"},
+           integer(&P::copies, 1, 64)},
+          {{"order", "`fixed`", "",
+            "`fixed`: staged events in the node order; `free`: events `1..Σ C_v`, all-different"},
+           choice(&P::fixed_order, {{"fixed", true}, {"free", false}})},
+          {{"branch", "`order`", "", "`order` (above) or `afc`"},
+           choice(&P::afc_branching, {{"order", false}, {"afc", true}})},
+          {{"lns", "`scattered`", "",
+            "LNS neighbourhood: `scattered` (random nodes) or `window` (consecutive nodes)"},
+           choice(&P::scattered_lns, {{"scattered", true}, {"window", false}})},
+          {{"lns_fraction", "0.4", "share",
+            "share of the order relaxed by one LNS restart, in (0, 1]"},
+           real(&P::lns_fraction, 0.0, 1.0, /*above_min=*/true)},
+          {{"proof_fraction", "0.3", "share",
+            "share of each phase's time for the complete search, in (0, 1]"},
+           real(&P::proof_fraction, 0.0, 1.0, /*above_min=*/true)},
+          {{"phase1", "`true`", "",
+            "`false`: skip phase 1 (phase 2 alone must find a plan within budget)"},
+           flag(&P::phase1)},
+      });
+  return table;
+}
+
 class MoccasinSolver final : public Solver {
  public:
   std::string_view name() const override { return kName; }
 
+  std::span<const ParamInfo> params() const override { return param_table().info(); }
+
   Plan solve(const Graph& graph, const SolveOptions& options) override {
-    static constexpr std::string_view kKnown[] = {
-        "c", "order", "branch", "lns_fraction", "proof_fraction", "phase1", "lns"};
-    check_known_params(kName, options.params, kKnown);
-    const int64_t copies = param_int(kName, options.params, "c", 2);
-    if (copies < 1 || copies > 64)
-      throw InputError(fmt::format("moccasin: param c must be in 1..64 (got {})", copies));
-    const std::string order = param_string(options.params, "order", "fixed");
-    if (order != "fixed" && order != "free")
-      throw InputError(
-          fmt::format("moccasin: param order must be fixed or free (got '{}')", order));
-    const std::string branch = param_string(options.params, "branch", "order");
-    if (branch != "order" && branch != "afc")
-      throw InputError(
-          fmt::format("moccasin: param branch must be order or afc (got '{}')", branch));
+    const MoccasinParams p = param_table().parse(options.params);
     SearchParams search;
     search.threads = options.threads;
     search.seed = options.seed;
-    search.afc_branching = branch == "afc";
-    search.lns_fraction = param_double(kName, options.params, "lns_fraction", 0.4);
-    search.proof_fraction = param_double(kName, options.params, "proof_fraction", 0.3);
-    if (!(search.lns_fraction > 0 && search.lns_fraction <= 1))
-      throw InputError("moccasin: param lns_fraction must be in (0, 1]");
-    if (!(search.proof_fraction > 0 && search.proof_fraction <= 1))
-      throw InputError("moccasin: param proof_fraction must be in (0, 1]");
-    const std::string lns = param_string(options.params, "lns", "scattered");
-    if (lns != "scattered" && lns != "window")
-      throw InputError(
-          fmt::format("moccasin: param lns must be scattered or window (got '{}')", lns));
-    search.scattered_lns = lns == "scattered";
-    const bool run_phase1 = param_bool(kName, options.params, "phase1", true);
+    search.afc_branching = p.afc_branching;
+    search.lns_fraction = p.lns_fraction;
+    search.proof_fraction = p.proof_fraction;
+    search.scattered_lns = p.scattered_lns;
+    const bool run_phase1 = p.phase1;
+    const int64_t copies = p.copies;
+    const bool fixed_order = p.fixed_order;
 
     const Deadline clock(options.time_limit_s);
     const Built built =
-        build_instance(graph, options.budget.bytes, static_cast<int>(copies), order == "fixed");
+        build_instance(graph, options.budget.bytes, static_cast<int>(copies), fixed_order);
     Plan plan;
     plan.sequence = default_schedule(graph);
     plan.stats.status = SolveStatus::kFeasible;
@@ -184,6 +206,9 @@ class MoccasinSolver final : public Solver {
     plan.stats.add_counter("failures", static_cast<double>(phase1.failures + phase2.failures));
     plan.stats.add_counter("restarts", static_cast<double>(phase1.restarts + phase2.restarts));
     plan.stats.add_counter("capacity_units", built.instance.capacity);
+    // Without a proof the search ran on (LNS restarts) until its share of the time limit: the
+    // plan then depends on how far it got (docs/solvers/moccasin.md, Determinism).
+    plan.stats.add_counter("time_limit_hit", proved ? 0 : 1);
     return plan;
   }
 };

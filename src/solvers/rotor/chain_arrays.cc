@@ -64,6 +64,10 @@ Discretisation discretise(const ChainArrays<int64_t>& chain, int64_t budget_byte
   c.ob = convert(chain.ob);
   c.uf = chain.uf;
   c.ub = chain.ub;
+  c.extra.resize(chain.extra.size());
+  for (size_t s = 0; s < chain.extra.size(); ++s)
+    for (const StageOption<int64_t>& o : chain.extra[s])
+      c.extra[s].push_back({o.uf, o.ub, to_bins(o.abar), to_bins(o.of), to_bins(o.ob)});
   d.budget_bins = static_cast<int32_t>(std::min<int64_t>(budget_bytes / b, kMax));
   return d;
 }

@@ -12,15 +12,15 @@
 #pragma once
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
 
 #include "chain_arrays.h"
-#include "chain_simulate.h"
 #include "dp_kernels.h"
+#include "remat/chain.h"
 #include "remat/solver.h"
+#include "remat/toolkit.h"
 
 namespace remat::rotor {
 
@@ -28,30 +28,15 @@ enum class PersistentFamily { kRotor, kRevolve };
 
 struct DpOutcome {
   std::optional<ChainSequence> ops;  // nullopt: nothing fits the binned budget (or timed out)
+  std::vector<int32_t> options;      // persistent_dp: the stage option of each op (0 for Rotor)
   double makespan = kInfinity;       // the DP's optimum C(1, ..., L+1, M - ω_a^0)
   int64_t rows = 0;                  // DP rows (sub-problems) computed, S + 1 entries each
   int64_t relaxed = 0;               // entries relaxed (candidate evaluations), in all
   bool timed_out = false;
 };
 
-// A time limit (remat::Deadline lives in remat_solvers, which links this library, hence our own).
-class TimeLimit {
- public:
-  explicit TimeLimit(double seconds)
-      : start_(std::chrono::steady_clock::now()),
-        end_(start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                          std::chrono::duration<double>(std::min(seconds, 1e9)))) {}
-  bool expired() const { return std::chrono::steady_clock::now() >= end_; }
-  double elapsed_s() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_, end_;
-};
-
 struct DpControl {
-  const TimeLimit* deadline = nullptr;               // checked between rows
+  const Deadline* deadline = nullptr;                // checked between rows
   std::function<void(const Progress&)> on_progress;  // may be empty
 };
 
@@ -62,13 +47,14 @@ DpOutcome persistent_dp_exact(const ChainArrays<int64_t>& c, int64_t budget_byte
                               PersistentFamily family, const DpControl& control);
 
 struct MinMemory {
-  int64_t bytes = 0;  // the family's smallest feasible budget per the DP's memory rules
-  ChainSequence ops;  // a sequence whose peak is at most `bytes`
+  int64_t bytes = 0;             // the family's smallest feasible budget per the DP's memory rules
+  ChainSequence ops;             // a sequence whose peak is at most `bytes`
+  std::vector<int32_t> options;  // persistent family: the stage option of each op
 };
 MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily family);
 // O(L^5); nullopt when `deadline` (optional) expires first.
 std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c,
-                                         const TimeLimit* deadline = nullptr);
+                                         const Deadline* deadline = nullptr);
 
 // DP table entries (rows x (S + 1)) the weak DP would allocate, to refuse too large a run early.
 int64_t weak_dp_entries(int n, int64_t budget_bins);

@@ -114,13 +114,23 @@ void fill_row(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bo
   if (s == t) {
     const int64_t lo = bounds.all(s, s);
     std::fill(out + std::min(lo, width), out + width, static_cast<Value>(c.uf[s] + c.ub[s]));
+    for (int k = 1; k < c.options(s); ++k) {  // rk-Rotor: the cheapest option that fits
+      const StageOption<int32_t> o = c.option(s, k);
+      const auto time = static_cast<Value>(o.uf + o.ub);
+      for (int64_t m = forward_all_memory(c, o, s, s); m < width; ++m)
+        out[m] = std::min(out[m], time);
+    }
   } else {
-    if (family == PersistentFamily::kRotor) {  // F_all^s, C(s+1, t, m - ω_ā^s), B^s
-      const int64_t lo = std::max<int64_t>(bounds.all(s, t), table.first(s + 1, t) + c.abar[s]);
-      if (lo < width) {
-        relax1(out + lo, table.row(s + 1, t) + lo - c.abar[s],
-               static_cast<Value>(c.uf[s] + c.ub[s]), width - lo);
-        table.relaxed += width - lo;
+    if (family == PersistentFamily::kRotor) {   // F_all^s, C(s+1, t, m - ω_ā^s), B^s
+      for (int k = 0; k < c.options(s); ++k) {  // each option of stage s (Rotor: only option 0)
+        const StageOption<int32_t> o = c.option(s, k);
+        const int64_t lo =
+            std::max<int64_t>(forward_all_memory(c, o, s, t), table.first(s + 1, t) + o.abar);
+        if (lo < width) {
+          relax1(out + lo, table.row(s + 1, t) + lo - o.abar, static_cast<Value>(o.uf + o.ub),
+                 width - lo);
+          table.relaxed += width - lo;
+        }
       }
     }
     const int64_t lo_none = bounds.none(s, t);
@@ -147,19 +157,43 @@ void fill_row(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bo
 }
 
 // Algorithm 4: the sequence of the optimum C(s, t, m), choosing as fill_row() did.
+// `options` gets the option of each op (0 but for the F_all and B of an extra option).
+struct Rebuilt {
+  ChainSequence& ops;
+  std::vector<int32_t>& options;
+  void push(ChainOpKind kind, int s, int option = 0) {
+    ops.push_back({kind, s});
+    options.push_back(option);
+  }
+};
+
 void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bounds,
              PersistentFamily family, const TriangleTable& table, int s, int t, int64_t m,
-             ChainSequence& out) {
+             Rebuilt& out) {
   if (s == t) {
-    out.push_back({OpKind::kForwardAll, s});
-    out.push_back({OpKind::kBackward, s});
+    int best_option = 0;  // the first cheapest option that fits, as fill_row() chose
+    Value best_time = kInf;
+    for (int k = 0; k < c.options(s); ++k) {
+      const StageOption<int32_t> o = c.option(s, k);
+      const auto time = static_cast<Value>(o.uf + o.ub);
+      if (m >= forward_all_memory(c, o, s, s) && time < best_time)
+        best_time = time, best_option = k;
+    }
+    out.push(ChainOpKind::kForwardAll, s, best_option);
+    out.push(ChainOpKind::kBackward, s, best_option);
     return;
   }
   double best = kInfinity;
   int best_split = 0;  // 0: F_all^s; s2 > s: F_ck^s with next checkpoint a^{s2-1}
+  int best_option = 0;
   // Candidates are evaluated as fill_row() did, in float, and the first smallest is kept.
-  if (family == PersistentFamily::kRotor && m >= bounds.all(s, t) && m >= c.abar[s]) {
-    best = static_cast<Value>(c.uf[s] + c.ub[s]) + table.row(s + 1, t)[m - c.abar[s]];
+  if (family == PersistentFamily::kRotor) {
+    for (int k = 0; k < c.options(s); ++k) {
+      const StageOption<int32_t> o = c.option(s, k);
+      if (m < forward_all_memory(c, o, s, t) || m < o.abar) continue;
+      const Value v = static_cast<Value>(o.uf + o.ub) + table.row(s + 1, t)[m - o.abar];
+      if (v < best) best = v, best_option = k;
+    }
   }
   if (m >= bounds.none(s, t)) {
     double forward = 0;
@@ -176,13 +210,14 @@ void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bou
   }
   REMAT_CHECK(best < kInfinity, fmt::format("persistent DP: no choice for C({}, {}, {})", s, t, m));
   if (best_split == 0) {
-    out.push_back({OpKind::kForwardAll, s});
-    rebuild(c, bounds, family, table, s + 1, t, m - c.abar[s], out);
-    out.push_back({OpKind::kBackward, s});
+    const StageOption<int32_t> o = c.option(s, best_option);
+    out.push(ChainOpKind::kForwardAll, s, best_option);
+    rebuild(c, bounds, family, table, s + 1, t, m - o.abar, out);
+    out.push(ChainOpKind::kBackward, s, best_option);
     return;
   }
-  out.push_back({OpKind::kForwardCheckpoint, s});
-  for (int j = s + 1; j < best_split; ++j) out.push_back({OpKind::kForwardNoSave, j});
+  out.push(ChainOpKind::kForwardCheckpoint, s);
+  for (int j = s + 1; j < best_split; ++j) out.push(ChainOpKind::kForwardNoSave, j);
   rebuild(c, bounds, family, table, best_split, t, m - c.a[best_split - 1], out);
   rebuild(c, bounds, family, table, s, best_split - 1, m, out);
 }
@@ -226,7 +261,8 @@ DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family,
   outcome.makespan = table.row(1, c.n)[top_m];
   if (outcome.makespan == kInfinity) return outcome;  // float inf converts to double inf
   ChainSequence ops;
-  rebuild(c, bounds, family, table, 1, c.n, top_m, ops);
+  Rebuilt rebuilt{ops, outcome.options};
+  rebuild(c, bounds, family, table, 1, c.n, top_m, rebuilt);
   outcome.ops = std::move(ops);
   return outcome;
 }
@@ -242,12 +278,19 @@ MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily 
     for (int s = 1; s + span <= n; ++s) {
       const int t = s + span;
       int64_t best = kNoBytes;
-      int best_choice = 0;
+      int best_choice = 0;  // 0: F_all^s with option 0; -k: with option k; s2 > s: F_ck^s
       if (s == t) {
-        best = bounds.all(s, s);
+        for (int k = 0; k < c.options(s); ++k) {
+          const int64_t v = forward_all_memory(c, c.option(s, k), s, s);
+          if (v < best) best = v, best_choice = -k;
+        }
       } else {
         if (family == PersistentFamily::kRotor)
-          best = std::max(bounds.all(s, t), need[at(s + 1, t)] + c.abar[s]);
+          for (int k = 0; k < c.options(s); ++k) {
+            const StageOption<int64_t> o = c.option(s, k);
+            const int64_t v = std::max(forward_all_memory(c, o, s, t), need[at(s + 1, t)] + o.abar);
+            if (v < best) best = v, best_choice = -k;
+          }
         for (int s2 = s + 1; s2 <= t; ++s2) {
           const int64_t v =
               std::max({bounds.none(s, t), need[at(s2, t)] + c.a[s2 - 1], need[at(s, s2 - 1)]});
@@ -265,30 +308,35 @@ MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily 
   // Rebuild with an explicit stack of (s, t, phase) so deep chains need no deep recursion.
   struct Frame {
     int s, t;
-    bool close;  // emit B^s (after the F_all^s branch's sub-chain)
+    bool close;      // emit B^s (after the F_all^s branch's sub-chain)
+    int option = 0;  // of the F_all^s that `close` ends
+  };
+  auto push = [&](ChainOpKind kind, int s, int option = 0) {
+    result.ops.push_back({kind, s});
+    result.options.push_back(option);
   };
   std::vector<Frame> stack = {{1, n, false}};
   while (!stack.empty()) {
     const Frame f = stack.back();
     stack.pop_back();
     if (f.close) {
-      result.ops.push_back({OpKind::kBackward, f.s});
-      continue;
-    }
-    if (f.s == f.t) {
-      result.ops.push_back({OpKind::kForwardAll, f.s});
-      result.ops.push_back({OpKind::kBackward, f.s});
+      push(ChainOpKind::kBackward, f.s, f.option);
       continue;
     }
     const int s2 = choice[at(f.s, f.t)];
-    if (s2 == 0) {
-      result.ops.push_back({OpKind::kForwardAll, f.s});
-      stack.push_back({f.s, f.t, true});
+    if (f.s == f.t) {
+      push(ChainOpKind::kForwardAll, f.s, -s2);
+      push(ChainOpKind::kBackward, f.s, -s2);
+      continue;
+    }
+    if (s2 <= 0) {
+      push(ChainOpKind::kForwardAll, f.s, -s2);
+      stack.push_back({f.s, f.t, true, -s2});
       stack.push_back({f.s + 1, f.t, false});
       continue;
     }
-    result.ops.push_back({OpKind::kForwardCheckpoint, f.s});
-    for (int j = f.s + 1; j < s2; ++j) result.ops.push_back({OpKind::kForwardNoSave, j});
+    push(ChainOpKind::kForwardCheckpoint, f.s);
+    for (int j = f.s + 1; j < s2; ++j) push(ChainOpKind::kForwardNoSave, j);
     stack.push_back({f.s, s2 - 1, false});  // runs second
     stack.push_back({s2, f.t, false});
   }

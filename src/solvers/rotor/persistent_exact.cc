@@ -44,7 +44,7 @@ class ExactPersistent {
   int64_t all(int s, int t) const { return forward_all_memory(c_, s, t); }
   const Front& front(int s, int t) const { return fronts_[index(s, t)]; }
 
-  bool fill(const TimeLimit* deadline) {
+  bool fill(const Deadline* deadline) {
     for (int s = c_.n; s >= 1; --s) {
       if (deadline != nullptr && deadline->expired()) return false;
       for (int t = s; t <= c_.n; ++t) fronts_[index(s, t)] = compute(s, t);
@@ -119,21 +119,21 @@ class ExactPersistent {
 void rebuild(const ExactPersistent& dp, int s, int t, int64_t m, const ChainArrays<int64_t>& c,
              ChainSequence& out) {
   if (s == t) {
-    out.push_back({OpKind::kForwardAll, s});
-    out.push_back({OpKind::kBackward, s});
+    out.push_back({ChainOpKind::kForwardAll, s});
+    out.push_back({ChainOpKind::kBackward, s});
     return;
   }
   const auto [value, split] = dp.best_choice(s, t, m);
   REMAT_CHECK(value < kInfinity,
               fmt::format("exact persistent DP: no choice for C({}, {}, {})", s, t, m));
   if (split == 0) {
-    out.push_back({OpKind::kForwardAll, s});
+    out.push_back({ChainOpKind::kForwardAll, s});
     rebuild(dp, s + 1, t, m - c.abar[s], c, out);
-    out.push_back({OpKind::kBackward, s});
+    out.push_back({ChainOpKind::kBackward, s});
     return;
   }
-  out.push_back({OpKind::kForwardCheckpoint, s});
-  for (int j = s + 1; j < split; ++j) out.push_back({OpKind::kForwardNoSave, j});
+  out.push_back({ChainOpKind::kForwardCheckpoint, s});
+  for (int j = s + 1; j < split; ++j) out.push_back({ChainOpKind::kForwardNoSave, j});
   rebuild(dp, split, t, m - c.a[split - 1], c, out);
   rebuild(dp, s, split - 1, m, c, out);
 }

@@ -1,13 +1,13 @@
-// The chain solvers: rotor (persistent / weak DP), revolve, sequential, store-all; the registry
-// and the judged solve_chain().
+// The chain solvers: rotor (persistent / weak DP), revolve, sequential, store-all (rotor.h).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
-#include "chain_solver.h"
+#include "chain_family.h"
 #include "dp.h"
 #include "remat/error.h"
+#include "rotor/rotor.h"
 
 namespace remat::rotor {
 namespace {
@@ -16,17 +16,23 @@ namespace {
 constexpr int64_t kMaxDpEntries = int64_t{1} << 29;
 
 // bins: a positive count, or "exact" (0: one byte per bin).
-int64_t parse_bins(std::string_view solver, const ParamMap& params) {
-  const std::string text = param_string(params, "bins", "500");
-  if (text == "exact") return 0;
-  const int64_t bins = param_int(solver, params, "bins", 500);
-  if (bins < 1)
-    throw InputError(
-        fmt::format("{}: invalid value '{}' for parameter 'bins' (expected a positive "
-                    "integer or 'exact')",
-                    solver, text));
-  return bins;
+template <class P>
+void set_bins(P& p, const std::string& text) {
+  const BadParamValue bad{"a positive integer or 'exact'"};
+  if (text == "exact") {
+    p.bins = 0;
+    return;
+  }
+  try {
+    p.bins = parse_int_text(text);
+  } catch (const BadParamValue&) {
+    throw bad;
+  }
+  if (p.bins < 1) throw bad;
 }
+
+constexpr ParamInfo kBinsInfo = {"bins", "500", "bins",
+                                 "memory bins S of §5.2 (sizes rounded up), or `exact`"};
 
 // A DP over one family of sequences, with the exact least budget of that family as a fallback:
 // the budget is checked against it first, and its sequence is kept when the binned DP (sizes
@@ -35,7 +41,7 @@ struct DpFamily {
   std::string_view name;
   bool proves_infeasible;  // the family holds an optimal sequence for every budget (Lemma 4.4)
   // nullopt when the time limit stopped it.
-  std::optional<MinMemory> (*min_memory)(const ChainArrays<int64_t>&, const TimeLimit&);
+  std::optional<MinMemory> (*min_memory)(const ChainArrays<int64_t>&, const Deadline&);
   DpOutcome (*run)(const Discretisation&, const DpControl&);
   int64_t (*entries)(int n, int64_t budget_bins);
   // bins=exact without a table over m (nullptr: exact uses run() with one-byte bins).
@@ -43,7 +49,7 @@ struct DpFamily {
 };
 
 ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
-                       const ChainSolveOptions& options) {
+                       const SolveOptions& options) {
   const int64_t budget = options.budget.bytes;
   const ChainArrays<int64_t> bytes = chain_arrays(chain);
   const bool fronts = bins == 0 && family.exact != nullptr;
@@ -58,8 +64,17 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
                       family.name, entries, entries * 8 >> 30, chain.length(), disc->budget_bins,
                       bins == 0 ? " than bins=exact" : ""));
   }
-  const TimeLimit deadline(options.time_limit_s);
+  const Deadline deadline(options.time_limit_s);
   ChainPlan plan;
+  // Every stage once is the least makespan there is: when it fits, no DP can do better (the
+  // binned DP rounds sizes up and may miss it at a budget right at the store-all peak).
+  ChainSequence store_all = store_all_sequence(chain);
+  if (simulate_chain(chain, store_all).peak_bytes <= budget) {
+    plan.sequence = std::move(store_all);
+    plan.stats.status = SolveStatus::kOptimal;
+    plan.stats.add_counter("store_all", 1);
+    return plan;
+  }
   std::optional<MinMemory> least = family.min_memory(bytes, deadline);
   const bool least_timed_out = !least.has_value();
   if (least_timed_out) least = persistent_min_memory(bytes, PersistentFamily::kRotor);
@@ -68,7 +83,7 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
               fmt::format("{}: least-memory plan invalid or over its bound: {}", family.name,
                           least_eval.error));
   plan.stats.min_feasible_budget = least_eval.peak_bytes;
-  plan.ops = least->ops;
+  plan.sequence = least->ops;
   if (least_timed_out) plan.stats.add_counter("timed_out", 1);
   if (budget < least_eval.peak_bytes) {
     plan.stats.status = family.proves_infeasible && !least_timed_out ? SolveStatus::kInfeasible
@@ -87,21 +102,21 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
   plan.stats.add_counter("dp_makespan", dp.makespan);
   plan.stats.add_counter("timed_out", dp.timed_out ? 1 : 0);
   plan.stats.status = SolveStatus::kFeasible;
-  if (dp.ops && simulate_chain(chain, *dp.ops).makespan <= least_eval.makespan) {
-    plan.ops = *dp.ops;
+  if (dp.ops && simulate_chain(chain, *dp.ops).cost <= least_eval.cost) {
+    plan.sequence = *dp.ops;
     // Exact bins and the weak family: Theorem 4.7 with Lemma 4.4, optimal among all sequences.
     if (family.proves_infeasible && bins == 0) plan.stats.status = SolveStatus::kOptimal;
   }
   return plan;
 }
 
-std::optional<MinMemory> persistent_least(const ChainArrays<int64_t>& c, const TimeLimit&) {
+std::optional<MinMemory> persistent_least(const ChainArrays<int64_t>& c, const Deadline&) {
   return persistent_min_memory(c, PersistentFamily::kRotor);  // O(L^3): no need to stop it
 }
-std::optional<MinMemory> revolve_least(const ChainArrays<int64_t>& c, const TimeLimit&) {
+std::optional<MinMemory> revolve_least(const ChainArrays<int64_t>& c, const Deadline&) {
   return persistent_min_memory(c, PersistentFamily::kRevolve);
 }
-std::optional<MinMemory> weak_least(const ChainArrays<int64_t>& c, const TimeLimit& deadline) {
+std::optional<MinMemory> weak_least(const ChainArrays<int64_t>& c, const Deadline& deadline) {
   return weak_min_memory(c, &deadline);
 }
 DpOutcome persistent_run(const Discretisation& d, const DpControl& control) {
@@ -132,45 +147,61 @@ struct RotorParams {
   int64_t bins = 500;  // S of §5.2; 0 for bins=exact
 };
 
-RotorParams parse_rotor_params(const ParamMap& params) {
-  static constexpr std::string_view kKnown[] = {"persistence", "bins"};
-  check_known_params("rotor", params, kKnown);
-  const std::string persistence = param_string(params, "persistence", "strong");
-  if (persistence != "strong" && persistence != "weak")
-    throw InputError(
-        fmt::format("rotor: invalid value '{}' for parameter 'persistence' "
-                    "(expected strong or weak)",
-                    persistence));
-  return {.weak = persistence == "weak", .bins = parse_bins("rotor", params)};
-}
+const ParamTable<RotorParams> kRotorParams(
+    "rotor", {
+                 {{"persistence", "`strong`", "",
+                   "`strong`: Algorithm 3/4 (memory-persistent); `weak`: Algorithm 1/2 "
+                   "(weakly persistent, optimal among all sequences)"},
+                  choice(&RotorParams::weak, {{"strong", false}, {"weak", true}})},
+                 {kBinsInfo, set_bins<RotorParams>},
+             });
 
-class RotorSolver : public ChainSolver {
+struct RevolveParams {
+  int64_t bins = 500;
+};
+const ParamTable<RevolveParams> kRevolveParams("revolve", {{kBinsInfo, set_bins<RevolveParams>}});
+
+struct NoParams {};
+const ParamTable<NoParams> kStoreAllParams("store-all", {});
+
+struct SequentialParams {
+  int64_t segments = 0;  // 0: the fastest k in 2..2√L within the budget
+};
+const ParamTable<SequentialParams> kSequentialParams(
+    "sequential", {
+                      {{"segments", "0", "segments",
+                        "k; 0: the fastest k in 2..⌊2√L⌋ within the budget (the paper's "
+                        "experiments)"},
+                       integer(&SequentialParams::segments, 0)},
+                  });
+
+class RotorSolver : public ChainFamilySolver {
  public:
   std::string_view name() const override { return "rotor"; }
-  ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
-    const RotorParams p = parse_rotor_params(options.params);
+  std::span<const ParamInfo> chain_params() const override { return kRotorParams.info(); }
+  ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
+    const RotorParams p = kRotorParams.parse(options.params);
     return solve_family(p.weak ? kWeak : kPersistent, p.bins, chain, options);
   }
 };
 
-class RevolveSolver : public ChainSolver {
+class RevolveSolver : public ChainFamilySolver {
  public:
   std::string_view name() const override { return "revolve"; }
-  ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
-    static constexpr std::string_view kKnown[] = {"bins"};
-    check_known_params("revolve", options.params, kKnown);
-    return solve_family(kRevolve, parse_bins("revolve", options.params), chain, options);
+  std::span<const ParamInfo> chain_params() const override { return kRevolveParams.info(); }
+  ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
+    return solve_family(kRevolve, kRevolveParams.parse(options.params).bins, chain, options);
   }
 };
 
-class StoreAllSolver : public ChainSolver {
+class StoreAllSolver : public Solver {
  public:
   std::string_view name() const override { return "store-all"; }
-  ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
-    check_known_params("store-all", options.params, {});
+  ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
+    kStoreAllParams.parse(options.params);  // none: any key is unknown
     ChainPlan plan;
-    plan.ops = store_all_sequence(chain);
-    plan.stats.min_feasible_budget = simulate_chain(chain, plan.ops).peak_bytes;
+    plan.sequence = store_all_sequence(chain);
+    plan.stats.min_feasible_budget = simulate_chain(chain, plan.sequence).peak_bytes;
     return plan;
   }
 };
@@ -183,26 +214,25 @@ ChainSequence sequential_sequence(int length, int segments) {
   const int last_begin = size * (segments - 1) + 1;
   ChainSequence ops;
   for (int begin = 1; begin < last_begin; begin += size) {
-    ops.push_back({OpKind::kForwardCheckpoint, begin});
-    for (int j = begin + 1; j < begin + size; ++j) ops.push_back({OpKind::kForwardNoSave, j});
+    ops.push_back({ChainOpKind::kForwardCheckpoint, begin});
+    for (int j = begin + 1; j < begin + size; ++j) ops.push_back({ChainOpKind::kForwardNoSave, j});
   }
-  for (int j = last_begin; j <= length + 1; ++j) ops.push_back({OpKind::kForwardAll, j});
-  for (int j = length + 1; j >= last_begin; --j) ops.push_back({OpKind::kBackward, j});
+  for (int j = last_begin; j <= length + 1; ++j) ops.push_back({ChainOpKind::kForwardAll, j});
+  for (int j = length + 1; j >= last_begin; --j) ops.push_back({ChainOpKind::kBackward, j});
   for (int begin = last_begin - size; begin >= 1; begin -= size) {
-    for (int j = begin; j < begin + size; ++j) ops.push_back({OpKind::kForwardAll, j});
-    for (int j = begin + size - 1; j >= begin; --j) ops.push_back({OpKind::kBackward, j});
+    for (int j = begin; j < begin + size; ++j) ops.push_back({ChainOpKind::kForwardAll, j});
+    for (int j = begin + size - 1; j >= begin; --j) ops.push_back({ChainOpKind::kBackward, j});
   }
   return ops;
 }
 
-class SequentialSolver : public ChainSolver {
+class SequentialSolver : public ChainFamilySolver {
  public:
   std::string_view name() const override { return "sequential"; }
-  ChainPlan solve(const Chain& chain, const ChainSolveOptions& options) override {
-    static constexpr std::string_view kKnown[] = {"segments"};
-    check_known_params("sequential", options.params, kKnown);
+  std::span<const ParamInfo> chain_params() const override { return kSequentialParams.info(); }
+  ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     const int length = chain.length();
-    const int64_t fixed = param_int("sequential", options.params, "segments", 0);
+    const int64_t fixed = kSequentialParams.parse(options.params).segments;
     if (fixed < 0 || fixed > length)
       throw InputError(
           fmt::format("sequential: invalid value '{}' for parameter 'segments' "
@@ -216,21 +246,18 @@ class SequentialSolver : public ChainSolver {
                   : std::clamp(static_cast<int>(std::floor(2 * std::sqrt(length))), lo, length);
     ChainPlan best;
     ChainEvaluation best_eval;
-    bool best_fits = false;
     int64_t least_peak = INT64_MAX;
     for (int k = lo; k <= hi; ++k) {
       ChainSequence ops = sequential_sequence(length, k);
       const ChainEvaluation e = simulate_chain(chain, ops);
       least_peak = std::min(least_peak, e.peak_bytes);
-      const bool fits = e.peak_bytes <= options.budget.bytes;
-      const bool better = best.ops.empty() || (fits && !best_fits) ||
-                          (fits && e.makespan < best_eval.makespan) ||
-                          (!fits && !best_fits && e.peak_bytes < best_eval.peak_bytes);
+      const bool better = best.sequence.empty() ||
+                          better_plan({e.peak_bytes, e.cost},
+                                      {best_eval.peak_bytes, best_eval.cost}, options.budget.bytes);
       if (better) {
-        best.ops = std::move(ops);
+        best.sequence = std::move(ops);
         best.stats.counters = {{"segments", k}};
         best_eval = e;
-        best_fits = fits;
       }
     }
     best.stats.min_feasible_budget = least_peak;  // over the segment counts tried
@@ -238,67 +265,11 @@ class SequentialSolver : public ChainSolver {
   }
 };
 
-template <class T>
-std::unique_ptr<ChainSolver> make() {
-  return std::make_unique<T>();
-}
-
-constexpr ChainSolverEntry kChainSolvers[] = {
-    {"rotor", "optimal persistent DP (Algorithm 3); persistence=weak: Algorithm 1",
-     make<RotorSolver>},
-    {"revolve", "Griewank-Walther optimal AD schedule, F_all right before each B",
-     make<RevolveSolver>},
-    {"sequential", "PyTorch checkpoint_sequential, best k segments in 2..2sqrt(L)",
-     make<SequentialSolver>},
-    {"store-all", "no recomputation: F_all every stage, then every B", make<StoreAllSolver>},
-};
-
 }  // namespace
 
-ChainSequence store_all_sequence(const Chain& chain) {
-  ChainSequence ops;
-  const int last = chain.length() + 1;
-  for (int l = 1; l <= last; ++l) ops.push_back({OpKind::kForwardAll, l});
-  for (int l = last; l >= 1; --l) ops.push_back({OpKind::kBackward, l});
-  return ops;
-}
-
-std::span<const ChainSolverEntry> chain_solver_registry() { return kChainSolvers; }
-
-std::unique_ptr<ChainSolver> make_chain_solver(std::string_view name) {
-  for (const ChainSolverEntry& entry : kChainSolvers)
-    if (entry.name == name) return entry.make();
-  std::vector<std::string_view> names;
-  for (const ChainSolverEntry& entry : kChainSolvers) names.push_back(entry.name);
-  throw InputError(
-      fmt::format("unknown chain solver '{}' (known: {})", name, fmt::join(names, ", ")));
-}
-
-ChainSolveResult solve_chain(const Chain& chain, std::string_view solver_name,
-                             const ChainSolveOptions& options) {
-  std::unique_ptr<ChainSolver> solver = make_chain_solver(solver_name);
-  validate_chain(chain, chain.name.empty() ? "chain" : chain.name);
-  if (options.budget.bytes < 0)
-    throw InputError(fmt::format("budget must be >= 0 bytes (got {})", options.budget.bytes));
-  if (!(options.time_limit_s > 0))
-    throw InputError(fmt::format("time limit must be > 0 seconds (got {})", options.time_limit_s));
-  ChainSolveResult result;
-  const TimeLimit clock(options.time_limit_s);
-  result.plan = solver->solve(chain, options);
-  result.plan.solver = std::string(solver->name());
-  result.plan.stats.wall_time_s = clock.elapsed_s();
-  result.eval = simulate_chain(chain, result.plan.ops);
-  REMAT_CHECK(result.eval.valid, fmt::format("chain solver '{}' returned an invalid sequence: {}",
-                                             solver_name, result.eval.error));
-  SolveStatus& status = result.plan.stats.status;
-  const bool fits = result.eval.peak_bytes <= options.budget.bytes;
-  if (status == SolveStatus::kInfeasible) {
-    REMAT_CHECK(!fits, "a plan within budget was called infeasible");
-  } else {
-    if (!fits) status = SolveStatus::kOverBudget;
-    if (fits && status == SolveStatus::kOverBudget) status = SolveStatus::kFeasible;
-  }
-  return result;
-}
+std::unique_ptr<Solver> make_rotor() { return std::make_unique<RotorSolver>(); }
+std::unique_ptr<Solver> make_revolve() { return std::make_unique<RevolveSolver>(); }
+std::unique_ptr<Solver> make_sequential() { return std::make_unique<SequentialSolver>(); }
+std::unique_ptr<Solver> make_store_all() { return std::make_unique<StoreAllSolver>(); }
 
 }  // namespace remat::rotor

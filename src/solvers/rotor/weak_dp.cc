@@ -191,17 +191,17 @@ struct Rebuilder {
                 fmt::format("weak DP: no choice for C({}, {}, {}, {})", s, t, l, m));
     switch (choice) {
       case Choice::kAll:
-        out.push_back({OpKind::kForwardAll, s});
+        out.push_back({ChainOpKind::kForwardAll, s});
         if (s < l) run(s + 1, s + 1, l, m - c.abar[s]);
-        out.push_back({OpKind::kBackward, s});
+        out.push_back({ChainOpKind::kBackward, s});
         return;
       case Choice::kMove:
-        out.push_back({OpKind::kForwardNoSave, s});
+        out.push_back({ChainOpKind::kForwardNoSave, s});
         run(s + 1, t, l, std::min(m - shift, width - 1));
         return;
       case Choice::kCheckpoint:
-        out.push_back({OpKind::kForwardCheckpoint, s});
-        for (int j = s + 1; j < best_s2; ++j) out.push_back({OpKind::kForwardNoSave, j});
+        out.push_back({ChainOpKind::kForwardCheckpoint, s});
+        for (int j = s + 1; j < best_s2; ++j) out.push_back({ChainOpKind::kForwardNoSave, j});
         run(best_s2, best_t2, l, m - c.a[best_s2 - 1]);
         run(s, t, best_t2 - 1, m);
         return;
@@ -247,7 +247,7 @@ DpOutcome weak_dp(const Discretisation& d, const DpControl& control) {
   return outcome;
 }
 
-std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c, const TimeLimit* deadline) {
+std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c, const Deadline* deadline) {
   // P(s, t, l): the least m with C(s, t, l, m) finite, in bytes, with the same options.
   const int n = c.n;
   const WeakBounds<int64_t> b{c};
@@ -302,21 +302,22 @@ std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c, const Ti
     const Frame f = stack.back();
     stack.pop_back();
     if (f.close) {
-      result.ops.push_back({OpKind::kBackward, f.s});
+      result.ops.push_back({ChainOpKind::kBackward, f.s});
       continue;
     }
     const Choice pick = choice[at(f.s, f.t, f.l)];
     REMAT_CHECK(pick.kind != 0, "weak min-memory DP: cell without a choice");
     if (pick.kind == 1) {
-      result.ops.push_back({OpKind::kForwardAll, f.s});
+      result.ops.push_back({ChainOpKind::kForwardAll, f.s});
       stack.push_back({f.s, f.s, f.l, true});
       if (f.s < f.l) stack.push_back({f.s + 1, f.s + 1, f.l, false});
     } else if (pick.kind == 2) {
-      result.ops.push_back({OpKind::kForwardNoSave, f.s});
+      result.ops.push_back({ChainOpKind::kForwardNoSave, f.s});
       stack.push_back({f.s + 1, f.t, f.l, false});
     } else {
-      result.ops.push_back({OpKind::kForwardCheckpoint, f.s});
-      for (int j = f.s + 1; j < pick.s2; ++j) result.ops.push_back({OpKind::kForwardNoSave, j});
+      result.ops.push_back({ChainOpKind::kForwardCheckpoint, f.s});
+      for (int j = f.s + 1; j < pick.s2; ++j)
+        result.ops.push_back({ChainOpKind::kForwardNoSave, j});
       stack.push_back({f.s, f.t, pick.t2 - 1, false});
       stack.push_back({pick.s2, pick.t2, f.l, false});
     }

@@ -1,14 +1,14 @@
-#include "generate_chain.h"
-
+// Synthetic heterogeneous chains (generate.h).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "remat/error.h"
+#include "remat/generate.h"
 #include "remat/random.h"
 
-namespace remat::rotor {
+namespace remat {
 namespace {
 
 ChainStage loss_stage() { return {"loss", 0, 0, {0, 0, 0}, 0, 0}; }
@@ -102,4 +102,4 @@ Chain generate_chain(const ChainGenParams& params) {
   return chain;
 }
 
-}  // namespace remat::rotor
+}  // namespace remat

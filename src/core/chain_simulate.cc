@@ -1,12 +1,12 @@
-#include "chain_simulate.h"
-
+// The chain simulator (chain.h): Definitions 3.1–3.4 of the Rotor paper.
 #include <fmt/format.h>
 
 #include <algorithm>
 
+#include "remat/chain.h"
 #include "remat/error.h"
 
-namespace remat::rotor {
+namespace remat {
 namespace {
 
 // Sizes by the paper's index ℓ = 0..L+1.
@@ -33,13 +33,13 @@ Sizes sizes_by_index(const Chain& chain) {
 
 std::string op_label(const ChainOp& op) {
   switch (op.kind) {
-    case OpKind::kForwardCheckpoint:
+    case ChainOpKind::kForwardCheckpoint:
       return fmt::format("F{}ck", op.stage);
-    case OpKind::kForwardNoSave:
+    case ChainOpKind::kForwardNoSave:
       return fmt::format("F{}∅", op.stage);
-    case OpKind::kForwardAll:
+    case ChainOpKind::kForwardAll:
       return fmt::format("F{}all", op.stage);
-    case OpKind::kBackward:
+    case ChainOpKind::kBackward:
       return fmt::format("B{}", op.stage);
   }
   return "?";
@@ -75,25 +75,25 @@ class Memory {
 
 }  // namespace
 
-std::string_view op_name(OpKind kind) {
+std::string_view op_name(ChainOpKind kind) {
   switch (kind) {
-    case OpKind::kForwardCheckpoint:
+    case ChainOpKind::kForwardCheckpoint:
       return "F_ck";
-    case OpKind::kForwardNoSave:
+    case ChainOpKind::kForwardNoSave:
       return "F_none";
-    case OpKind::kForwardAll:
+    case ChainOpKind::kForwardAll:
       return "F_all";
-    case OpKind::kBackward:
+    case ChainOpKind::kBackward:
       return "B";
   }
   return "?";
 }
 
-std::optional<OpKind> parse_op_name(std::string_view name) {
-  if (name == "F_ck") return OpKind::kForwardCheckpoint;
-  if (name == "F_none" || name == "F_∅") return OpKind::kForwardNoSave;
-  if (name == "F_all") return OpKind::kForwardAll;
-  if (name == "B") return OpKind::kBackward;
+std::optional<ChainOpKind> parse_op_name(std::string_view name) {
+  if (name == "F_ck") return ChainOpKind::kForwardCheckpoint;
+  if (name == "F_none" || name == "F_∅") return ChainOpKind::kForwardNoSave;
+  if (name == "F_all") return ChainOpKind::kForwardAll;
+  if (name == "B") return ChainOpKind::kBackward;
   return std::nullopt;
 }
 
@@ -106,10 +106,19 @@ std::string format_sequence(std::span<const ChainOp> ops) {
   return out;
 }
 
+ChainSequence store_all_sequence(const Chain& chain) {
+  ChainSequence ops;
+  const int last = chain.length() + 1;
+  for (int l = 1; l <= last; ++l) ops.push_back({ChainOpKind::kForwardAll, l});
+  for (int l = last; l >= 1; --l) ops.push_back({ChainOpKind::kBackward, l});
+  return ops;
+}
+
 void validate_chain(const Chain& chain, std::string_view source) {
   if (chain.length() < 1)
     throw InputError(
         fmt::format("{}: a chain needs at least one stage before the loss stage", source));
+  check_chain_limits(chain, source);
 }
 
 ChainEvaluation simulate_chain(const Chain& chain, std::span<const ChainOp> ops) {
@@ -119,10 +128,11 @@ ChainEvaluation simulate_chain(const Chain& chain, std::span<const ChainOp> ops)
   Memory mem(sizes);
   mem.set_a(0, true);
   mem.set_delta(last, true);
-  e.memory.reserve(ops.size());
+  e.timeline.reserve(ops.size());
   auto fail = [&](size_t step, std::string what) {
     e.valid = false;
     e.error = fmt::format("op {} ({}): {}", step, op_label(ops[step]), what);
+    e.error_step = static_cast<int32_t>(step);
     return e;
   };
   for (size_t step = 0; step < ops.size(); ++step) {
@@ -132,7 +142,7 @@ ChainEvaluation simulate_chain(const Chain& chain, std::span<const ChainOp> ops)
     const ChainStage& stage = chain.stages[static_cast<size_t>(l - 1)];
     const bool input_stored = mem.a(l - 1) || mem.abar(l - 1);
     int64_t during = 0;
-    if (op.kind == OpKind::kBackward) {
+    if (op.kind == ChainOpKind::kBackward) {
       if (!mem.delta(l)) return fail(step, fmt::format("δ^{} is not in memory", l));
       if (!mem.abar(l)) return fail(step, fmt::format("ā^{} is not in memory", l));
       if (!input_stored) return fail(step, fmt::format("a^{} is not in memory", l - 1));
@@ -141,10 +151,10 @@ ChainEvaluation simulate_chain(const Chain& chain, std::span<const ChainOp> ops)
       mem.set_abar(l, false);
       mem.set_a(l - 1, false);
       mem.set_delta(l - 1, true);
-      e.makespan += stage.u_b;
+      e.cost += stage.u_b;
     } else {
       if (!input_stored) return fail(step, fmt::format("a^{} is not in memory", l - 1));
-      const bool all = op.kind == OpKind::kForwardAll;
+      const bool all = op.kind == ChainOpKind::kForwardAll;
       const bool output_stored = all ? mem.abar(l) : mem.a(l);
       during = mem.bytes() + (output_stored ? 0 : (all ? sizes.abar[l] : sizes.a[l])) + stage.o_f;
       if (all)
@@ -152,13 +162,13 @@ ChainEvaluation simulate_chain(const Chain& chain, std::span<const ChainOp> ops)
       else
         mem.set_a(l, true);
       // ā^ℓ holds on to its input (autograd keeps it for B^ℓ), so F_∅^ℓ cannot free a^{ℓ-1} then.
-      if (op.kind == OpKind::kForwardNoSave && !mem.abar(l)) mem.set_a(l - 1, false);
-      e.makespan += stage.u_f;
+      if (op.kind == ChainOpKind::kForwardNoSave && !mem.abar(l)) mem.set_a(l - 1, false);
+      e.cost += stage.u_f;
     }
-    e.memory.push_back(during);
-    if (during > e.peak_bytes || e.peak_op < 0) {
+    e.timeline.push_back(during);
+    if (during > e.peak_bytes || e.peak_step < 0) {
       e.peak_bytes = during;
-      e.peak_op = static_cast<int64_t>(step);
+      e.peak_step = static_cast<int32_t>(step);
     }
   }
   if (!mem.delta(0)) {
@@ -170,4 +180,4 @@ ChainEvaluation simulate_chain(const Chain& chain, std::span<const ChainOp> ops)
   return e;
 }
 
-}  // namespace remat::rotor
+}  // namespace remat

@@ -1,0 +1,69 @@
+#include "problem.h"
+
+#include <fmt/format.h>
+
+#include "remat/error.h"
+#include "remat/io.h"
+
+namespace remat::cli {
+
+std::string Problem::display_name() const {
+  const std::string& name = chain() ? chain()->name : graph()->name();
+  return name.empty() ? path : name;
+}
+
+Problem read_problem(const std::string& path) {
+  const std::string text = read_text_file(path);
+  Problem p{.path = path};
+  if (detect_file_kind(text, path) == FileKind::kChain) {
+    Chain chain = parse_chain_json(text, path);
+    validate_chain(chain, path);
+    const ChainEvaluation all = simulate_chain(chain, store_all_sequence(chain));
+    p.baseline_peak = all.peak_bytes;
+    p.baseline_cost = all.cost;
+    p.data = std::move(chain);
+  } else {
+    Graph graph = read_graph_file(path);
+    const Baseline base = baseline(graph);
+    p.baseline_peak = base.peak_bytes;
+    p.baseline_cost = base.cost;
+    p.data = std::move(graph);
+  }
+  return p;
+}
+
+std::optional<std::string> refusal(const Problem& problem, std::string_view solver) {
+  const SolverEntry& entry = solver_entry(solver);
+  if (problem.chain() ? entry.accepts.chain : entry.accepts.graph) return std::nullopt;
+  return fmt::format("solver '{}' takes {}, not {}s", solver, problem.chain() ? "graphs" : "chains",
+                     problem.kind());
+}
+
+Outcome solve_problem(const Problem& problem, std::string_view solver,
+                      const SolveOptions& options) {
+  Outcome o;
+  if (const Chain* chain = problem.chain()) {
+    ChainSolveResult r = solve(*chain, solver, options);
+    o.plan_json = chain_plan_to_json(*chain, r, options.budget);
+    o.peak_bytes = r.eval.peak_bytes;
+    o.cost = r.eval.cost;
+    o.steps = static_cast<int64_t>(r.plan.sequence.size());
+    o.recomputations = o.steps - 2 * (chain->length() + 1);
+    o.sequence_text = format_sequence(r.plan.sequence);
+    o.solver = std::move(r.plan.solver);
+    o.stats = std::move(r.plan.stats);
+    return o;
+  }
+  const Graph& graph = *problem.graph();
+  SolveResult r = solve(graph, solver, options);
+  o.plan_json = plan_to_json(graph, r, options.budget);
+  o.peak_bytes = r.eval.peak_bytes;
+  o.cost = r.eval.cost;
+  o.steps = static_cast<int64_t>(r.plan.sequence.size());
+  o.recomputations = o.steps - graph.num_nodes();
+  o.solver = std::move(r.plan.solver);
+  o.stats = std::move(r.plan.stats);
+  return o;
+}
+
+}  // namespace remat::cli

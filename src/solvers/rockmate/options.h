@@ -1,0 +1,48 @@
+// options.h — rk-Checkmate (Rockmate §3.3, App. B; specs §4.4): the options of each class of
+// identical blocks. An option is one way to run a block: its forward run, then (after the blocks
+// above it) its backward run, which may recompute forward nodes whose values were not kept.
+// Keep-all (every node once, everything the backward reads kept) and keep-nothing (the forward
+// recomputed in full before the backward) are always there; the rest come from the value-level
+// fixed-order MILP (checkmate/formulation.h) on the block with a loss placeholder between forward
+// and backward, over a grid of (M_peak, M_save) budgets. Options are cached by class hash in
+// memory and, with a cache directory, on disk, so a second solve re-runs no MILP.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "blocks.h"
+#include "remat/solver.h"
+#include "remat/toolkit.h"
+
+namespace remat::rockmate {
+
+// Runs as positions in Block::nodes, so one option serves every block of its class.
+struct LocalOption {
+  std::vector<int32_t> forward, backward;
+  bool operator==(const LocalOption&) const = default;
+};
+
+struct OptionParams {
+  int32_t peak_points = 10;      // M_peak values on the grid
+  int32_t save_points = 10;      // M_save values per M_peak
+  double milp_time_limit_s = 2;  // per MILP
+  std::string cache_dir;         // empty: memory only
+  int threads = 1;               // MILPs in parallel
+  bool milp = true;              // false: keep-all and keep-nothing only
+};
+
+struct OptionStats {
+  int64_t milp_runs = 0;                   // MILPs solved (all classes)
+  int64_t milp_feasible = 0;               // with a plan
+  int64_t memory_hits = 0, disk_hits = 0;  // classes served from the caches
+  std::vector<int64_t> runs_per_class;     // MILPs per class (0 when cached)
+};
+
+// The options of every class (by class id), keep-all first, keep-nothing second.
+std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const BlockStructure& bs,
+                                                    const OptionParams& params,
+                                                    const Deadline& deadline, OptionStats& stats);
+
+}  // namespace remat::rockmate
