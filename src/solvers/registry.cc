@@ -3,6 +3,9 @@
 
 #include "auto/auto.h"
 #include "baseline/baseline.h"
+#ifdef REMAT_HAVE_CBC
+#include "checkmate/checkmate.h"
+#endif
 #include "fastsa/fastsa.h"
 #include "mincut/mincut.h"
 #ifdef REMAT_HAVE_GECODE
@@ -56,6 +59,12 @@ constexpr SolverEntry kSolvers[] = {
 #ifdef REMAT_HAVE_GECODE
     {"moccasin", "MOCCASIN retention-interval CP on Gecode, fixed order (optimal within C_v)",
      moccasin::make},
+#endif
+#ifdef REMAT_HAVE_CBC
+    {"checkmate", "Checkmate MILP over the default order (CBC), optimal or with a gap",
+     checkmate::make_milp},
+    {"checkmate-lp", "Checkmate LP relaxation (Clp) with rounding; LP value as lower bound",
+     checkmate::make_lp},
 #endif
 };
 

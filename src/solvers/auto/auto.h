@@ -6,7 +6,8 @@
 //   none       the default schedule (so `auto` is never worse than it)
 //   mincut     when the graph has forward/backward phases
 //   rotor, rockmate   when registered and the graph has chain structure
-//   checkmate  when registered and the graph has at most `checkmate_max_nodes` nodes
+//   checkmate  when registered and the graph has at most `checkmate_max_nodes` nodes (30), with
+//              at most 10 % of the time left and 5 s
 //   fastsa     cold (its own grouped stage 1); then, when another member's plan fits the
 //              budget, again warm-started from it (SolveOptions::start; recorded as fastsa_warm)
 // Members are looked up in the registry by name: one that is not registered is skipped and one
@@ -32,8 +33,11 @@ namespace remat::auto_solver {
 inline constexpr std::string_view kMembers[] = {"none",     "mincut",    "rotor",
                                                 "rockmate", "checkmate", "fastsa"};
 // Checkmate's MILP has O(n^2) binaries over a fixed order: up to this many nodes CBC usually
-// proves or improves within a few seconds; above it the time is better spent on FastSA.
-inline constexpr int64_t kCheckmateMaxNodes = 60;
+// proves the optimum within a few seconds; above it (already at 40 random layered nodes) it often
+// runs to its time limit, which is better spent on FastSA. It gets at most 10 % of the time left,
+// and at most kCheckmateMaxSeconds.
+inline constexpr int64_t kCheckmateMaxNodes = 30;
+inline constexpr double kCheckmateMaxSeconds = 5.0;
 
 std::unique_ptr<Solver> make();
 

@@ -1,0 +1,267 @@
+#include "milp.h"
+
+#include <fmt/format.h>
+
+#include <CbcEventHandler.hpp>
+#include <CbcModel.hpp>
+#include <CbcSolver.hpp>
+#include <ClpEventHandler.hpp>
+#include <ClpSimplex.hpp>
+#include <CoinMessageHandler.hpp>
+#include <CoinPackedMatrix.hpp>
+#include <OsiClpSolverInterface.hpp>
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "remat/error.h"
+#include "remat/solver.h"
+
+namespace remat::milp {
+namespace {
+
+// Routes every COIN message line to the callback instead of stdout.
+class LogRouter : public CoinMessageHandler {
+ public:
+  explicit LogRouter(const std::function<void(std::string_view)>& log) : log_(log) {
+    setLogLevel(log_ ? 1 : 0);
+  }
+  int print() override {
+    if (log_) log_(messageBuffer());
+    return 0;
+  }
+  CoinMessageHandler* clone() const override { return new LogRouter(*this); }
+
+ private:
+  std::function<void(std::string_view)> log_;
+};
+
+double finite_or(double v, double big) {
+  if (v == kInf) return big;
+  if (v == -kInf) return -big;
+  return v;
+}
+
+// Loads the model into a Clp interface; COIN uses its own infinity.
+void load(const MilpModel& m, OsiClpSolverInterface& osi, bool integers) {
+  const double inf = osi.getInfinity();
+  std::vector<double> cl(m.col_lower.size()), cu(m.col_upper.size()), rl(m.row_lower.size()),
+      ru(m.row_upper.size());
+  for (size_t i = 0; i < cl.size(); ++i) {
+    cl[i] = finite_or(m.col_lower[i], inf);
+    cu[i] = finite_or(m.col_upper[i], inf);
+  }
+  for (size_t i = 0; i < rl.size(); ++i) {
+    rl[i] = finite_or(m.row_lower[i], inf);
+    ru[i] = finite_or(m.row_upper[i], inf);
+  }
+  const CoinPackedMatrix matrix(false, m.elem_row.data(), m.elem_col.data(), m.elem_value.data(),
+                                static_cast<CoinBigIndex>(m.elem_value.size()));
+  CoinPackedMatrix sized(matrix);
+  sized.setDimensions(m.num_rows(), m.num_columns());
+  osi.loadProblem(sized, cl.data(), cu.data(), m.objective.data(), rl.data(), ru.data());
+  if (integers)
+    for (int32_t j = 0; j < m.num_columns(); ++j)
+      if (m.is_integer[static_cast<size_t>(j)]) osi.setInteger(j);
+}
+
+// The wall-clock stop shared by CBC's and Clp's event handlers (COIN clones handlers, so they
+// hold it by pointer). CBC's own time limit is read only between nodes and cut passes; the root LP
+// of a large model alone may run past it, hence the check on every simplex iteration too.
+struct WallStop {
+  explicit WallStop(double seconds) : deadline(seconds), lp_deadline(seconds * 1.03 + 0.05) {}
+  Deadline deadline;  // also expires on the CLI's SIGINT (remat/interrupt.h)
+  // A little later: CBC normally stops between nodes first and keeps its bound; this one ends an
+  // LP that alone would overrun.
+  Deadline lp_deadline;
+  bool lp_aborted = false;
+};
+
+// Ends the search once the deadline passed the way CBC's own Ctrl-C handler does
+// (sayEventHappened: CBC stops at its next check, as on its time limit). Answering `stop` from
+// the handler, or CBC's -maxNodes, made CbcMain1 2.10.8 crash in its final resolve when the stop
+// came inside a heuristic's small search (the feasibility pump's mini branch and bound, which ran
+// for whole time limits on generated graphs of 60 nodes). CBC's own limit counts elapsed time
+// ("-timeMode elapsed") but knows nothing of the CLI's interrupt, hence this handler.
+class CbcStop : public CbcEventHandler {
+ public:
+  explicit CbcStop(std::shared_ptr<WallStop> stop) : stop_(std::move(stop)) {}
+  CbcAction event(CbcEvent which) override {
+    if ((which == node || which == treeStatus) && stop_->deadline.expired())
+      const_cast<CbcModel*>(getModel())->sayEventHappened();
+    return noAction;
+  }
+  CbcEventHandler* clone() const override { return new CbcStop(*this); }
+
+ private:
+  std::shared_ptr<WallStop> stop_;
+};
+
+// Stops a simplex run past the deadline. Inside CBC an aborted LP makes the search bound
+// unreliable, so `lp_aborted` tells the caller to discard it.
+class ClpStop : public ClpEventHandler {
+ public:
+  explicit ClpStop(std::shared_ptr<WallStop> stop) : stop_(std::move(stop)) {}
+  int event(Event which) override {
+    if (which != endOfIteration || !stop_->lp_deadline.expired()) return -1;
+    stop_->lp_aborted = true;
+    return 0;
+  }
+  ClpEventHandler* clone() const override { return new ClpStop(*this); }
+
+ private:
+  std::shared_ptr<WallStop> stop_;
+};
+
+std::string column_name(int32_t j) { return fmt::format("x{}", j); }
+
+int no_callback(CbcModel*, int) { return 0; }
+
+}  // namespace
+
+int32_t MilpModel::add_column(double lower, double upper, double cost, bool integer) {
+  col_lower.push_back(lower);
+  col_upper.push_back(upper);
+  objective.push_back(cost);
+  is_integer.push_back(integer ? 1 : 0);
+  return num_columns() - 1;
+}
+
+int32_t MilpModel::add_row(double lower, double upper, std::span<const Term> terms) {
+  const int32_t row = num_rows();
+  row_lower.push_back(lower);
+  row_upper.push_back(upper);
+  for (const Term& t : terms) {
+    if (t.coefficient == 0) continue;
+    elem_row.push_back(row);
+    elem_col.push_back(t.column);
+    elem_value.push_back(t.coefficient);
+  }
+  return row;
+}
+
+double MilpModel::max_violation(std::span<const double> x) const {
+  double worst = 0;
+  for (int32_t j = 0; j < num_columns(); ++j) {
+    const auto jj = static_cast<size_t>(j);
+    worst = std::max({worst, col_lower[jj] - x[jj], x[jj] - col_upper[jj]});
+    if (is_integer[jj]) worst = std::max(worst, std::abs(x[jj] - std::round(x[jj])));
+  }
+  std::vector<double> activity(row_lower.size(), 0.0);
+  for (size_t e = 0; e < elem_value.size(); ++e)
+    activity[static_cast<size_t>(elem_row[e])] +=
+        elem_value[e] * x[static_cast<size_t>(elem_col[e])];
+  for (size_t i = 0; i < activity.size(); ++i)
+    worst = std::max({worst, row_lower[i] - activity[i], activity[i] - row_upper[i]});
+  return worst;
+}
+
+double MilpModel::objective_value(std::span<const double> x) const {
+  double sum = 0;
+  for (size_t j = 0; j < objective.size(); ++j) sum += objective[j] * x[j];
+  return sum;
+}
+
+MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
+  const auto stop = std::make_shared<WallStop>(options.time_limit_s);
+  LogRouter router(options.log);
+  OsiClpSolverInterface osi;
+  osi.passInMessageHandler(&router);
+  load(model, osi, true);
+  // CbcModel clones the solver, and with it this handler: it ends a simplex run past the limit.
+  ClpStop clp_stop(stop);
+  osi.getModelPtr()->passInEventHandler(&clp_stop);
+  const bool has_start = !options.start.empty();
+  if (has_start)
+    for (int32_t j = 0; j < model.num_columns(); ++j) osi.setColName(j, column_name(j));
+  CbcModel cbc(osi);
+  cbc.passInMessageHandler(&router);
+  CbcStop cbc_stop(stop);
+  cbc.passInEventHandler(&cbc_stop);
+  cbc.setUseElapsedTime(true);
+  CbcSolverUsefulData data;
+  data.noPrinting_ = !options.log;
+  CbcMain0(cbc, data);
+  if (has_start) {
+    std::vector<std::pair<std::string, double>> start;
+    start.reserve(options.start.size());
+    for (int32_t j = 0; j < model.num_columns(); ++j)
+      start.emplace_back(column_name(j), options.start[static_cast<size_t>(j)]);
+    cbc.setMIPStart(start);
+  }
+  // Default CBC preprocessing wrongly reports these models infeasible (spec §1.7): keep it off.
+  const std::vector<std::string> args = {
+      "remat",
+      "-log",
+      options.log ? "1" : "0",
+      "-preprocess",
+      "off",
+      "-timeMode",
+      "elapsed",
+      "-sec",
+      fmt::format("{}", std::max(options.time_limit_s, 0.01)),
+      "-threads",
+      fmt::format("{}", options.threads > 1 ? options.threads : 0),
+      "-randomCbcSeed",
+      fmt::format("{}", options.seed % 2000000000 + 1),
+      "-solve",
+      "-quit"};
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  CbcMain1(static_cast<int>(argv.size()), argv.data(), cbc, no_callback, data);
+
+  MilpResult result;
+  result.nodes = cbc.getNodeCount();
+  result.stopped_on_time = stop->deadline.expired();
+  // A proof needs every LP of the search solved: after an aborted one, neither the bound nor an
+  // optimality or infeasibility claim is trusted.
+  const bool trusted = !stop->lp_aborted;
+  result.bound = trusted ? cbc.getBestPossibleObjValue() : -kInf;
+  if (cbc.bestSolution() != nullptr) {
+    result.x.assign(cbc.bestSolution(), cbc.bestSolution() + model.num_columns());
+    result.objective = model.objective_value(result.x);
+    result.status = trusted && cbc.isProvenOptimal() ? MilpStatus::kOptimal : MilpStatus::kFeasible;
+    if (result.status == MilpStatus::kOptimal) result.bound = result.objective;
+    result.bound = std::min(result.bound, result.objective);
+  } else if (trusted && cbc.isProvenInfeasible()) {
+    result.status = MilpStatus::kInfeasible;
+  }
+  return result;
+}
+
+MilpResult solve_lp(const MilpModel& model, const MilpOptions& options) {
+  const auto stop = std::make_shared<WallStop>(options.time_limit_s);
+  LogRouter router(options.log);
+  OsiClpSolverInterface osi;
+  osi.passInMessageHandler(&router);
+  load(model, osi, false);
+  ClpStop clp_stop(stop);
+  osi.getModelPtr()->passInEventHandler(&clp_stop);
+  osi.getModelPtr()->setMaximumWallSeconds(options.time_limit_s);
+  osi.getModelPtr()->setRandomSeed(1234567);
+  osi.initialSolve();
+  MilpResult result;
+  result.stopped_on_time = stop->lp_aborted || stop->deadline.expired();
+  if (osi.isProvenOptimal() && !stop->lp_aborted) {
+    result.status = MilpStatus::kOptimal;
+    result.x.assign(osi.getColSolution(), osi.getColSolution() + model.num_columns());
+    result.objective = osi.getObjValue();
+    result.bound = result.objective;
+  } else if (osi.isProvenPrimalInfeasible()) {
+    result.status = MilpStatus::kInfeasible;
+  }
+  return result;
+}
+
+void write_mps(const MilpModel& model, const std::string& path) {
+  OsiClpSolverInterface osi;
+  LogRouter silent(nullptr);
+  osi.passInMessageHandler(&silent);
+  load(model, osi, true);
+  // Clp's writer does not compress (Osi's native writer appends .gz); format 1: full precision.
+  const int errors = osi.getModelPtr()->writeMps(path.c_str(), 1);
+  if (errors != 0) throw InputError(fmt::format("cannot write the MPS file '{}'", path));
+}
+
+}  // namespace remat::milp

@@ -1,0 +1,73 @@
+// milp.h — a thin adapter over CBC (MILP) and Clp (LP), the one place that talks to COIN-OR.
+// A MilpModel is columns (bounds, objective, integrality) and rows (bounds, triplets); solve_milp
+// and solve_lp run it under a time limit with CBC's log routed to a callback, never to stdout.
+// Shared by checkmate and (later) rockmate; it knows nothing about graphs.
+//   MilpModel m;  int x = m.add_column(0, 1, 3.0, true);  m.add_row(-inf, 1, {{x, 1.0}});
+//   MilpResult r = solve_milp(m, {.time_limit_s = 10});
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace remat::milp {
+
+inline constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Term {
+  int32_t column;
+  double coefficient;
+};
+
+struct MilpModel {
+  std::vector<double> col_lower, col_upper, objective;
+  std::vector<char> is_integer;
+  std::vector<double> row_lower, row_upper;
+  std::vector<int32_t> elem_row, elem_col;
+  std::vector<double> elem_value;
+
+  int32_t add_column(double lower, double upper, double cost, bool integer);
+  int32_t add_row(double lower, double upper, std::span<const Term> terms);
+  int32_t num_columns() const { return static_cast<int32_t>(col_lower.size()); }
+  int32_t num_rows() const { return static_cast<int32_t>(row_lower.size()); }
+  int64_t num_nonzeros() const { return static_cast<int64_t>(elem_value.size()); }
+  // Largest violation of a bound, a row or integrality by `x` (0 when x is feasible).
+  double max_violation(std::span<const double> x) const;
+  double objective_value(std::span<const double> x) const;
+};
+
+enum class MilpStatus {
+  kOptimal,     // proved optimal (for an LP: solved)
+  kFeasible,    // an incumbent, no proof (time limit)
+  kInfeasible,  // proved infeasible
+  kNoSolution,  // stopped without an incumbent
+};
+
+struct MilpOptions {
+  double time_limit_s = 60;  // wall clock, checked on every node and simplex iteration
+  int threads = 1;
+  uint64_t seed = 1;
+  std::vector<double> start;                       // MIP start (all columns); empty: none
+  std::function<void(std::string_view line)> log;  // CBC/Clp log lines; null: silent
+};
+
+struct MilpResult {
+  MilpStatus status = MilpStatus::kNoSolution;
+  std::vector<double> x;  // the incumbent (MILP) or the LP solution; empty when none
+  double objective = 0;
+  double bound = -kInf;  // best proven lower bound on the objective (minimisation)
+  int64_t nodes = 0;
+  bool stopped_on_time = false;  // the wall-clock limit (or an interrupt) ended the run
+};
+
+MilpResult solve_milp(const MilpModel& model, const MilpOptions& options);
+// The LP relaxation (integrality ignored), dual simplex with fixed options: deterministic.
+MilpResult solve_lp(const MilpModel& model, const MilpOptions& options);
+// Writes the model in free MPS (integrality markers included). Throws InputError on I/O failure.
+void write_mps(const MilpModel& model, const std::string& path);
+
+}  // namespace remat::milp

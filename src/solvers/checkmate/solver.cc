@@ -1,0 +1,259 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "checkmate.h"
+#include "formulation.h"
+#include "milp.h"
+#include "remat/error.h"
+#include "remat/params.h"
+#include "remat/simulate.h"
+
+namespace remat::checkmate {
+namespace {
+
+struct CheckmateParams {
+  std::string write_mps;  // empty: none
+  int64_t max_columns = 1'500'000;
+  int64_t samples = 20;  // checkmate-lp only
+};
+
+// The rows both solvers take; checkmate-lp adds `samples`.
+std::vector<Param<CheckmateParams>> common_rows() {
+  using P = CheckmateParams;
+  return {
+      {{"write_mps", "none", "", "write the MILP (at the budget) to this MPS file before solving"},
+       text(&P::write_mps, "a file name")},
+      {{"max_columns", "1500000", "columns",
+        "refuse graphs whose model would have more columns (a size guard, before any allocation)"},
+       integer(&P::max_columns, 1)},
+  };
+}
+
+const ParamTable<CheckmateParams>& milp_table() {
+  static const ParamTable<CheckmateParams> table("checkmate", common_rows());
+  return table;
+}
+
+const ParamTable<CheckmateParams>& lp_table() {
+  static const ParamTable<CheckmateParams> table("checkmate-lp", [] {
+    std::vector<Param<CheckmateParams>> rows = common_rows();
+    rows.push_back(
+        {{"samples", "20", "roundings",
+          "randomised roundings per LP solution, besides the 9 deterministic thresholds"},
+         integer(&CheckmateParams::samples, 0, 100000)});
+    return rows;
+  }());
+  return table;
+}
+
+// Refuses models beyond `max_columns` before allocating them.
+void guard_size(std::string_view solver, const Graph& g, int64_t limit) {
+  const ModelSize size = estimate_model_size(g);
+  if (size.columns > limit)
+    throw InputError(fmt::format(
+        "{}: the model for '{}' ({} nodes) would have about {} columns and {} rows, above the "
+        "limit of {} columns (--param max_columns=N); use checkmate-lp, a smaller graph or another "
+        "solver",
+        solver, g.name(), g.num_nodes(), size.columns, size.rows, limit));
+}
+
+struct Candidate {
+  Sequence sequence;
+  Evaluation eval;
+};
+
+// Keeps the best plan offered (the toolkit's better-plan rule).
+class BestPlan {
+ public:
+  explicit BestPlan(int64_t budget) : budget_(budget) {}
+  bool offer(const Graph& g, Sequence sequence) {
+    Evaluation e = simulate(g, sequence);
+    if (!e.valid) return false;
+    if (best_ &&
+        !better_plan({e.peak_bytes, e.cost}, {best_->eval.peak_bytes, best_->eval.cost}, budget_))
+      return false;
+    best_ = Candidate{std::move(sequence), std::move(e)};
+    return true;
+  }
+  bool fits() const { return best_ && best_->eval.peak_bytes <= budget_; }
+  const Candidate* best() const { return best_ ? &*best_ : nullptr; }
+
+ private:
+  int64_t budget_;
+  std::optional<Candidate> best_;
+};
+
+void report_progress(const SolveOptions& options, std::string_view stage, double best) {
+  if (options.on_progress) options.on_progress(Progress{stage, -1, 0, best});
+}
+
+milp::MilpOptions milp_options(const SolveOptions& options, double seconds) {
+  milp::MilpOptions m;
+  m.time_limit_s = std::max(seconds, 0.05);
+  m.threads = options.threads;
+  m.seed = options.seed;
+  if (options.on_progress)
+    m.log = [&options](std::string_view line) { report_progress(options, line, -1); };
+  return m;
+}
+
+void add_model_counters(SolveStats& stats, const StageModel& sm) {
+  stats.add_counter("columns", sm.model.num_columns());
+  stats.add_counter("rows", sm.model.num_rows());
+  stats.add_counter("nonzeros", static_cast<double>(sm.model.num_nonzeros()));
+}
+
+// A lower bound in cost units from a scaled objective bound (integer costs round up).
+double cost_bound(const StageModel& sm, double scaled) {
+  // When every scaled cost is an integer, so is every plan's scaled objective: round the bound up.
+  const bool integral =
+      std::all_of(sm.graph->nodes().begin(), sm.graph->nodes().end(), [&sm](const Node& n) {
+        const double c = n.cost / sm.cost_scale;
+        return std::abs(c - std::round(c)) <= 1e-9 * std::max(1.0, std::abs(c));
+      });
+  const double slack = 1e-6 * std::max(1.0, std::abs(scaled));  // CBC's bound tolerance
+  return (integral ? std::ceil(scaled - slack) : scaled) * sm.cost_scale;
+}
+
+Plan finish(const BestPlan& best, SolveStatus status_if_fits) {
+  Plan plan;
+  plan.sequence = best.best()->sequence;
+  plan.stats.status = best.fits() ? status_if_fits : SolveStatus::kOverBudget;
+  return plan;
+}
+
+class MilpSolver : public Solver {
+ public:
+  std::string_view name() const override { return "checkmate"; }
+  std::span<const ParamInfo> params() const override { return milp_table().info(); }
+
+  Plan solve(const Graph& g, const SolveOptions& options) override {
+    const CheckmateParams params = milp_table().parse(options.params);
+    guard_size(name(), g, params.max_columns);
+    const Deadline clock(options.time_limit_s);
+    const int64_t budget = options.budget.bytes;
+    const StageModel sm = build_stage_model(g, budget);
+    if (!params.write_mps.empty()) milp::write_mps(sm.model, params.write_mps);
+
+    // Warm start: the default schedule, repaired down to the budget (spec §5).
+    BestPlan best(budget);
+    best.offer(g, default_schedule(g));
+    const Retention kept_all = *retention_from_sequence(g, default_schedule(g));
+    bool repair_timed_out = false;
+    const Retention repaired = repair_retention(
+        g, kept_all, budget, std::max(0.1, options.time_limit_s * 0.2), &repair_timed_out);
+    best.offer(g, sequence_from_retention(g, repaired));
+    report_progress(options, "warm start", best.best()->eval.cost);
+
+    milp::MilpOptions mo = milp_options(options, options.time_limit_s - clock.elapsed_s());
+    std::optional<std::vector<double>> start;
+    if (best.fits()) start = sm.encode(best.best()->sequence);
+    if (start) mo.start = *start;
+    const milp::MilpResult result = milp::solve_milp(sm.model, mo);
+
+    bool from_milp = false;
+    if (!result.x.empty())
+      from_milp = best.offer(g, sequence_from_retention(g, sm.retention(result.x)));
+    Plan plan = finish(best, SolveStatus::kFeasible);
+    SolveStats& stats = plan.stats;
+    const bool proved = result.status == milp::MilpStatus::kOptimal;
+    const double objective_cost = result.objective * sm.cost_scale;
+    if (proved && best.fits() &&
+        best.best()->eval.cost <= objective_cost + 1e-9 * std::max(1.0, objective_cost))
+      stats.status = SolveStatus::kOptimal;
+    if (result.status != milp::MilpStatus::kInfeasible && std::isfinite(result.bound))
+      stats.cost_lower_bound = std::min(cost_bound(sm, result.bound), best.best()->eval.cost);
+    stats.iterations = result.nodes;
+    add_model_counters(stats, sm);
+    stats.add_counter("milp_status", static_cast<double>(result.status));
+    stats.add_counter("mip_start", start ? 1 : 0);
+    // A run the clock stopped depends on how far it got (not reproducible).
+    stats.add_counter("time_limit_hit", result.stopped_on_time || repair_timed_out ? 1 : 0);
+    stats.add_counter("plan_from_milp", from_milp ? 1 : 0);
+    if (!result.x.empty()) stats.add_counter("milp_objective", objective_cost);
+    return plan;
+  }
+};
+
+class LpSolver : public Solver {
+ public:
+  std::string_view name() const override { return "checkmate-lp"; }
+  std::span<const ParamInfo> params() const override { return lp_table().info(); }
+
+  Plan solve(const Graph& g, const SolveOptions& options) override {
+    const CheckmateParams params = lp_table().parse(options.params);
+    guard_size(name(), g, params.max_columns);
+    const int64_t samples = params.samples;
+    const Deadline clock(options.time_limit_s);
+    const int64_t budget = options.budget.bytes;
+    BestPlan best(budget);
+    best.offer(g, default_schedule(g));
+    std::mt19937_64 rng(derive_seed(options.seed, 0));
+
+    // The LP at the budget itself gives the lower bound; roundings start there.
+    const StageModel at_budget = build_stage_model(g, budget);
+    if (!params.write_mps.empty()) milp::write_mps(at_budget.model, params.write_mps);
+    const milp::MilpResult bound =
+        milp::solve_lp(at_budget.model, milp_options(options, options.time_limit_s));
+    Plan plan;
+    int64_t rounded = 0;
+    const auto round_all = [&](const StageModel& sm, const std::vector<double>& x) {
+      for (int step = 1; step <= 9; ++step) {
+        best.offer(g, sequence_from_retention(g, sm.retention(x, step / 10.0)));
+        ++rounded;
+      }
+      std::uniform_real_distribution<double> unit(0, 1);
+      for (int64_t i = 0; i < samples && !clock.expired(); ++i) {
+        std::vector<double> coin(x.size());
+        for (double& c : coin) c = unit(rng);
+        Retention held = sm.retention(x, 2.0);
+        for (int32_t t = 1; t < sm.stages(); ++t)
+          for (int32_t v = 0; v < g.num_values(); ++v) {
+            const int32_t col = sm.s(t, ValueId{v});
+            if (col >= 0 && coin[static_cast<size_t>(col)] < x[static_cast<size_t>(col)])
+              held.set(t, ValueId{v}, true);
+          }
+        best.offer(g, sequence_from_retention(g, held));
+        ++rounded;
+      }
+    };
+    if (!bound.x.empty()) round_all(at_budget, bound.x);
+    // Checkmate's budget search: feed the LP a tighter budget until a rounding fits.
+    double factor = 0.9;
+    int tightenings = 0;
+    while (!best.fits() && bound.status == milp::MilpStatus::kOptimal && !clock.expired() &&
+           tightenings < 6) {
+      const StageModel tighter =
+          build_stage_model(g, static_cast<int64_t>(factor * static_cast<double>(budget)));
+      const milp::MilpResult lp = milp::solve_lp(
+          tighter.model, milp_options(options, options.time_limit_s - clock.elapsed_s()));
+      if (lp.x.empty()) break;
+      round_all(tighter, lp.x);
+      factor *= 0.9;
+      ++tightenings;
+    }
+    plan = finish(best, SolveStatus::kFeasible);
+    if (bound.status == milp::MilpStatus::kOptimal)
+      plan.stats.cost_lower_bound =
+          std::min(cost_bound(at_budget, bound.objective), best.best()->eval.cost);
+    add_model_counters(plan.stats, at_budget);
+    plan.stats.add_counter("roundings", static_cast<double>(rounded));
+    plan.stats.add_counter("budget_tightenings", tightenings);
+    plan.stats.iterations = rounded;
+    plan.stats.add_counter("time_limit_hit", bound.stopped_on_time || clock.expired() ? 1 : 0);
+    return plan;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Solver> make_milp() { return std::make_unique<MilpSolver>(); }
+std::unique_ptr<Solver> make_lp() { return std::make_unique<LpSolver>(); }
+
+}  // namespace remat::checkmate
