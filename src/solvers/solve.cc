@@ -33,22 +33,26 @@ std::string rows_accepting(bool chain) {
 
 // The status policy, the same for both kinds. A plan the better-plan rule ranks below the default
 // schedule gives way to it: an over-budget plan with a higher peak than the default, or any plan
-// costlier than a default that fits. A returned plan is never worse than running the problem as
-// given. Then the status follows the simulator's peak.
+// costlier than a default that fits (for solvers that minimise cost; a fixed scheme within budget
+// stands, see Solver::minimises_cost). Then the status follows the simulator's peak.
 template <class Result, class MakeDefault>
-void judge(Result& result, int64_t budget, MakeDefault make_default) {
+void judge(Result& result, int64_t budget, bool minimises_cost, MakeDefault make_default) {
   SolveStatus& status = result.plan.stats.status;
   if (status == SolveStatus::kInfeasible) {
     REMAT_CHECK(result.eval.peak_bytes > budget, "a plan within budget was called infeasible");
     return;
   }
-  auto [fallback, fallback_eval] = make_default();
-  if (better_plan({fallback_eval.peak_bytes, fallback_eval.cost},
-                  {result.eval.peak_bytes, result.eval.cost}, budget)) {
-    result.plan.sequence = std::move(fallback);
-    result.plan.stats.lists.clear();  // they described the plan given up
-    result.plan.stats.add_counter("replaced_by_default_schedule", 1);
-    result.eval = std::move(fallback_eval);
+  // A fixed scheme within budget stands: it is the plan asked for.
+  const bool fixed_scheme_fits = !minimises_cost && result.eval.peak_bytes <= budget;
+  if (!fixed_scheme_fits) {
+    auto [fallback, fallback_eval] = make_default();
+    if (better_plan({fallback_eval.peak_bytes, fallback_eval.cost},
+                    {result.eval.peak_bytes, result.eval.cost}, budget)) {
+      result.plan.sequence = std::move(fallback);
+      result.plan.stats.lists.clear();  // they described the plan given up
+      result.plan.stats.add_counter("replaced_by_default_schedule", 1);
+      result.eval = std::move(fallback_eval);
+    }
   }
   const bool fits = result.eval.peak_bytes <= budget;
   if (!fits) status = SolveStatus::kOverBudget;
@@ -97,7 +101,7 @@ SolveResult solve(const Graph& graph, Solver& solver, const SolveOptions& option
   result.eval = simulate(graph, result.plan.sequence);
   REMAT_CHECK(result.eval.valid, fmt::format("solver '{}' returned an invalid sequence: {}",
                                              solver.name(), result.eval.error));
-  judge(result, options.budget.bytes, [&] {
+  judge(result, options.budget.bytes, solver.minimises_cost(), [&] {
     Sequence fallback = default_schedule(graph);
     Evaluation fallback_eval = simulate(graph, fallback);
     return std::pair{std::move(fallback), std::move(fallback_eval)};
@@ -129,7 +133,7 @@ ChainSolveResult solve(const Chain& chain, Solver& solver, const SolveOptions& o
   result.eval = simulate_chain(chain, result.plan.sequence);
   REMAT_CHECK(result.eval.valid, fmt::format("chain solver '{}' returned an invalid sequence: {}",
                                              solver.name(), result.eval.error));
-  judge(result, options.budget.bytes, [&] {
+  judge(result, options.budget.bytes, solver.minimises_cost(), [&] {
     ChainSequence fallback = store_all_sequence(chain);
     ChainEvaluation fallback_eval = simulate_chain(chain, fallback);
     return std::pair{std::move(fallback), std::move(fallback_eval)};
