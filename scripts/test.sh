@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite: the C++ suites (ctest), the
 # Python suite (pytest under /usr/bin/python3, the interpreter that has Debian's PyTorch).
-#   scripts/test.sh              # everything
+#   scripts/test.sh              # everything, the fuzz targets included (scripts/fuzz.sh)
 #   scripts/test.sh --sanitize   # the C++ suites only, built with ASan+UBSan in build-sanitize/
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,5 +19,5 @@ if [ -d python/tests ]; then
   PYTHONPATH="$PWD/$build_dir/python:$PWD/python${PYTHONPATH:+:$PYTHONPATH}" \
     /usr/bin/python3 -m pytest -q python/tests
 fi
-# The fuzz targets (scripts/fuzz.sh) are not run here yet: their clang build is still to be
-# verified on CI; run scripts/fuzz.sh by hand.
+# The readers under libFuzzer (clang, ASan+UBSan): a fixed number of runs with a fixed seed.
+./scripts/fuzz.sh

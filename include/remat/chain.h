@@ -17,6 +17,12 @@
 
 namespace remat {
 
+// Rotor's DPs add sizes along the chain and mark impossible entries with a value above every
+// feasible one (2^62), so a chain's sizes and overheads together may be at most 2^61 bytes, and its
+// times together at most 1e100 (any unit).
+inline constexpr int64_t kMaxChainBytes = int64_t{1} << 61;
+inline constexpr double kMaxTotalTime = 1e100;
+
 struct ChainSizes {
   int64_t a = 0;      // ω_a: bytes of the stage output a^ℓ
   int64_t abar = 0;   // ω_ā: bytes of ā^ℓ (contains a^ℓ)
@@ -92,7 +98,12 @@ ChainEvaluation simulate_chain(const Chain& chain, std::span<const ChainOp> ops)
 // The chain's default schedule, no recomputation: F_all^1..F_all^{L+1}, B^{L+1}..B^1.
 ChainSequence store_all_sequence(const Chain& chain);
 
-// Throws InputError naming the problem when the chain cannot be solved (no stage before the loss).
+// Throws InputError naming the problem when the chain cannot be solved: no stage before the loss,
+// or what check_chain_limits refuses.
 void validate_chain(const Chain& chain, std::string_view source);
+
+// Throws InputError naming `source` and the stage when a size or time is negative or the totals
+// above (kMaxChainBytes, kMaxTotalTime) are exceeded. The chain readers and generator call it.
+void check_chain_limits(const Chain& chain, std::string_view source);
 
 }  // namespace remat

@@ -16,6 +16,11 @@ namespace remat {
 // random width; each node reads from the previous layer with probability `edge_density` (at least
 // one edge) and from earlier layers with probability `skip_density`; sizes and durations are
 // uniform in their ranges. Nodes with no users are graph outputs; there are no graph inputs.
+// Generators refuse more nodes than this, and random-layered refuses parameters whose expected
+// edge count exceeds kMaxGeneratedEdges, with a clear message instead of exhausting memory.
+inline constexpr int32_t kMaxGeneratedNodes = 10'000'000;
+inline constexpr double kMaxGeneratedEdges = 5e8;
+
 struct RandomLayeredParams {
   int32_t num_nodes = 100;
   uint64_t seed = 1;

@@ -3,9 +3,10 @@
 // row says which problem kinds it accepts. solve() below is how callers run one, for both kinds
 // with one policy: it rejects budgets under the memory lower bound at once (graphs), runs the
 // solver, re-simulates the sequence (simulate / simulate_chain) and sets the status from the
-// simulator's peak, never from the solver's own estimate. An over-budget plan worse than the
-// default schedule (store-all on a chain; by better_plan, remat/toolkit.h) is replaced by it
-// (counter "replaced_by_default_schedule"). Seed, threads, progress and the time limit are the
+// simulator's peak, never from the solver's own estimate. A plan worse than the default schedule
+// (store-all on a chain; by better_plan, remat/toolkit.h) is replaced by it (counter
+// "replaced_by_default_schedule"): over budget always, within budget when the solver minimises
+// cost (Solver::minimises_cost). Seed, threads, progress and the time limit are the
 // same options on both sides; results have the same field names and units (a chain's cost is its
 // makespan).
 //   SolveOptions options;  options.budget = parse_budget("50%", baseline(g).peak_bytes);
@@ -53,11 +54,15 @@ struct Progress {
   double best_cost = -1;
 };
 
+// The most threads a solve may use: solvers run at most one worker per hardware thread, and more
+// requested threads only add work that the time limit must cut short.
+inline constexpr int kMaxThreads = 256;
+
 struct SolveOptions {
   Budget budget;
   double time_limit_s = 60;
   uint64_t seed = 1;
-  int threads = 1;
+  int threads = 1;  // 1..kMaxThreads
   ParamMap params;  // solver-specific, documented per solver
   std::function<void(const Progress&)> on_progress;
   // A plan to start the search from (a warm start, e.g. the best plan another solver found).
@@ -84,6 +89,11 @@ class Solver {
   virtual bool accepts_start() const { return false; }
   // Its parameter table's rows (remat/params.h), for --help and the docs check.
   virtual std::span<const ParamInfo> params() const { return {}; }
+  // True when the solver's objective is the least cost within the budget: the judge then replaces
+  // a plan costlier than a default schedule that fits. False for the named fixed schemes (the
+  // baselines, mincut's saved set for a fusing compiler): their plan is what the user asked for,
+  // and only an over-budget plan with a higher peak than the default schedule gives way.
+  virtual bool minimises_cost() const { return true; }
 };
 
 // What a registry row accepts: the problem kinds it solves and its preconditions on a graph.

@@ -25,6 +25,7 @@ from remat._remat import (  # noqa: E402
     cost_lower_bound,
     default_schedule,
     format_bytes,
+    graph_fingerprint,
     load,
     memory_lower_bound,
     save,
@@ -56,6 +57,9 @@ def solvers():
     return [name for name, _ in _remat.solvers()]
 
 
+_MAX_TOTAL_BYTES = 1 << 62  # no graph holds more bytes (kMaxTotalBytes in remat/graph.h)
+
+
 def parse_budget(graph, budget, *, check_lower_bound=False):
     """A budget in bytes. `budget` is int bytes, a float fraction of the baseline peak in (0, 1]
     (0.5 = 50 %), text ("50%", "90MB", "1.5GiB") or "min" (the memory lower bound: ask for the
@@ -66,8 +70,8 @@ def parse_budget(graph, budget, *, check_lower_bound=False):
         raise TypeError(f"budget must be int bytes, a float fraction, text such as \"50%\" or "
                         f"\"90MB\", or \"min\" (got {type(budget).__name__})")
     if isinstance(budget, int):
-        if budget <= 0:
-            raise ValueError(f"budget must be positive bytes (got {budget})")
+        if not 0 < budget <= _MAX_TOTAL_BYTES:
+            raise ValueError(f"budget must be positive bytes up to 2^62 (got {budget})")
         budget_bytes = budget
     elif isinstance(budget, float):
         if not 0.0 < budget <= 1.0:
@@ -106,8 +110,32 @@ def solve(graph, budget, solver="none", *, time_limit=60.0, seed=1, threads=1, p
     solver does not track them; FastSA does). An exception it raises is re-raised after the
     solver returns. The result's peak and cost come from the simulator.
     """
-    return _remat.solve(graph, parse_budget(graph, budget), solver, float(time_limit), int(seed),
-                        int(threads), params, _progress_adapter(progress))
+    time_limit, seed, threads = _solve_settings(time_limit, seed, threads)
+    return _remat.solve(graph, parse_budget(graph, budget), solver, time_limit, seed, threads,
+                        params, _progress_adapter(progress))
+
+
+_MAX_THREADS = 256  # kMaxThreads in remat/solver.h
+
+
+def _solve_settings(time_limit, seed, threads):
+    """(time_limit, seed, threads) checked by name: TypeError for a wrong type, ValueError for a
+    value out of range, before anything reaches the core."""
+    def number(name, x, kinds):
+        if isinstance(x, bool) or not isinstance(x, kinds):
+            raise TypeError(f"{name} must be {' or '.join(k.__name__ for k in kinds)} "
+                            f"(got {type(x).__name__})")
+        return x
+    time_limit = float(number("time_limit", time_limit, (int, float)))
+    if not 0 < time_limit <= 1e9:
+        raise ValueError(f"time_limit must be in (0, 1e9] seconds (got {time_limit!r})")
+    seed = number("seed", seed, (int,))
+    if not 0 <= seed < 1 << 64:
+        raise ValueError(f"seed must be in [0, 2^64) (got {seed})")
+    threads = number("threads", threads, (int,))
+    if not 1 <= threads <= _MAX_THREADS:
+        raise ValueError(f"threads must be in [1, {_MAX_THREADS}] (got {threads})")
+    return time_limit, seed, threads
 
 
 def _progress_adapter(progress):

@@ -12,6 +12,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -28,22 +29,85 @@ namespace py = pybind11;
 namespace remat::python {
 namespace {
 
-// Reads a value reference: an index or the name of a value declared in `spec`.
-ValueId value_ref(const GraphSpec& spec, const py::handle& ref, std::string_view where) {
-  if (py::isinstance<py::str>(ref)) {
-    const std::string name = ref.cast<std::string>();
-    for (size_t v = 0; v < spec.values.size(); ++v)
-      if (spec.values[v].name == name) return ValueId{static_cast<int32_t>(v)};
-    throw InputError(fmt::format("python: {} refers to unknown value '{}'", where, name));
-  }
-  if (!py::isinstance<py::int_>(ref))
-    throw InputError(fmt::format("python: {} must list value indices or names", where));
-  return ValueId{ref.cast<int32_t>()};
+// Value names declared so far, for name references (the first of equal names wins); one hash
+// lookup per reference keeps Graph.build linear.
+using ValueNames = std::unordered_map<std::string, int32_t>;
+
+// Every wrongly typed field is an InputError (ValueError in Python) that names it, instead of
+// pybind11's "Unable to cast" without a name.
+[[noreturn]] void wrong_type(std::string_view where, std::string_view key, std::string_view want,
+                             const py::handle& got) {
+  throw InputError(fmt::format("python: {} field '{}' must be {} (got {} {})", where, key, want,
+                               py::str(py::type::of(got).attr("__name__")).cast<std::string>(),
+                               shorten(py::repr(got).cast<std::string>(), 60)));
 }
 
-template <class T>
-T field(const py::dict& d, const char* key, T fallback) {
-  return d.contains(key) ? d[key].cast<T>() : fallback;
+// Text fields must be str: bytes would make names that no JSON file can hold.
+std::string text_field(const py::dict& d, const char* key, std::string fallback,
+                       std::string_view where) {
+  if (!d.contains(key)) return fallback;
+  const py::handle item = d[key];
+  if (!py::isinstance<py::str>(item)) wrong_type(where, key, "str", item);
+  return item.cast<std::string>();
+}
+
+int64_t int_field(const py::dict& d, const char* key, int64_t fallback, std::string_view where) {
+  if (!d.contains(key)) return fallback;
+  const py::handle item = d[key];
+  if (!py::isinstance<py::int_>(item) || py::isinstance<py::bool_>(item))
+    wrong_type(where, key, "int", item);
+  try {
+    return item.cast<int64_t>();
+  } catch (const py::cast_error&) {
+    throw InputError(fmt::format("python: {} field '{}' is {}, outside the 64-bit range", where,
+                                 key, shorten(py::repr(item).cast<std::string>(), 40)));
+  }
+}
+
+double number_field(const py::dict& d, const char* key, double fallback, std::string_view where) {
+  if (!d.contains(key)) return fallback;
+  const py::handle item = d[key];
+  if (py::isinstance<py::bool_>(item) ||
+      !(py::isinstance<py::int_>(item) || py::isinstance<py::float_>(item)))
+    wrong_type(where, key, "a number", item);
+  return item.cast<double>();
+}
+
+bool bool_field(const py::dict& d, const char* key, bool fallback, std::string_view where) {
+  if (!d.contains(key)) return fallback;
+  const py::handle item = d[key];
+  if (!py::isinstance<py::bool_>(item)) wrong_type(where, key, "bool", item);
+  return item.cast<bool>();
+}
+
+// Reads a value reference: an index or the name of a value declared before.
+ValueId value_ref(const ValueNames& names, const py::handle& ref, std::string_view where) {
+  if (py::isinstance<py::str>(ref)) {
+    const std::string name = ref.cast<std::string>();
+    const auto found = names.find(name);
+    if (found == names.end())
+      throw InputError(
+          fmt::format("python: {} refers to unknown value '{}'", where, shorten(name, 80)));
+    return ValueId{found->second};
+  }
+  if (!py::isinstance<py::int_>(ref) || py::isinstance<py::bool_>(ref))
+    throw InputError(fmt::format("python: {} must list value indices or names", where));
+  const int64_t index = ref.cast<int64_t>();
+  if (index < 0 || index > INT32_MAX)
+    throw InputError(fmt::format("python: {} refers to value index {}, out of range", where,
+                                 shorten(py::repr(ref).cast<std::string>(), 40)));
+  return ValueId{static_cast<int32_t>(index)};
+}
+
+std::vector<ValueId> value_refs(const ValueNames& names, const py::dict& d, const char* key,
+                                std::string_view where) {
+  std::vector<ValueId> out;
+  if (!d.contains(key)) return out;
+  const py::handle list = d[key];
+  if (!py::isinstance<py::list>(list) && !py::isinstance<py::tuple>(list))
+    wrong_type(where, key, "a list of value indices or names", list);
+  for (const py::handle ref : list) out.push_back(value_ref(names, ref, where));
+  return out;
 }
 
 void check_keys(const py::dict& d, std::span<const std::string_view> known, std::string_view what) {
@@ -52,65 +116,69 @@ void check_keys(const py::dict& d, std::span<const std::string_view> known, std:
     bool ok = false;
     for (std::string_view k : known) ok = ok || k == key;
     if (!ok)
-      throw InputError(fmt::format("python: {} has unknown field '{}' (known: {})", what, key,
-                                   fmt::join(known, ", ")));
+      throw InputError(fmt::format("python: {} has unknown field '{}' (known: {})", what,
+                                   shorten(key, 60), fmt::join(known, ", ")));
   }
 }
 
-Value value_from_dict(const GraphSpec& spec, const py::dict& d, size_t index) {
+Value value_from_dict(const ValueNames& names, const py::dict& d, size_t index) {
   static constexpr std::string_view kKnown[] = {"name", "size", "output", "alias_of"};
   const std::string where = fmt::format("value {}", index);
   check_keys(d, kKnown, where);
   Value v;
-  v.name = field<std::string>(d, "name", fmt::format("v{}", index));
-  v.size_bytes = field<int64_t>(d, "size", 0);
-  v.is_output = field<bool>(d, "output", false);
+  v.name = text_field(d, "name", fmt::format("v{}", index), where);
+  v.size_bytes = int_field(d, "size", 0, where);
+  v.is_output = bool_field(d, "output", false, where);
   if (d.contains("alias_of") && !d["alias_of"].is_none())
-    v.alias_of = value_ref(spec, d["alias_of"], where + " alias_of");
+    v.alias_of = value_ref(names, d["alias_of"], where + " alias_of");
   return v;
 }
 
-Node node_from_dict(const GraphSpec& spec, const py::dict& d, size_t index) {
+Node node_from_dict(const ValueNames& names, const py::dict& d, size_t index) {
   static constexpr std::string_view kKnown[] = {"name", "cost",  "inputs", "outputs",     "op",
                                                 "kind", "phase", "temp",   "recomputable"};
   const std::string where = fmt::format("node {}", index);
   check_keys(d, kKnown, where);
   Node n;
-  n.name = field<std::string>(d, "name", fmt::format("n{}", index));
-  n.cost = field<double>(d, "cost", 0.0);
-  n.op = field<std::string>(d, "op", "");
-  n.temp_bytes = field<int64_t>(d, "temp", 0);
-  n.recomputable = field<bool>(d, "recomputable", true);
-  const std::string kind = field<std::string>(d, "kind", "other");
+  n.name = text_field(d, "name", fmt::format("n{}", index), where);
+  n.cost = number_field(d, "cost", 0.0, where);
+  n.op = text_field(d, "op", "", where);
+  n.temp_bytes = int_field(d, "temp", 0, where);
+  n.recomputable = bool_field(d, "recomputable", true, where);
+  const std::string kind = text_field(d, "kind", "other", where);
   const std::optional<OpKind> parsed_kind = parse_op_kind(kind);
-  if (!parsed_kind) throw InputError(fmt::format("python: {} has unknown kind '{}'", where, kind));
+  if (!parsed_kind)
+    throw InputError(fmt::format("python: {} has unknown kind '{}'", where, shorten(kind, 40)));
   n.kind = *parsed_kind;
-  const std::string phase = field<std::string>(d, "phase", "");
+  const std::string phase = text_field(d, "phase", "", where);
   if (!phase.empty()) {
     const std::optional<Phase> parsed_phase = parse_phase(phase);
     if (!parsed_phase)
-      throw InputError(fmt::format("python: {} has unknown phase '{}'", where, phase));
+      throw InputError(fmt::format("python: {} has unknown phase '{}'", where, shorten(phase, 40)));
     n.phase = *parsed_phase;
   }
-  if (d.contains("inputs"))
-    for (const py::handle ref : d["inputs"]) n.inputs.push_back(value_ref(spec, ref, where));
-  if (d.contains("outputs"))
-    for (const py::handle ref : d["outputs"]) n.outputs.push_back(value_ref(spec, ref, where));
+  n.inputs = value_refs(names, d, "inputs", where);
+  n.outputs = value_refs(names, d, "outputs", where);
   return n;
 }
 
-Graph build_graph(const std::string& name, const py::list& values, const py::list& nodes) {
+Graph build_graph(const py::object& name, const py::list& values, const py::list& nodes) {
+  if (!py::isinstance<py::str>(name))
+    throw InputError(fmt::format("python: the graph name must be str (got {})",
+                                 py::str(py::type::of(name).attr("__name__")).cast<std::string>()));
   GraphSpec spec;
-  spec.name = name;
+  spec.name = name.cast<std::string>();
+  ValueNames names;
   for (size_t i = 0; i < values.size(); ++i) {
     if (!py::isinstance<py::dict>(values[i]))
       throw InputError(fmt::format("python: value {} must be a dict", i));
-    spec.values.push_back(value_from_dict(spec, values[i].cast<py::dict>(), i));
+    spec.values.push_back(value_from_dict(names, values[i].cast<py::dict>(), i));
+    names.emplace(spec.values.back().name, static_cast<int32_t>(i));
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (!py::isinstance<py::dict>(nodes[i]))
       throw InputError(fmt::format("python: node {} must be a dict", i));
-    spec.nodes.push_back(node_from_dict(spec, nodes[i].cast<py::dict>(), i));
+    spec.nodes.push_back(node_from_dict(names, nodes[i].cast<py::dict>(), i));
   }
   return Graph::build(std::move(spec), "python");
 }
@@ -172,9 +240,17 @@ std::vector<int32_t> from_sequence(const Sequence& seq) {
 
 // A budget is bytes (int) or text ("50%", "90MB").
 Budget to_budget(const Graph& g, const py::object& budget) {
-  if (py::isinstance<py::int_>(budget)) return Budget{budget.cast<int64_t>()};
-  if (py::isinstance<py::float_>(budget))
-    return Budget{static_cast<int64_t>(budget.cast<double>())};
+  const bool number = !py::isinstance<py::bool_>(budget) &&
+                      (py::isinstance<py::int_>(budget) || py::isinstance<py::float_>(budget));
+  if (number) {
+    // Range-checked as a double first: an int above 2^63 or a NaN has no int64_t value.
+    const double bytes = budget.cast<double>();
+    if (!(bytes >= 0 && bytes <= static_cast<double>(kMaxTotalBytes)))
+      throw InputError(fmt::format("python: budget {} bytes is outside [0, 2^62]",
+                                   shorten(py::repr(budget).cast<std::string>(), 40)));
+    return py::isinstance<py::int_>(budget) ? Budget{budget.cast<int64_t>()}
+                                            : Budget{static_cast<int64_t>(bytes)};
+  }
   if (py::isinstance<py::str>(budget))
     return parse_budget(budget.cast<std::string>(), baseline(g).peak_bytes);
   throw InputError("python: budget must be bytes (int) or text such as \"50%\" or \"90MB\"");
@@ -549,6 +625,9 @@ PYBIND11_MODULE(_remat, m) {
       py::arg("graph"), "(peak_bytes, cost) of the default schedule, from the simulator.");
   m.def("memory_lower_bound", &memory_lower_bound, py::arg("graph"));
   m.def("cost_lower_bound", &cost_lower_bound, py::arg("graph"));
+  m.def("graph_fingerprint", &graph_fingerprint, py::arg("graph"),
+        "32 hex digits identifying the graph's nodes, values, sizes and costs (not its name); "
+        "plan files record it.");
   m.def(
       "parse_budget",
       [](const Graph& g, const py::object& budget) { return to_budget(g, budget).bytes; },

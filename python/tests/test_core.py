@@ -86,3 +86,45 @@ def test_progress_callback_is_called_and_its_errors_are_raised():
 
     with pytest.raises(KeyError, match="stop"):
         remat.solve(g, tight, solver, time_limit=1.0, progress=fail)
+
+
+def test_graph_dicts_with_wrong_types_are_value_errors_naming_the_field():
+    # Issue 15, D12: fields are read by type, so a wrong type is named instead of crashing or
+    # being converted silently.
+    with pytest.raises(ValueError, match="'size'"):
+        remat.Graph.build("bad", [{"name": "x", "size": "64"}], [])
+    with pytest.raises(ValueError, match="'name'"):
+        remat.Graph.build("bad", [{"name": 3, "size": 64}], [])
+    with pytest.raises(ValueError, match="'cost'"):
+        remat.Graph.build("bad", VALUES, [{"name": "f", "cost": "1", "inputs": ["x"],
+                                           "outputs": ["a"]}])
+    with pytest.raises(ValueError, match="'output'"):
+        remat.Graph.build("bad", [{"name": "x", "size": 64, "output": "yes"}], [])
+    with pytest.raises((ValueError, TypeError)):
+        remat.Graph.build(None, VALUES, NODES)
+
+
+def test_solve_settings_and_budgets_are_range_checked_before_the_core():
+    # Issue 15, D5 and D6: threads=100000 used to hang; budgets above 2^62 bytes used to wrap.
+    g = chain()
+    with pytest.raises(ValueError, match=r"threads must be in \[1, 256\]"):
+        remat.solve(g, "100%", "fastsa", threads=100000)
+    with pytest.raises(TypeError, match="time_limit"):
+        remat.solve(g, "100%", "none", time_limit="2")
+    with pytest.raises(ValueError, match="time_limit"):
+        remat.solve(g, "100%", "none", time_limit=float("nan"))
+    with pytest.raises(ValueError, match="2\\^62"):
+        remat.solve(g, 1 << 70, "none")
+    with pytest.raises(ValueError, match="2\\^62"):
+        remat.solve(g, "1e30", "none")
+    assert remat.solve(g, 1 << 62, "none").budget_bytes == 1 << 62
+
+
+def test_graph_fingerprint_is_the_content_not_the_name():
+    a = remat.Graph.build("one", VALUES, NODES)
+    b = remat.Graph.build("two", VALUES, NODES)
+    assert remat.graph_fingerprint(a) == remat.graph_fingerprint(b)
+    heavier = [dict(v) for v in VALUES]
+    heavier[0]["size"] = 65
+    assert remat.graph_fingerprint(remat.Graph.build("one", heavier, NODES)) != \
+        remat.graph_fingerprint(a)

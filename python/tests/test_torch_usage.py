@@ -235,12 +235,18 @@ def test_plan_save_load_round_trip_and_wrong_graph(tmp_path):
     other, other_batch, other_loss = MODELS["cnn"]()
     with pytest.raises(ValueError, match="made for another graph"):
         rt.load_plan(other, other_batch, other_loss, path)
-    # The same JSON from the CLI on the traced graph, without a fingerprint: names are checked.
+    # The CLI reads the Python plan, and the Python loader the CLI's: one fingerprint for both.
     graph_path = str(tmp_path / "mlp.json")
     remat.save(step.traced.graph, graph_path)
     cli = _cli()
     if not os.path.exists(cli):
         pytest.skip("build/remat not built")
+    checked = subprocess.run([cli, "simulate", graph_path, path], capture_output=True, text=True)
+    assert checked.returncode == 0, checked.stderr
+    other_graph = str(tmp_path / "cnn.json")
+    remat.save(rt.trace(other, other_batch, other_loss).graph, other_graph)
+    refused = subprocess.run([cli, "simulate", other_graph, path], capture_output=True, text=True)
+    assert refused.returncode == 2 and "made for another graph" in refused.stderr
     cli_plan = str(tmp_path / "cli.json")
     subprocess.run([cli, "solve", graph_path, "--budget", "100%", "--solver", "none", "-o",
                     cli_plan], check=True, capture_output=True)

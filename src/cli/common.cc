@@ -51,9 +51,11 @@ void add_solver_options(CLI::App& command, SolverArgs& args) {
   command.add_option("--seed", args.seed, "random seed (same graph, options and seed: same plan)")
       ->default_val(1)
       ->check(seed_validator());
-  command.add_option("--threads", args.threads, "threads (solvers that use them)")
+  command
+      .add_option("--threads", args.threads,
+                  fmt::format("threads (solvers that use them), at most {}", kMaxThreads))
       ->default_val(1)
-      ->check(CLI::Range(1, 1024));
+      ->check(CLI::Range(1, kMaxThreads));
   command.add_option("--param", args.params,
                      "solver parameter KEY=VALUE, or SOLVER.KEY=VALUE for one solver only "
                      "(repeatable; see docs/solvers/)");

@@ -54,13 +54,25 @@ Budget to_budget(double bytes, std::string_view whole) {
   return {static_cast<int64_t>(floored)};
 }
 
+// ⌊pct % × baseline⌋ exactly when pct has at most six decimals (every budget people type), so 100%
+// is the baseline itself even where doubles cannot hold the bytes; otherwise in double.
+Budget percent_of(double pct, int64_t baseline_peak_bytes, std::string_view whole) {
+  const double millionths = std::round(pct * 1e6);
+  if (millionths <= 1e15 && std::abs(millionths - pct * 1e6) < 1e-6 * std::max(1.0, millionths)) {
+    const __int128 bytes =
+        static_cast<__int128>(baseline_peak_bytes) * static_cast<int64_t>(millionths) / 100'000'000;
+    if (bytes <= kMaxTotalBytes) return {static_cast<int64_t>(bytes)};
+  }
+  return to_budget(pct / 100.0 * static_cast<double>(baseline_peak_bytes), whole);
+}
+
 }  // namespace
 
 Budget parse_budget(std::string_view text, int64_t baseline_peak_bytes) {
   const std::string_view t = trim(text);
   if (!t.empty() && t.back() == '%') {
     const double pct = parse_number(t.substr(0, t.size() - 1), text);
-    return to_budget(pct / 100.0 * static_cast<double>(baseline_peak_bytes), text);
+    return percent_of(pct, baseline_peak_bytes, text);
   }
   for (const Unit& unit : kUnits)
     if (t.size() > unit.suffix.size() && t.ends_with(unit.suffix))

@@ -118,6 +118,7 @@ void validate_chain(const Chain& chain, std::string_view source) {
   if (chain.length() < 1)
     throw InputError(
         fmt::format("{}: a chain needs at least one stage before the loss stage", source));
+  check_chain_limits(chain, source);
 }
 
 ChainEvaluation simulate_chain(const Chain& chain, std::span<const ChainOp> ops) {

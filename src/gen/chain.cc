@@ -81,15 +81,25 @@ Chain resnet_chain(const ChainGenParams& p) {
   return chain;
 }
 
+// Far beyond what any DP here can solve; it keeps a typo from allocating gigabytes.
+constexpr int kMaxGeneratedLength = 1'000'000;
+
 }  // namespace
 
 Chain generate_chain(const ChainGenParams& params) {
-  if (params.length < 1)
-    throw InputError(fmt::format("gen chain: length must be >= 1 (got {})", params.length));
-  if (params.kind == "resnet") return resnet_chain(params);
-  if (params.kind == "random") return random_chain(params);
-  throw InputError(
-      fmt::format("gen chain: unknown kind '{}' (known: resnet, random)", params.kind));
+  if (params.length < 1 || params.length > kMaxGeneratedLength)
+    throw InputError(fmt::format("gen chain: length must be in [1, {}] (got {})",
+                                 kMaxGeneratedLength, params.length));
+  Chain chain;
+  if (params.kind == "resnet")
+    chain = resnet_chain(params);
+  else if (params.kind == "random")
+    chain = random_chain(params);
+  else
+    throw InputError(
+        fmt::format("gen chain: unknown kind '{}' (known: resnet, random)", params.kind));
+  check_chain_limits(chain, "gen chain");
+  return chain;
 }
 
 }  // namespace remat

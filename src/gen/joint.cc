@@ -27,8 +27,9 @@ struct Act {
 constexpr int32_t kMaxPatternNodes = 8;  // the largest pattern, accumulations included
 
 void check_params(const JointParams& p) {
-  if (p.num_nodes < 5)
-    throw InputError(fmt::format("joint: --nodes must be >= 5 (got {})", p.num_nodes));
+  if (p.num_nodes < 5 || p.num_nodes > kMaxGeneratedNodes)
+    throw InputError(
+        fmt::format("joint: --nodes must be in [5, {}] (got {})", kMaxGeneratedNodes, p.num_nodes));
   if (p.rows < 1) throw InputError(fmt::format("joint: --rows must be >= 1 (got {})", p.rows));
   if (p.min_width < 1 || p.max_width < p.min_width)
     throw InputError(fmt::format("joint: need 1 <= min width <= max width (got {}, {})",

@@ -11,14 +11,23 @@ namespace remat {
 namespace {
 
 void check_params(const RandomLayeredParams& p) {
-  if (p.num_nodes < 1)
-    throw InputError(fmt::format("random-layered: --nodes must be >= 1 (got {})", p.num_nodes));
+  if (p.num_nodes < 1 || p.num_nodes > kMaxGeneratedNodes)
+    throw InputError(fmt::format("random-layered: --nodes must be in [1, {}] (got {})",
+                                 kMaxGeneratedNodes, p.num_nodes));
   if (!(p.width > 0))
     throw InputError(fmt::format("random-layered: --width must be > 0 (got {})", p.width));
   for (double d : {p.edge_density, p.skip_density})
     if (!(d >= 0 && d <= 1))
       throw InputError(fmt::format("random-layered: densities must be in [0, 1] (got {})", d));
   if (p.skip_window < 0) throw InputError("random-layered: --skip-window must be >= 0");
+  const double nodes = p.num_nodes;
+  const double layer_width = std::min(nodes, std::max(1.0, p.width * std::sqrt(nodes) * 2));
+  const double expected_edges = nodes * layer_width * (p.edge_density + p.skip_density);
+  if (expected_edges > kMaxGeneratedEdges)
+    throw InputError(fmt::format(
+        "random-layered: about {:.3g} edges expected (--nodes {}, --width {}, densities {} and "
+        "{}); the limit is {:.3g}: lower the width or the densities",
+        expected_edges, p.num_nodes, p.width, p.edge_density, p.skip_density, kMaxGeneratedEdges));
   if (p.min_size < 0 || p.max_size < p.min_size)
     throw InputError(fmt::format("random-layered: need 0 <= min size <= max size (got {}, {})",
                                  p.min_size, p.max_size));

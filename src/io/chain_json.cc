@@ -61,6 +61,7 @@ Chain parse_chain_json(std::string_view json_text, std::string_view source) {
     stage.o_b = read_size(item, "o_b", 0, source, where);
     chain.stages.push_back(std::move(stage));
   }
+  check_chain_limits(chain, source);
   return chain;
 }
 

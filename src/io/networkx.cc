@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "json_util.h"
 #include "remat/io.h"
@@ -83,6 +83,29 @@ std::vector<int64_t> schedule_ids(const json& doc, const std::vector<NxNode>& no
   return order;
 }
 
+// `wanted`, or `wanted` with the first free suffix ".2", ".3", ...; the result is taken.
+std::string claim(std::unordered_set<std::string>& taken, const std::string& wanted) {
+  std::string name = wanted;
+  for (int k = 2; taken.contains(name); ++k) name = fmt::format("{}.{}", wanted, k);
+  taken.insert(name);
+  return name;
+}
+
+// Node names, unique: a name used once is kept; repeated names become "name#id", and a clash
+// with any other name (a node really called "x#3") gets a further suffix.
+std::vector<std::string> unique_names(const std::vector<NxNode>& nodes) {
+  std::unordered_map<std::string, int> count;
+  for (const NxNode& n : nodes) ++count[n.name];
+  std::unordered_set<std::string> taken;
+  for (const NxNode& n : nodes)
+    if (count[n.name] == 1) taken.insert(n.name);
+  std::vector<std::string> names;
+  names.reserve(nodes.size());
+  for (const NxNode& n : nodes)
+    names.push_back(count[n.name] == 1 ? n.name : claim(taken, fmt::format("{}#{}", n.name, n.id)));
+  return names;
+}
+
 }  // namespace
 
 Graph import_networkx_json(std::string_view json_text, std::string_view source) {
@@ -133,14 +156,13 @@ Graph io::networkx_from_doc(const json& doc, std::string_view source) {
                       doc["graph"]["name"].is_string()
                   ? doc["graph"]["name"].get<std::string>()
                   : std::string();
-  std::map<std::string, int> name_count;
-  for (const NxNode& n : nodes) ++name_count[n.name];
+  const std::vector<std::string> names = unique_names(nodes);
   spec.values.resize(nodes.size());
   spec.nodes.resize(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) {
     const NxNode& n = nodes[i];
     const auto k = static_cast<size_t>(position[i]);
-    const std::string name = name_count[n.name] > 1 ? fmt::format("{}#{}", n.name, n.id) : n.name;
+    const std::string& name = names[i];
     spec.values[k] = Value{.name = name, .size_bytes = n.size, .is_output = !has_successor[i]};
     Node& node = spec.nodes[k];
     node.name = name;
@@ -150,11 +172,12 @@ Graph io::networkx_from_doc(const json& doc, std::string_view source) {
     for (size_t p : predecessors[i]) node.inputs.push_back(ValueId{position[p]});
     std::sort(node.inputs.begin(), node.inputs.end());
   }
+  std::unordered_set<std::string> taken(names.begin(), names.end());
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].param_size == 0) continue;  // parameters are resident graph inputs
     const auto k = static_cast<size_t>(position[i]);
-    spec.values.push_back(
-        Value{.name = spec.nodes[k].name + ".param", .size_bytes = nodes[i].param_size});
+    spec.values.push_back(Value{.name = claim(taken, spec.nodes[k].name + ".param"),
+                                .size_bytes = nodes[i].param_size});
     spec.nodes[k].inputs.push_back(ValueId{static_cast<int32_t>(spec.values.size() - 1)});
   }
   return Graph::build(std::move(spec), source);

@@ -26,6 +26,23 @@ json stats_json(const SolveStats& stats) {
   return out;
 }
 
+// Plans written before fingerprints existed have none; their step names are still checked.
+void check_fingerprint(const Graph& graph, const json& doc, std::string_view source) {
+  if (!doc.contains("graph_fingerprint")) return;
+  const std::string recorded =
+      io::get_string_or(doc, "graph_fingerprint", "", source, "the document");
+  const std::string actual = graph_fingerprint(graph);
+  if (recorded == actual) return;
+  const std::string planned_for = io::get_string_or(doc, "graph", "", source, "the document");
+  const auto label = [](const std::string& name) {
+    return name.empty() ? std::string() : fmt::format(" '{}'", shorten(name, 80));
+  };
+  throw InputError(fmt::format(
+      "{}: the plan was made for another graph{} (fingerprint {}); this graph{} has fingerprint "
+      "{}: plan it again for this graph",
+      source, label(planned_for), shorten(recorded, 40), label(graph.name()), actual));
+}
+
 }  // namespace
 
 std::string plan_to_json(const Graph& graph, const SolveResult& result, Budget budget) {
@@ -38,6 +55,7 @@ std::string plan_to_json(const Graph& graph, const SolveResult& result, Budget b
       {"format", "remat-plan"},
       {"version", 1},
       {"graph", graph.name()},
+      {"graph_fingerprint", graph_fingerprint(graph)},
       {"solver", result.plan.solver},
       {"budget_bytes", budget.bytes},
       {"status", to_string(result.plan.stats.status)},
@@ -65,6 +83,7 @@ void write_plan_file(const std::string& path, const Graph& graph, const SolveRes
 Plan parse_plan_json(const Graph& graph, std::string_view json_text, std::string_view source) {
   const json doc = io::parse_json(json_text, source);
   io::check_format(doc, "remat-plan", 1, source);
+  check_fingerprint(graph, doc, source);
   Plan plan;
   plan.solver = io::get_string_or(doc, "solver", "", source, "the document");
   const std::string status = io::get_string_or(doc, "status", "feasible", source, "the document");

@@ -16,8 +16,9 @@ void check_options(const Solver& solver, const SolveOptions& options) {
     throw InputError(fmt::format("budget must be >= 0 bytes (got {})", options.budget.bytes));
   if (!(options.time_limit_s > 0))
     throw InputError(fmt::format("time limit must be > 0 seconds (got {})", options.time_limit_s));
-  if (options.threads < 1)
-    throw InputError(fmt::format("threads must be >= 1 (got {})", options.threads));
+  if (options.threads < 1 || options.threads > kMaxThreads)
+    throw InputError(
+        fmt::format("threads must be in [1, {}] (got {})", kMaxThreads, options.threads));
   if (!options.start.empty() && !solver.accepts_start())
     throw InputError(fmt::format("solver '{}' takes no start sequence", solver.name()));
 }
@@ -30,17 +31,20 @@ std::string rows_accepting(bool chain) {
   return fmt::format("{}", fmt::join(names, ", "));
 }
 
-// The status policy, the same for both kinds. An over-budget plan worse than the default schedule
-// (higher peak, or the same peak at a higher cost) gives way to it: a returned plan is never worse
-// than running the problem as given. Then the status follows the simulator's peak.
+// The status policy, the same for both kinds. A plan the better-plan rule ranks below the default
+// schedule gives way to it: an over-budget plan with a higher peak than the default, or any plan
+// costlier than a default that fits (for solvers that minimise cost; a fixed scheme within budget
+// stands, see Solver::minimises_cost). Then the status follows the simulator's peak.
 template <class Result, class MakeDefault>
-void judge(Result& result, int64_t budget, MakeDefault make_default) {
+void judge(Result& result, int64_t budget, bool minimises_cost, MakeDefault make_default) {
   SolveStatus& status = result.plan.stats.status;
   if (status == SolveStatus::kInfeasible) {
     REMAT_CHECK(result.eval.peak_bytes > budget, "a plan within budget was called infeasible");
     return;
   }
-  if (result.eval.peak_bytes > budget) {
+  // A fixed scheme within budget stands: it is the plan asked for.
+  const bool fixed_scheme_fits = !minimises_cost && result.eval.peak_bytes <= budget;
+  if (!fixed_scheme_fits) {
     auto [fallback, fallback_eval] = make_default();
     if (better_plan({fallback_eval.peak_bytes, fallback_eval.cost},
                     {result.eval.peak_bytes, result.eval.cost}, budget)) {
@@ -97,7 +101,7 @@ SolveResult solve(const Graph& graph, Solver& solver, const SolveOptions& option
   result.eval = simulate(graph, result.plan.sequence);
   REMAT_CHECK(result.eval.valid, fmt::format("solver '{}' returned an invalid sequence: {}",
                                              solver.name(), result.eval.error));
-  judge(result, options.budget.bytes, [&] {
+  judge(result, options.budget.bytes, solver.minimises_cost(), [&] {
     Sequence fallback = default_schedule(graph);
     Evaluation fallback_eval = simulate(graph, fallback);
     return std::pair{std::move(fallback), std::move(fallback_eval)};
@@ -129,7 +133,7 @@ ChainSolveResult solve(const Chain& chain, Solver& solver, const SolveOptions& o
   result.eval = simulate_chain(chain, result.plan.sequence);
   REMAT_CHECK(result.eval.valid, fmt::format("chain solver '{}' returned an invalid sequence: {}",
                                              solver.name(), result.eval.error));
-  judge(result, options.budget.bytes, [&] {
+  judge(result, options.budget.bytes, solver.minimises_cost(), [&] {
     ChainSequence fallback = store_all_sequence(chain);
     ChainEvaluation fallback_eval = simulate_chain(chain, fallback);
     return std::pair{std::move(fallback), std::move(fallback_eval)};

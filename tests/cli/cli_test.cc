@@ -70,7 +70,8 @@ TEST(Cli, BadInputGetsOneLineExitTwoAndNoOutput) {
       {"unknown flag", "info " + kLateUse + " --frobnicate", "--frobnicate"},
       {"compare unknown solver", "compare " + kLateUse + " --solvers none,magic",
        "unknown solver 'magic'"},
-      {"gen bad nodes", "gen random-layered --nodes 0 -o " + out, "--nodes must be >= 1"},
+      {"gen bad nodes", "gen random-layered --nodes 0 -o " + out,
+       "--nodes must be in [1, 10000000] (got 0)"},
   };
   for (const BadInput& c : cases) {
     SCOPED_TRACE(c.name);

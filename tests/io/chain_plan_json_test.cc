@@ -1,3 +1,4 @@
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "remat/error.h"
@@ -55,6 +56,15 @@ TEST(PlanJson, RoundTripAndMismatch) {
     "nodes": [{"id": 0, "name": "p", "cost": 1, "outputs": [0]},
               {"id": 1, "name": "q", "cost": 1, "inputs": [0], "outputs": [1]}]})");
   EXPECT_EQ(testing::input_error_of([&] { parse_plan_json(other, text, "plan.json"); }),
+            fmt::format("plan.json: the plan was made for another graph (fingerprint {}); this "
+                        "graph has fingerprint {}: plan it again for this graph",
+                        graph_fingerprint(g), graph_fingerprint(other)));
+  // Plans written before fingerprints existed still have their step names checked.
+  std::string unfingerprinted = text;
+  const size_t at = unfingerprinted.find("\"graph_fingerprint\"");
+  ASSERT_NE(at, std::string::npos);
+  unfingerprinted.erase(at, unfingerprinted.find('\n', at) - at + 1);
+  EXPECT_EQ(testing::input_error_of([&] { parse_plan_json(other, unfingerprinted, "plan.json"); }),
             "plan.json: step 0: node 0 is 'p' in the graph but 'f' in the plan (was "
             "the plan made for another graph?)");
 }

@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <set>
 #include <string>
 
+#include "remat/chain.h"
+#include "remat/generate.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
 #include "remat/solver.h"
@@ -132,6 +135,109 @@ TEST(HostileInput, D15LongNamesAreCutShortInMessages) {
       graph_with(R"({"id": 0, "size": 1, "output": true})",
                  R"({"id": 0, "cost": 1, "kind": ")" + name + R"(", "outputs": [0]})");
   EXPECT_LT(input_error_of([&] { (void)parse_graph_json(kind, "k.json"); }).size(), 400u);
+}
+
+// A two-stage chain whose first stage output has `a_bytes` bytes.
+std::string chain_with_stage_bytes(const std::string& a_bytes) {
+  return R"({"format": "remat-chain", "version": 1, "input": {"a": 8, "abar": 8, "delta": 8},
+             "stages": [{"u_f": 1, "u_b": 2, "a": )" +
+         a_bytes + R"(, "abar": )" + a_bytes + R"(, "delta": 8},
+                        {"u_f": 1, "u_b": 2, "a": 8, "abar": 8, "delta": 8},
+                        {"u_f": 0, "u_b": 0, "a": 8, "abar": 8, "delta": 8}]})";
+}
+
+TEST(HostileInput, D4ChainTotalsAbove2To61AreRefusedAndRotorSolvesLargeStages) {
+  for (const char* bytes : {"2305843009213693952", "4611686018427387904"}) {  // 2^61, 2^62
+    SCOPED_TRACE(bytes);
+    const std::string message =
+        input_error_of([&] { (void)parse_chain_json(chain_with_stage_bytes(bytes), "c.json"); });
+    EXPECT_NE(message.find("c.json: stage 1: the chain's sizes and overheads add up to more than"),
+              std::string::npos)
+        << message;
+  }
+  // A stage of 2^59 + 2^59 bytes used to abort rotor's DP at a 100 % budget (its "no bytes"
+  // sentinel was reachable); now it is solved, and 100 % is the store-all peak exactly.
+  const Chain big = parse_chain_json(chain_with_stage_bytes("576460752303423488"), "big.json");
+  const int64_t store_all = simulate_chain(big, store_all_sequence(big)).peak_bytes;
+  SolveOptions options;
+  options.budget = parse_budget("100%", store_all);
+  EXPECT_EQ(options.budget.bytes, store_all);
+  for (const char* persistence : {"strong", "weak"}) {
+    SCOPED_TRACE(persistence);
+    options.params = {{"persistence", persistence}};
+    const ChainSolveResult r = solve(big, "rotor", options);
+    EXPECT_LE(r.eval.peak_bytes, store_all);
+    EXPECT_EQ(r.eval.cost, simulate_chain(big, store_all_sequence(big)).cost);
+  }
+  options.params.clear();
+  // Chains built in code (Python, graph extraction) are checked when solved.
+  Chain negative = big;
+  negative.stages[1].o_b = -1;
+  EXPECT_NE(input_error_of([&] {
+              (void)solve(negative, "rotor", options);
+            }).find("stage 2: a size is negative"),
+            std::string::npos);
+}
+
+TEST(HostileInput, D5PercentBudgetsAreExactForPeaksDoublesCannotHold) {
+  const int64_t peak = (int64_t{1} << 60) + 1;  // not a double
+  EXPECT_EQ(parse_budget("100%", peak).bytes, peak);
+  EXPECT_EQ(parse_budget("50%", peak).bytes, peak / 2);
+  EXPECT_EQ(parse_budget("12.5%", 1000001).bytes, 125000);
+}
+
+TEST(HostileInput, D6ThreadCountsAreRangeChecked) {
+  const Graph g = generate_random_layered({.num_nodes = 10, .seed = 1});
+  SolveOptions options;
+  options.budget.bytes = baseline(g).peak_bytes;
+  options.threads = kMaxThreads + 1;
+  EXPECT_NE(input_error_of([&] {
+              (void)solve(g, "fastsa", options);
+            }).find("threads must be in [1, 256] (got 257)"),
+            std::string::npos);
+}
+
+TEST(HostileInput, D11APlanForAnotherGraphIsRefusedNamingBoth) {
+  const Graph a = generate_random_layered({.num_nodes = 12, .seed = 1});
+  const Graph b = generate_random_layered({.num_nodes = 12, .seed = 2});
+  SolveOptions options;
+  options.budget.bytes = baseline(a).peak_bytes;
+  const std::string plan = plan_to_json(a, solve(a, "none", options), options.budget);
+  EXPECT_EQ(parse_plan_json(a, plan, "p.json").sequence, default_schedule(a));
+  const std::string message = input_error_of([&] { (void)parse_plan_json(b, plan, "p.json"); });
+  EXPECT_NE(message.find("p.json: the plan was made for another graph"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find(graph_fingerprint(b)), std::string::npos) << message;
+  // The fingerprint is the graph's content: a renamed copy keeps it.
+  const std::string body = R"("values": [{"id": 0, "size": 4, "output": true}],
+                             "nodes": [{"id": 0, "cost": 1, "outputs": [0]}]})";
+  const auto named = [&](const std::string& name) {
+    return parse_graph_json(
+        R"({"format": "remat-graph", "version": 1, "name": ")" + name + R"(", )" + body, "n.json");
+  };
+  EXPECT_EQ(graph_fingerprint(named("one")), graph_fingerprint(named("two")));
+}
+
+TEST(HostileInput, D16GeneratorsRefuseSizesTheyCannotBuild) {
+  EXPECT_NE(input_error_of([] {
+              (void)generate_random_layered({.num_nodes = 2'000'000'000, .seed = 1});
+            }).find("--nodes must be in [1, 10000000]"),
+            std::string::npos);
+  EXPECT_NE(input_error_of([] {
+              (void)generate_chain({.kind = "random", .length = 2'000'000'000});
+            }).find("length must be in [1, 1000000]"),
+            std::string::npos);
+}
+
+TEST(HostileInput, D16DuplicateNetworkxNamesAreMadeUnique) {
+  const std::string text = R"({"directed": true, "multigraph": false, "graph": {},
+    "nodes": [{"id": 0, "name": "x", "cost_cpu": 1, "cost_ram": 4},
+              {"id": 1, "name": "x", "cost_cpu": 1, "cost_ram": 4},
+              {"id": 2, "name": "x#1", "cost_cpu": 1, "cost_ram": 4}],
+    "links": [{"source": 0, "target": 1}, {"source": 1, "target": 2}]})";
+  const Graph g = import_networkx_json(text, "nx.json");
+  std::set<std::string> names;
+  for (const Node& node : g.nodes()) EXPECT_TRUE(names.insert(node.name).second) << node.name;
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
     traced = remat.torch.trace(model, (x, y), F.cross_entropy)   # loss_fn(model(x), y)
     traced.graph           # remat.Graph: parameters and data in, loss and gradients out
     traced.module          # the fx.GraphModule the graph was made from
-    traced.fingerprint     # sha-256 of the graph's JSON: plans name the graph they were made for
+    traced.fingerprint     # remat.graph_fingerprint: plans name the graph they were made for
 
 The work is split by concern: `capture.py` (make_fx of the step, batch structure), `rewrites.py`
 (in-place and *_like rewrites), `effects.py` (which inputs each call writes, side effects),
@@ -18,7 +18,6 @@ The work is split by concern: `capture.py` (make_fx of the step, batch structure
 """
 
 import dataclasses
-import hashlib
 import operator
 
 import torch
@@ -81,9 +80,10 @@ _RERUN_AFTER_REWRITES = False
 
 
 def graph_fingerprint(graph):
-    """sha-256 of the graph's JSON (names, sizes, costs, edges): a plan records the graph it was
-    made for, and a plan for another graph is refused."""
-    return hashlib.sha256(graph.to_json().encode()).hexdigest()
+    """The graph's fingerprint (remat.graph_fingerprint: names, sizes, costs, edges), the same
+    one `remat solve -o` writes: a plan records the graph it was made for, and a plan for another
+    graph is refused, by Python and by the CLI alike."""
+    return remat.graph_fingerprint(graph)
 
 
 def training_modes(model):

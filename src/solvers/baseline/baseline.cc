@@ -9,6 +9,7 @@ const ParamTable<NoParams> kNoParams("none", {});
 class BaselineSolver final : public Solver {
  public:
   std::string_view name() const override { return "none"; }
+  bool minimises_cost() const override { return false; }  // the default schedule itself
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     kNoParams.parse(options.params);  // none: any key is unknown

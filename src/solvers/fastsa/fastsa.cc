@@ -216,7 +216,12 @@ class FastsaSolver final : public Solver {
     const int chains = std::max(1, options.threads);
     std::vector<ChainResult> results(static_cast<size_t>(chains));
     std::vector<std::exception_ptr> errors(static_cast<size_t>(chains));
+    std::vector<char> ran(static_cast<size_t>(chains), 0);
     auto run_chain = [&](int i) {
+      // Chain 0 always runs; the others start only while time is left, so many threads cannot
+      // stretch the time limit by setting up chains that get no iterations.
+      if (i > 0 && deadline.expired()) return;
+      ran[static_cast<size_t>(i)] = 1;
       try {
         Chain chain(graph, params, options, start, deadline,
                     derive_seed(options.seed, static_cast<uint64_t>(i)),
@@ -243,9 +248,9 @@ class FastsaSolver final : public Solver {
 
     size_t best = 0;
     for (size_t i = 1; i < results.size(); ++i)
-      if (better_plan({results[i].eval.peak_bytes, results[i].eval.cost},
-                      {results[best].eval.peak_bytes, results[best].eval.cost},
-                      options.budget.bytes))
+      if (ran[i] && better_plan({results[i].eval.peak_bytes, results[i].eval.cost},
+                                {results[best].eval.peak_bytes, results[best].eval.cost},
+                                options.budget.bytes))
         best = i;
     Plan plan;
     plan.sequence = std::move(results[best].sequence);
@@ -255,6 +260,8 @@ class FastsaSolver final : public Solver {
                             : SolveStatus::kOverBudget;
     plan.stats.cost_lower_bound = cost_lower_bound(graph);
     plan.stats.add_counter("chains", chains);
+    plan.stats.add_counter("chains_run",
+                           static_cast<double>(std::count(ran.begin(), ran.end(), 1)));
     plan.stats.add_counter("best_chain", static_cast<double>(best));
     return plan;
   }

@@ -99,6 +99,8 @@ std::vector<Rung> fallback_ladder(const MincutParams& asked) {
 class MincutSolver final : public Solver {
  public:
   std::string_view name() const override { return kName; }
+  // Its objective is the saved set for a fusing compiler, not the simulator's cost.
+  bool minimises_cost() const override { return false; }
   std::span<const ParamInfo> params() const override { return mincut_param_table().info(); }
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {

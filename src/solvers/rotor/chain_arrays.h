@@ -76,7 +76,8 @@ struct Discretisation {
 // bins = 0: exact (one byte per bin). Throws InputError when a size would not fit in 31 bits.
 Discretisation discretise(const ChainArrays<int64_t>& chain, int64_t budget_bytes, int64_t bins);
 
-// A large value that survives a few additions of sizes without overflowing.
-inline constexpr int64_t kNoBytes = INT64_MAX / 8;
+// Above every feasible memory (a chain's bytes total at most kMaxChainBytes = 2^61), and still
+// representable after adding a few of its sizes.
+inline constexpr int64_t kNoBytes = int64_t{1} << 62;
 
 }  // namespace remat::rotor

@@ -188,6 +188,7 @@ class RotorSolver : public ChainFamilySolver {
 class RevolveSolver : public ChainFamilySolver {
  public:
   std::string_view name() const override { return "revolve"; }
+  bool minimises_cost() const override { return false; }  // the binomial scheme, as named
   std::span<const ParamInfo> chain_params() const override { return kRevolveParams.info(); }
   ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     return solve_family(kRevolve, kRevolveParams.parse(options.params).bins, chain, options);
@@ -197,6 +198,7 @@ class RevolveSolver : public ChainFamilySolver {
 class StoreAllSolver : public Solver {
  public:
   std::string_view name() const override { return "store-all"; }
+  bool minimises_cost() const override { return false; }  // the default schedule itself
   ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     kStoreAllParams.parse(options.params);  // none: any key is unknown
     ChainPlan plan;
@@ -229,6 +231,7 @@ ChainSequence sequential_sequence(int length, int segments) {
 class SequentialSolver : public ChainFamilySolver {
  public:
   std::string_view name() const override { return "sequential"; }
+  bool minimises_cost() const override { return false; }  // checkpoint_sequential, as named
   std::span<const ParamInfo> chain_params() const override { return kSequentialParams.info(); }
   ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     const int length = chain.length();
