@@ -118,6 +118,21 @@ def test_bad_input_is_a_value_error():
         ckpt(torch.randn(2, 4, requires_grad=True))
 
 
+def test_rockmate_solver_on_blocks_is_rotor_with_eager_gradients():
+    # Opaque user blocks: rk-Rotor with keep-all and keep-nothing per block, i.e. Rotor's DP.
+    blocks, (x, y), loss_fn = cnn_blocks()
+    eager = copy.deepcopy(blocks)
+    rk = rt.Checkpointable(copy.deepcopy(blocks), budget="60%", solver="rockmate")
+    ro = rt.Checkpointable(copy.deepcopy(blocks), budget="60%", solver="rotor")
+    for model in (eager, rk, ro):
+        torch.manual_seed(0)
+        loss_fn(model(x), y).backward()
+    for p, q in zip(eager.parameters(), rk.parameters()):
+        assert torch.equal(p.grad, q.grad)
+    assert rk.solver == "rockmate" and rk.chain_solver == "rotor"
+    assert [tuple(op) for op in rk.plan["ops"]] == [tuple(op) for op in ro.plan["ops"]]
+
+
 def test_plan_is_deterministic_with_flop_costs():
     # FLOP costs (the default) depend only on the model and the input shapes: two instances
     # profile the same chain and plan the same ops; wall-clock costs are opt-in.

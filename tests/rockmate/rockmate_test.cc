@@ -134,12 +134,14 @@ double counter(const SolveResult& r, std::string_view name) {
 }
 
 TEST(RockmateSolve, DpMemoryBoundsTheSimulatedPeakAndRotorIsNeverBetter) {
+  double milp_runs = 0, options = 0, milp_available = -1;
   for (uint64_t seed = 1; seed <= 3; ++seed) {
     const Graph g = joint(100, seed);
     const int64_t base = baseline(g).peak_bytes;
     for (double fraction : {0.8, 0.6, 0.45}) {
       const auto budget = static_cast<int64_t>(fraction * static_cast<double>(base));
-      const SolveResult rk = solve_and_check(g, budget, "rockmate", {{"budgets", "3x3"}});
+      const SolveResult rk =
+          solve_and_check(g, budget, "rockmate", {{"budgets", "2x2"}, {"milp_time_limit", "0.2"}});
       const SolveResult ro = solve_and_check(g, budget, "rotor");
       if (rk.plan.stats.status == SolveStatus::kInfeasible) continue;  // below the lower bound
       const std::string where = fmt::format("seed {} at {}", seed, fraction);
@@ -147,12 +149,22 @@ TEST(RockmateSolve, DpMemoryBoundsTheSimulatedPeakAndRotorIsNeverBetter) {
         EXPECT_LE(rk.eval.peak_bytes, counter(rk, "dp_memory_bound")) << where;
       }
       EXPECT_EQ(counter(rk, "bound_violations"), 0) << where;
+      milp_runs += rk.plan.stats.counter("milp_runs").value_or(0);
+      if (auto a = rk.plan.stats.counter("milp_available")) milp_available = *a;
+      options += rk.plan.stats.counter("options_kept").value_or(0);
       const bool rk_fits = rk.eval.peak_bytes <= budget, ro_fits = ro.eval.peak_bytes <= budget;
       EXPECT_TRUE(rk_fits || !ro_fits) << where;
       if (rk_fits && ro_fits) {
         EXPECT_LE(rk.eval.cost, ro.eval.cost * (1 + 1e-12)) << where;
       }
     }
+  }
+  if (milp_available == 1) {
+    EXPECT_GT(milp_runs, 0);  // the plans above used MILP options, not only keep-all/nothing
+    EXPECT_GT(options, 0);
+  } else {  // built without CBC: keep-all and keep-nothing only, and the stats say so
+    EXPECT_EQ(milp_available, 0);
+    EXPECT_EQ(milp_runs, 0);
   }
 }
 

@@ -5,13 +5,15 @@
     ckpt.chain_json, ckpt.plan_notation, ckpt.planned_peak_bytes
 
 On the first training call (and whenever the input's shape, dtype, device or the train/eval mode
-changes) each block is profiled once: its forward and backward costs, the bytes of its output, of what autograd saves for its backward (ā), and the peaks of live storages while it runs
+changes) each block is profiled once: its forward and backward costs, the bytes of its output, of
+what autograd saves for its backward (ā), and the peaks of live storages while it runs
 (the overheads o_f, o_b), measured by accounting the storages of the tensors aten produces. Costs
 (`cost=`): "flops" (the default) counts the FLOPs of every aten call of the block's forward and
 backward with trace's cost model (remat.torch.cost.flop_cost), so the same model, input shapes and
 budget always give the same chain and the same plan; "measure" takes the wall clock of the one
 profiled run instead (microseconds; the plan then depends on timing noise). The
-chain (remat chain JSON) is solved with a chain solver (rotor by default) under `budget`: bytes,
+chain (remat chain JSON) is solved with a chain solver (rotor by default; solver="rockmate" is
+rk-Rotor with keep-all and keep-nothing per block, which is Rotor's DP) under `budget`: bytes,
 or "P%" of the store-all peak of the chain. The plan then runs through autograd: a custom
 autograd Function runs the forward part of the plan (F_ck and F_∅ without autograd, F_all with it)
 and, in backward, the rest (recomputations and the B steps, torch.autograd.backward through each
@@ -131,6 +133,11 @@ class Checkpointable(nn.Module):
         self.blocks = nn.ModuleList(blocks)
         self.budget = budget
         self.solver = solver
+        # Rockmate on opaque blocks: a user block is one rk-block whose only runs autograd can
+        # replay are keep-all (F_all) and keep-nothing (F_∅, then F_all before B), so rk-Rotor has
+        # one option per block and is exactly Rotor's DP (docs/solvers/rockmate.md); the per-block
+        # MILP options need the block's graph: remat.torch.optimize(..., solver="rockmate").
+        self.chain_solver = "rotor" if solver == "rockmate" else solver
         self.time_limit = float(time_limit)
         if cost not in ("flops", "measure"):
             raise ValueError(f"Checkpointable: cost must be 'flops' or 'measure', got {cost!r}")
@@ -246,7 +253,7 @@ class Checkpointable(nn.Module):
                      + [("B", s) for s in range(length + 1, 0, -1)])
         self.store_all_peak_bytes = _remat.chain_simulate(self.chain_json, store_all)["peak_bytes"]
         self.budget_bytes = self._budget_bytes(self.store_all_peak_bytes)
-        plan = _remat.chain_solve(self.chain_json, self.budget_bytes, self.solver,
+        plan = _remat.chain_solve(self.chain_json, self.budget_bytes, self.chain_solver,
                                   self.time_limit, self.params)
         ops = [tuple(op) for op in plan["ops"]]
         loss = length + 1

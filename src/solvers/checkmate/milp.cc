@@ -191,22 +191,22 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
     cbc.setMIPStart(start);
   }
   // Default CBC preprocessing wrongly reports these models infeasible (spec §1.7): keep it off.
-  const std::vector<std::string> args = {
-      "remat",
-      "-log",
-      options.log ? "1" : "0",
-      "-preprocess",
-      "off",
-      "-timeMode",
-      "elapsed",
-      "-sec",
-      fmt::format("{}", std::max(options.time_limit_s, 0.01)),
-      "-threads",
-      fmt::format("{}", options.threads > 1 ? options.threads : 0),
-      "-randomCbcSeed",
-      fmt::format("{}", options.seed % 2000000000 + 1),
-      "-solve",
-      "-quit"};
+  std::vector<std::string> args = {"remat",
+                                   "-log",
+                                   options.log ? "1" : "0",
+                                   "-preprocess",
+                                   "off",
+                                   "-timeMode",
+                                   "elapsed",
+                                   "-sec",
+                                   fmt::format("{}", std::max(options.time_limit_s, 0.01)),
+                                   "-threads",
+                                   fmt::format("{}", options.threads > 1 ? options.threads : 0),
+                                   "-randomCbcSeed",
+                                   fmt::format("{}", options.seed % 2000000000 + 1)};
+  if (options.relative_gap > 0)
+    args.insert(args.end(), {"-ratio", fmt::format("{}", options.relative_gap)});
+  args.insert(args.end(), {"-solve", "-quit"});
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
   CbcMain1(static_cast<int>(argv.size()), argv.data(), cbc, no_callback, data);

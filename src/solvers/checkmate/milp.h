@@ -1,7 +1,7 @@
 // milp.h — a thin adapter over CBC (MILP) and Clp (LP), the one place that talks to COIN-OR.
 // A MilpModel is columns (bounds, objective, integrality) and rows (bounds, triplets); solve_milp
 // and solve_lp run it under a time limit with CBC's log routed to a callback, never to stdout.
-// Shared by checkmate and (later) rockmate; it knows nothing about graphs.
+// Shared by checkmate and rockmate; it knows nothing about graphs.
 //   MilpModel m;  int x = m.add_column(0, 1, 3.0, true);  m.add_row(-inf, 1, {{x, 1.0}});
 //   MilpResult r = solve_milp(m, {.time_limit_s = 10});
 #pragma once
@@ -51,6 +51,9 @@ struct MilpOptions {
   double time_limit_s = 60;  // wall clock, checked on every node and simplex iteration
   int threads = 1;
   uint64_t seed = 1;
+  // Stop once the incumbent is within this fraction of the bound (CBC -ratio); 0: prove optimal.
+  // With a gap, kOptimal means optimal within it (rockmate's per-block MILPs use 2 %).
+  double relative_gap = 0;
   std::vector<double> start;                       // MIP start (all columns); empty: none
   std::function<void(std::string_view line)> log;  // CBC/Clp log lines; null: silent
 };

@@ -5,7 +5,8 @@
 // recomputed in full before the backward) are always there; the rest come from the value-level
 // fixed-order MILP (checkmate/formulation.h) on the block with a loss placeholder between forward
 // and backward, over a grid of (M_peak, M_save) budgets. Options are cached by class hash in
-// memory and, with a cache directory, on disk, so a second solve re-runs no MILP.
+// memory and, with a cache directory, on disk, so a second solve re-runs no MILP. Built without
+// CBC there is no MILP (milp_available()).
 #pragma once
 
 #include <cstdint>
@@ -25,20 +26,27 @@ struct LocalOption {
 };
 
 struct OptionParams {
-  int32_t peak_points = 10;      // M_peak values on the grid
-  int32_t save_points = 10;      // M_save values per M_peak
-  double milp_time_limit_s = 2;  // per MILP
-  std::string cache_dir;         // empty: memory only
-  int threads = 1;               // MILPs in parallel
-  bool milp = true;              // false: keep-all and keep-nothing only
+  int32_t peak_points = 10;        // M_peak values on the grid
+  int32_t save_points = 10;        // M_save values per M_peak
+  double milp_time_limit_s = 0.5;  // per MILP
+  double milp_gap = 0.02;          // relative gap at which a MILP stops (CBC -ratio)
+  std::string cache_dir;           // empty: memory only
+  int threads = 1;                 // MILPs in parallel
+  bool milp = true;                // false: keep-all and keep-nothing only
 };
 
 struct OptionStats {
-  int64_t milp_runs = 0;                   // MILPs solved (all classes)
-  int64_t milp_feasible = 0;               // with a plan
+  int64_t milp_runs = 0;      // MILPs solved (all classes)
+  int64_t milp_feasible = 0;  // with a plan
+  int64_t milp_reused = 0;    // grid points served by the plan of a looser point (no MILP)
   int64_t memory_hits = 0, disk_hits = 0;  // classes served from the caches
-  std::vector<int64_t> runs_per_class;     // MILPs per class (0 when cached)
+  bool timed_out = false;  // the grid stopped at the deadline (its options are not cached)
+  std::vector<int64_t> runs_per_class;  // MILPs per class (0 when cached)
 };
+
+// Whether rk-Checkmate can run: the MILP needs CBC (REMAT_WITH_CBC). Without it every class has
+// keep-all and keep-nothing only, and the solver's stats say so.
+bool milp_available();
 
 // The options of every class (by class id), keep-all first, keep-nothing second.
 std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const BlockStructure& bs,

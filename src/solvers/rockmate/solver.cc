@@ -17,6 +17,7 @@ namespace {
 
 constexpr std::string_view kName = "rockmate";
 constexpr int kMaxBudgetRetries = 3;
+constexpr double kOptionsShare = 0.5;  // of the time limit, for rk-Checkmate
 constexpr int kBudgetSearchSteps = 6;
 
 struct Params {
@@ -24,7 +25,8 @@ struct Params {
   int32_t max_stages = 100;
   bool rotor_chain = true;  // also try Rotor's own chain (no options) and keep the better plan
   std::string budgets = "10x10";
-  double milp_time_limit_s = 2;
+  double milp_time_limit_s = 0.5;
+  double milp_gap = 0.02;
   std::string cache_dir;
   bool milp = true;
 };
@@ -36,11 +38,15 @@ const ParamTable<Params> kTable(
          integer(&Params::bins, 10, 100000)},
         {{"budgets", "10x10", "", "rk-Checkmate grid: M_peak values x M_save values (each 1..100)"},
          text(&Params::budgets, "PxS, e.g. 10x10")},
-        {{"milp_time_limit", "2", "s", "time limit of each rk-Checkmate MILP"},
+        {{"milp_time_limit", "0.5", "s", "time limit of each rk-Checkmate MILP"},
          real(&Params::milp_time_limit_s, 0, 3600, /*above_min=*/true)},
+        {{"milp_gap", "0.02", "", "relative gap at which an rk-Checkmate MILP stops"},
+         real(&Params::milp_gap, 0, 1)},
         {{"cache", "(none)", "", "directory of the on-disk options cache (by class hash)"},
          text(&Params::cache_dir, "a directory name")},
-        {{"milp", "true", "", "false: options keep-all and keep-nothing only (no MILP)"},
+        {{"milp", "true", "",
+          "false: options keep-all and keep-nothing only (no MILP; also the case, with a note, "
+          "in a build without CBC)"},
          flag(&Params::milp)},
         {{"max_stages", "100", "blocks", "most blocks (separators thinned beyond)"},
          integer(&Params::max_stages, 2, 1000)},
@@ -65,6 +71,7 @@ OptionParams option_params(const Params& p, int threads) {
   o.peak_points = static_cast<int32_t>(peak);
   o.save_points = static_cast<int32_t>(save);
   o.milp_time_limit_s = p.milp_time_limit_s;
+  o.milp_gap = p.milp_gap;
   o.cache_dir = p.cache_dir;
   o.milp = p.milp;
   o.threads = std::max(1, threads);
@@ -273,8 +280,10 @@ class RockmateSolver : public Solver {
       return plan;
     }
     OptionStats ostats;
+    // The MILPs get at most half the time limit; the DPs and lowering need the rest.
+    const Deadline options_clock(options.time_limit_s * kOptionsShare);
     const std::vector<std::vector<LocalOption>> by_class =
-        class_options(g, bs, option_settings, clock, ostats);
+        class_options(g, bs, option_settings, options_clock, ostats);
     Case rk = plain_case("rockmate", bs.chain);
     int64_t options_kept = 0;
     add_options(g, bs, by_class, rk, options_kept);
@@ -297,8 +306,16 @@ class RockmateSolver : public Solver {
     } else {
       plan.sequence = std::move(best.sequence);
     }
+    st.add_counter("milp_available", milp_available() ? 1 : 0);
+    if (params.milp && !milp_available())
+      st.lists.emplace_back(
+          "notes", std::vector<std::string>{"rk-Checkmate needs CBC and this build has none "
+                                            "(REMAT_WITH_CBC off): every block has keep-all and "
+                                            "keep-nothing only, i.e. Rotor's DP over the blocks"});
     st.add_counter("milp_runs", static_cast<double>(ostats.milp_runs));
     st.add_counter("milp_feasible", static_cast<double>(ostats.milp_feasible));
+    st.add_counter("milp_reused", static_cast<double>(ostats.milp_reused));
+    st.add_counter("options_timed_out", ostats.timed_out ? 1 : 0);
     st.add_counter("options_cache_memory_hits", static_cast<double>(ostats.memory_hits));
     st.add_counter("options_cache_disk_hits", static_cast<double>(ostats.disk_hits));
     st.add_counter("options_kept", static_cast<double>(options_kept));
