@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <variant>
 
 #include "remat/chain.h"
 #include "remat/graph.h"
@@ -38,6 +39,9 @@ Graph parse_graph_json(std::string_view json_text, std::string_view source);
 std::string graph_to_json(const Graph& graph);
 // Any graph file: remat-graph or NetworkX (converted on the fly).
 Graph read_graph_file(const std::string& path);
+// A graph file (remat-graph or NetworkX) or a chain file, told apart and parsed in one pass.
+std::variant<Graph, Chain> parse_graph_or_chain(std::string_view json_text,
+                                                std::string_view source);
 void write_graph_file(const std::string& path, const Graph& graph);
 
 // NetworkX node-link JSON of the MOCCASIN (RL) and Checkmate (CM) data sets.

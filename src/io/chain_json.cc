@@ -37,7 +37,10 @@ json sizes_json(const ChainSizes& s) { return {{"a", s.a}, {"abar", s.abar}, {"d
 }  // namespace
 
 Chain parse_chain_json(std::string_view json_text, std::string_view source) {
-  const json doc = io::parse_json(json_text, source);
+  return io::chain_from_doc(io::parse_json(json_text, source), source);
+}
+
+Chain io::chain_from_doc(const json& doc, std::string_view source) {
   io::check_format(doc, "remat-chain", 1, source);
   Chain chain;
   chain.name = io::get_string_or(doc, "name", "", source, "the document");

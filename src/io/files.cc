@@ -29,6 +29,8 @@ std::string read_text_file(const std::string& path) {
   if (!in) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   // Straight into one string (no stream-buffer copy): a pipe or FIFO is read to its end in chunks.
   std::string text;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec && size < (uintmax_t{1} << 40)) text.reserve(static_cast<size_t>(size));
   char chunk[1 << 16];
   while (in.read(chunk, sizeof chunk) || in.gcount() > 0)
     text.append(chunk, static_cast<size_t>(in.gcount()));
@@ -127,20 +129,29 @@ FileKind io::file_kind_of(const json& doc, std::string_view source) {
                   source));
 }
 
+std::variant<Graph, Chain> parse_graph_or_chain(std::string_view json_text,
+                                                std::string_view source) {
+  io::GraphStream stream(source);
+  const io::json doc = io::parse_json(json_text, source, stream.callback());
+  switch (io::file_kind_of(doc, source)) {
+    case FileKind::kGraph:
+      return stream.build(doc);
+    case FileKind::kNetworkx:
+      return io::networkx_from_doc(doc, source);
+    case FileKind::kChain:
+      return io::chain_from_doc(doc, source);
+    case FileKind::kPlan:
+      throw InputError(fmt::format("{}: is a plan file, not a graph or a chain", source));
+  }
+  throw InputError(fmt::format("{}: unknown file kind", source));
+}
+
 Graph read_graph_file(const std::string& path) {
   // One read and one parse: the file may be a pipe ("-", /dev/stdin) that cannot be read twice.
-  const io::json doc = io::parse_json(read_text_file(path), path);
-  switch (io::file_kind_of(doc, path)) {
-    case FileKind::kGraph:
-      return io::graph_from_doc(doc, path);
-    case FileKind::kNetworkx:
-      return io::networkx_from_doc(doc, path);
-    case FileKind::kChain:
-      throw InputError(fmt::format("{}: is a chain file; this command needs a graph", path));
-    case FileKind::kPlan:
-      throw InputError(fmt::format("{}: is a plan file; this command needs a graph", path));
-  }
-  throw InputError(fmt::format("{}: unknown file kind", path));
+  std::variant<Graph, Chain> data = parse_graph_or_chain(read_text_file(path), path);
+  if (std::holds_alternative<Chain>(data))
+    throw InputError(fmt::format("{}: is a chain file; this command needs a graph", path));
+  return std::get<Graph>(std::move(data));
 }
 
 void write_graph_file(const std::string& path, const Graph& graph) {

@@ -84,7 +84,9 @@ Node read_node(const json& item, size_t index, std::string_view source) {
 }  // namespace
 
 Graph parse_graph_json(std::string_view json_text, std::string_view source) {
-  return io::graph_from_doc(io::parse_json(json_text, source), source);
+  io::GraphStream stream(source);
+  const json doc = io::parse_json(json_text, source, stream.callback());
+  return stream.build(doc);
 }
 
 Graph io::graph_from_doc(const json& doc, std::string_view source) {
@@ -97,6 +99,50 @@ Graph io::graph_from_doc(const json& doc, std::string_view source) {
   const json& nodes = io::require_array(doc, "nodes", source, "the document");
   for (size_t i = 0; i < nodes.size(); ++i) spec.nodes.push_back(read_node(nodes[i], i, source));
   return Graph::build(std::move(spec), source);
+}
+
+json::parser_callback_t io::GraphStream::callback() {
+  return [this](int depth, json::parse_event_t event, json& parsed) {
+    return on_event(depth, event, parsed);
+  };
+}
+
+// Depth 1 is the document's keys and their values, depth 2 the items of a top-level array. An
+// item of "values" or "nodes" is read when it is complete and then dropped from the tree.
+bool io::GraphStream::on_event(int depth, json::parse_event_t event, json& parsed) {
+  using Event = json::parse_event_t;
+  if (depth == 1 && event == Event::key) {
+    top_key_ = parsed.get<std::string>();
+    const bool list = top_key_ == "values" || top_key_ == "nodes";
+    if (list && streaming_ && (top_key_ == "values" ? values_seen_ : nodes_seen_))
+      throw InputError(fmt::format("{}: the document has field '{}' twice", source_, top_key_));
+    if (list) (top_key_ == "values" ? values_seen_ : nodes_seen_) = true;
+    return true;
+  }
+  if (depth == 1 && event == Event::value && top_key_ == "format")
+    streaming_ = !values_seen_ && !nodes_seen_ && parsed.is_string() && parsed == "remat-graph";
+  if (!streaming_) return true;
+  const bool list_key = top_key_ == "values" || top_key_ == "nodes";
+  if (depth == 1 && event == Event::array_start) in_list_ = list_key;
+  if (depth == 1 && event == Event::array_end) in_list_ = false;
+  const bool item_done =
+      event == Event::object_end || event == Event::array_end || event == Event::value;
+  if (!in_list_ || depth != 2 || !item_done) return true;
+  if (top_key_ == "values")
+    spec_.values.push_back(read_value(parsed, spec_.values.size(), source_));
+  else
+    spec_.nodes.push_back(read_node(parsed, spec_.nodes.size(), source_));
+  return false;
+}
+
+Graph io::GraphStream::build(const json& doc) {
+  if (!streaming_) return graph_from_doc(doc, source_);
+  io::check_format(doc, "remat-graph", 1, source_);
+  spec_.name = io::get_string_or(doc, "name", "", source_, "the document");
+  // Both lists are required (and are arrays), as graph_from_doc requires them.
+  (void)io::require_array(doc, "values", source_, "the document");
+  (void)io::require_array(doc, "nodes", source_, "the document");
+  return Graph::build(std::move(spec_), source_);
 }
 
 std::string graph_to_json(const Graph& graph) {

@@ -85,7 +85,8 @@ std::string brief(const json& value) {
   return shorten(value.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
-json parse_json(std::string_view text, std::string_view source) {
+json parse_json(std::string_view text, std::string_view source,
+                const json::parser_callback_t& callback) {
   const size_t deep = find_too_deep(text);
   if (deep < text.size()) {
     const auto [line, column] = line_column(text, deep);
@@ -93,7 +94,7 @@ json parse_json(std::string_view text, std::string_view source) {
                                  source, line, column, kMaxJsonDepth));
   }
   try {
-    return json::parse(text.begin(), text.end());
+    return json::parse(text.begin(), text.end(), callback);
   } catch (const json::parse_error& e) {
     const size_t byte = e.byte > 0 ? e.byte - 1 : 0;
     const auto [line, column] = line_column(text, byte);

@@ -21,8 +21,34 @@ using nlohmann::json;
 inline constexpr size_t kMaxJsonDepth = 512;
 
 // Parses JSON text; a syntax error, a number beyond the double range or nesting deeper than
-// kMaxJsonDepth names the line and column.
-json parse_json(std::string_view text, std::string_view source);
+// kMaxJsonDepth names the line and column. `callback` (nlohmann's parser callback) may consume
+// parts of the document as they are parsed; an InputError it throws passes through.
+json parse_json(std::string_view text, std::string_view source,
+                const json::parser_callback_t& callback = nullptr);
+
+// Streams the "values" and "nodes" of a remat-graph document into a GraphSpec while it is parsed,
+// so the document tree never holds the graph (a 240 MB file otherwise takes 5x its size). It
+// streams when "format": "remat-graph" comes before them, as remat writes it; otherwise the
+// document keeps them and graph_from_doc reads it.
+class GraphStream {
+ public:
+  explicit GraphStream(std::string_view source) : source_(source) {}
+  // The parser callback: pass it to parse_json (it refers to this object).
+  json::parser_callback_t callback();
+  // The graph of `doc`, the document parse_json returned with callback(): it checks format,
+  // version and name, and takes the streamed values and nodes (or reads them from `doc`).
+  Graph build(const json& doc);
+
+ private:
+  bool on_event(int depth, json::parse_event_t event, json& parsed);
+
+  std::string source_;
+  bool streaming_ = false;  // "format" was "remat-graph" before any value or node
+  std::string top_key_;     // the current key of the document object
+  bool in_list_ = false;    // inside the array of "values" or "nodes"
+  bool values_seen_ = false, nodes_seen_ = false;
+  GraphSpec spec_;
+};
 
 // A value for an error message, cut short (remat::shorten): arrays and objects are described, not
 // dumped, so a deep or huge value cannot blow up the message.
@@ -54,6 +80,7 @@ bool get_bool_or(const json& obj, std::string_view key, bool fallback, std::stri
 // Readers of an already parsed document, so a file is read and parsed once (read_graph_file).
 Graph graph_from_doc(const json& doc, std::string_view source);
 Graph networkx_from_doc(const json& doc, std::string_view source);
+Chain chain_from_doc(const json& doc, std::string_view source);
 FileKind file_kind_of(const json& doc, std::string_view source);
 
 // Checks the "format" and "version" fields of a remat document.

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <variant>
+
 #include "remat/error.h"
 #include "remat/generate.h"
 #include "remat/io.h"
@@ -78,6 +80,29 @@ TEST(GraphJson, RoundTripKeepsGraphAndSimulation) {
     EXPECT_EQ(a.cost, b.cost);
     EXPECT_EQ(graph_to_json(g), graph_to_json(again));
   }
+}
+
+TEST(GraphJson, StreamedAndTreeReadsGiveTheSameGraph) {
+  // remat writes "format" first, so its files are streamed item by item (GraphStream); with
+  // "format" last the whole document tree is read. Both give the same graph and the same errors.
+  const Graph g = generate_random_layered({.num_nodes = 200, .seed = 4});
+  const std::string streamed = graph_to_json(g);
+  ASSERT_LT(streamed.find("\"format\""), streamed.find("\"nodes\""));
+  std::string tree = streamed;
+  const size_t format_at = tree.find("\"format\"");
+  const size_t line_end = tree.find('\n', format_at);
+  const std::string format_line = tree.substr(format_at, line_end - format_at);
+  tree.erase(format_at, line_end - format_at + 1);
+  tree.insert(tree.rfind('}'), ", " + format_line.substr(0, format_line.rfind(',')) + "\n");
+  expect_same_graph(parse_graph_json(streamed, "s.json"), parse_graph_json(tree, "t.json"));
+  expect_same_graph(std::get<Graph>(parse_graph_or_chain(streamed, "s.json")), g);
+
+  const std::string bad_node = R"({"format": "remat-graph", "version": 1, "values": [],
+    "nodes": [{"id": 0, "cost": "x"}]})";
+  EXPECT_EQ(parse_error(bad_node), "g.json: node 0: field 'cost' must be a number (got \"x\")");
+  const std::string twice = R"({"format": "remat-graph", "version": 1, "values": [],
+    "nodes": [], "nodes": []})";
+  EXPECT_EQ(parse_error(twice), "g.json: the document has field 'nodes' twice");
 }
 
 TEST(GraphJson, SyntaxErrorsNameLineAndColumn) {
