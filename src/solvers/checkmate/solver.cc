@@ -133,6 +133,11 @@ double cost_bound(const StageModel& sm, double scaled) {
   return (integral ? std::ceil(scaled - slack) : scaled) * sm.cost_scale;
 }
 
+// A bound is at most the cost of any plan that fits; an over-budget plan's cost says nothing.
+double clamp_bound(const BestPlan& best, double bound) {
+  return best.fits() ? std::min(bound, best.best()->eval.cost) : bound;
+}
+
 Plan finish(const BestPlan& best, SolveStatus status_if_fits) {
   Plan plan;
   plan.sequence = best.best()->sequence;
@@ -187,7 +192,7 @@ class MilpSolver : public Solver {
     if (stats.status == SolveStatus::kOptimal)
       stats.cost_lower_bound = best.best()->eval.cost;
     else if (result.status != milp::MilpStatus::kInfeasible && std::isfinite(result.bound))
-      stats.cost_lower_bound = std::min(cost_bound(sm, result.bound), best.best()->eval.cost);
+      stats.cost_lower_bound = clamp_bound(best, cost_bound(sm, result.bound));
     stats.iterations = result.nodes;
     add_model_counters(stats, sm);
     stats.add_counter("milp_status", static_cast<double>(result.status));
@@ -272,8 +277,7 @@ class LpSolver : public Solver {
                                         derive_seed(options.seed, 1))));
     plan = finish(best, SolveStatus::kFeasible);
     if (bound.status == milp::MilpStatus::kOptimal)
-      plan.stats.cost_lower_bound =
-          std::min(cost_bound(at_budget, bound.objective), best.best()->eval.cost);
+      plan.stats.cost_lower_bound = clamp_bound(best, cost_bound(at_budget, bound.objective));
     add_model_counters(plan.stats, at_budget);
     plan.stats.add_counter("roundings", static_cast<double>(rounded));
     plan.stats.add_counter("budget_tightenings", tightenings);
