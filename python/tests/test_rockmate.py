@@ -1,5 +1,6 @@
-"""Rockmate on traced models: rk-GB blocks and classes, plan quality against rotor (and the
-Checkmate MILP on a small GPT), and gradients through optimize(solver="rockmate")."""
+"""Rockmate on traced models: rk-GB blocks and classes, plan quality against rotor, the MILP
+options and their caches, and gradients through optimize(solver="rockmate"). (Against the
+Checkmate MILP: bench/rockmate_bench.py; CBC does not solve a traced GPT within test time.)"""
 
 import json
 import os

@@ -30,6 +30,10 @@ std::string summary(const Problem& problem, const Outcome& r, Budget budget) {
                      percent(r.cost - problem.baseline_cost, problem.baseline_cost));
   out += fmt::format("steps     {} ({} recomputations)\n", r.steps, r.recomputations);
   out += fmt::format("time      {:.3f} s\n", r.stats.wall_time_s);
+  // A solver's "notes" list says what it could not do (e.g. rockmate without CBC): never hidden.
+  for (const auto& [name, lines] : r.stats.lists)
+    if (name == "notes")
+      for (const std::string& line : lines) out += fmt::format("note      {}\n", line);
   if (!r.sequence_text.empty() && r.steps <= 200)
     out += fmt::format("sequence  {}\n", r.sequence_text);
   return out;

@@ -261,7 +261,8 @@ int32_t u_column(const checkmate::StageModel& sm, int32_t t, int32_t k) {
 // the MILP found for a looser point that fits a tighter one is optimal there too (within the gap):
 // it is reused without a solve. Otherwise the MILP runs, warm-started from the cheapest known plan
 // that fits the point: a MILP plan, keep-all, keep-nothing, or checkmate's fixed-order repair of
-// keep-all at M_peak; a row stops at the first budget without a plan.
+// keep-all at M_peak. When that start runs every node once it is optimal: no MILP. A point tighter
+// in both budgets than one where the MILP found nothing (infeasible or out of time) is skipped.
 ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, int32_t save_points,
                         const OptionParams& params, const Deadline& deadline, uint64_t seed) {
   ClassResult out;
@@ -280,8 +281,13 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
         if (f.peak <= m_peak && f.at_loss <= m_save && (!best || f.cost < best->cost)) best = &f;
     return best;
   };
+  double least_cost = 0;  // every node once: no plan is cheaper
+  for (int32_t i = 0; i < sub.num_nodes(); ++i) least_cost += sub.node(NodeId{i}).cost;
   int64_t inputs = 0;
   for (ValueId v : sub.graph_inputs()) inputs += sub.value(v).size_bytes;
+  // The largest M_save at which the MILP found nothing (infeasible, or nothing in time): points
+  // below it, which are tighter in both budgets, are not solved.
+  int64_t failed_save = -1;
   for (size_t p = grid.size(); p-- > 0 && !deadline.expired();) {
     const int64_t m_peak = grid[p];
     if (!cheapest_fit(m_peak, m_peak) && all)
@@ -293,8 +299,14 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
     for (int32_t j = save_points - 1; j >= 0 && !deadline.expired(); --j) {
       const int64_t m_save =
           save_points == 1 ? m_peak : bm.save_low + (m_peak - bm.save_low) * j / (save_points - 1);
+      if (m_save <= failed_save) break;
       bool reused = false;
       for (const Found& f : found) reused |= f.peak <= m_peak && f.at_loss <= m_save;
+      const Found* start = cheapest_fit(m_peak, m_save);
+      if (!reused && start && start->cost <= least_cost) {
+        found.push_back(*start);  // optimal here (and at every point it fits): no MILP
+        reused = true;
+      }
       if (reused) {
         ++out.reused;
         continue;
@@ -309,15 +321,18 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
       mo.threads = 1;
       mo.seed = seed;
       mo.relative_gap = params.milp_gap;
-      if (const Found* start = cheapest_fit(m_peak, m_save)) {
+      if (start) {
         std::optional<std::vector<double>> x = sm.encode(start->plan);
         if (x && sm.model.max_violation(*x) < 1e-6) mo.start = std::move(*x);
       }
       const milp::MilpResult r = milp::solve_milp(sm.model, mo);
       ++out.runs;
-      if (r.x.empty()) break;  // infeasible or nothing in time: tighter budgets fare no better
-      Sequence plan = checkmate::sequence_from_retention(sub, sm.retention(r.x));
-      if (!simulate(sub, plan).valid) break;
+      Sequence plan;
+      if (!r.x.empty()) plan = checkmate::sequence_from_retention(sub, sm.retention(r.x));
+      if (plan.empty() || !simulate(sub, plan).valid) {
+        failed_save = std::max(failed_save, m_save);  // tighter budgets fare no better
+        break;
+      }
       ++out.feasible;
       out.plans.push_back(plan);
       found.push_back(measure(sub, bm, std::move(plan)));

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "blocks.h"
 #include "options.h"
@@ -177,11 +178,15 @@ struct Attempt {
   bool found = false;
 };
 
-bool better(const Attempt& a, const Attempt& b, int64_t budget) {
+// Within the budget: the cheaper. Over it: the lower peak, where peaks closer than `resolution`
+// (one DP bin: the DP cannot tell them apart) count as equal and the cheaper wins. Without that,
+// on ResNet-18 a least-memory plan 500 bytes lower but twice as costly beat Rotor's.
+bool better(const Attempt& a, const Attempt& b, int64_t budget, int64_t resolution = 0) {
   if (a.found != b.found) return a.found;
   const bool a_fits = a.eval.peak_bytes <= budget, b_fits = b.eval.peak_bytes <= budget;
   if (a_fits != b_fits) return a_fits;
-  if (a_fits || a.eval.peak_bytes == b.eval.peak_bytes) return a.eval.cost < b.eval.cost;
+  if (a_fits || std::abs(a.eval.peak_bytes - b.eval.peak_bytes) <= resolution)
+    return a.eval.cost < b.eval.cost;
   return a.eval.peak_bytes < b.eval.peak_bytes;
 }
 
@@ -297,7 +302,7 @@ class RockmateSolver : public Solver {
       rotor_chain = extract_chain(g, {.max_stages = params.max_stages});
       const Case rc = plain_case("rotor chain", *rotor_chain);
       Attempt a = solve_case(g, rc, budget, params.bins, clock, violations, dp_solves);
-      if (better(a, best, budget)) best = std::move(a), rotor_won = true;
+      if (better(a, best, budget, budget / params.bins)) best = std::move(a), rotor_won = true;
     }
     const Baseline base = baseline(g);
     if (best.eval.peak_bytes > budget && best.eval.peak_bytes >= base.peak_bytes) {
