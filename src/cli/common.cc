@@ -104,6 +104,8 @@ void emit(const std::string& text, const std::string& path) {
 
 double percent(double part, double whole) { return whole != 0 ? 100.0 * part / whole : 0.0; }
 
+double gap_percent(double cost, double lower_bound) { return percent(cost - lower_bound, cost); }
+
 ProgressBar::ProgressBar(std::string label)
     : label_(std::move(label)),
       enabled_(::isatty(STDERR_FILENO) == 1),

@@ -43,6 +43,8 @@ SolveOptions make_solve_options(const SolverArgs& args, Budget budget, std::stri
 void emit(const std::string& text, const std::string& path);
 
 double percent(double part, double whole);
+// (cost − lower bound) / cost in %, the MILP solvers' gap: 0 when the bound is reached.
+double gap_percent(double cost, double lower_bound);
 
 // `text` made safe inside XML/SVG/HTML text or a quoted attribute: & < > " ' become entities and
 // control characters XML forbids become '?', so a node named "</text><script>" stays text.

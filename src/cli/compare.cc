@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "common.h"
 #include "problem.h"
@@ -17,6 +18,7 @@ struct CompareArgs {
   std::vector<std::string> budgets = {"90%", "80%", "70%"};
   std::vector<std::string> solvers = {"auto"};
   bool json = false;
+  std::string bound;  // "checkmate": the LP relaxation's bound per budget
   SolverArgs solver_args;
 };
 
@@ -26,7 +28,24 @@ struct Row {
   Budget budget;
   Outcome result;
   std::string error;  // the solver rejected this problem (e.g. rotor without chain structure)
+  std::optional<double> lp_bound;  // --bound checkmate: the LP bound at this budget
 };
+
+// The fixed-order LP bound at `budget` (checkmate-lp with bound_only), or nullopt when the LP
+// found none in the time limit; InputError when the problem is not a graph or CBC is not built.
+std::optional<double> lp_bound(const Problem& problem, const CompareArgs& args, Budget budget) {
+  if (args.bound != "checkmate")
+    throw InputError(
+        fmt::format("--bound: unknown bound '{}' (known: checkmate, the LP relaxation of "
+                    "Checkmate's MILP)",
+                    args.bound));
+  if (problem.graph() == nullptr)
+    throw InputError("--bound checkmate: the LP bound needs a graph, not a chain");
+  SolverArgs solver_args = args.solver_args;
+  solver_args.params = {"bound_only=true"};
+  const SolveOptions options = make_solve_options(solver_args, budget, "checkmate-lp");
+  return solve_problem(problem, "checkmate-lp", options).stats.cost_lower_bound;
+}
 
 void run_compare(const CompareArgs& args) {
   const Problem problem = read_problem(args.path);
@@ -36,13 +55,19 @@ void run_compare(const CompareArgs& args) {
   for (const std::string& text : args.budgets)
     budgets.push_back(parse_budget(text, base.peak_bytes));
 
+  std::vector<std::optional<double>> lp_bounds(budgets.size());
+  if (!args.bound.empty()) {
+    (void)solver_entry("checkmate-lp");  // names the solvers this build has when it has not
+    for (size_t b = 0; b < budgets.size(); ++b) lp_bounds[b] = lp_bound(problem, args, budgets[b]);
+  }
+
   std::vector<Row> rows;
   for (const std::string& solver : args.solvers)
     for (size_t b = 0; b < budgets.size(); ++b) {
       SolveOptions options = make_solve_options(args.solver_args, budgets[b], solver);
       ProgressBar bar(fmt::format("{} @ {}", solver, args.budgets[b]));
       options.on_progress = bar.callback();
-      Row row{solver, args.budgets[b], budgets[b], {}, {}};
+      Row row{solver, args.budgets[b], budgets[b], {}, {}, lp_bounds[b]};
       // A solver that cannot take this problem (its kind, or a graph without chain structure)
       // marks its row; the others still run.
       if (const auto why = refusal(problem, solver)) {
@@ -68,40 +93,69 @@ void run_compare(const CompareArgs& args) {
                        {"error", r.error}});
         continue;
       }
-      out.push_back({{"solver", r.solver},
-                     {"budget", r.budget_text},
-                     {"budget_bytes", r.budget.bytes},
-                     {"status", to_string(r.result.stats.status)},
-                     {"feasible", r.result.peak_bytes <= r.budget.bytes &&
-                                      r.result.stats.status != SolveStatus::kInfeasible},
-                     {"peak_bytes", r.result.peak_bytes},
-                     {"peak_percent_of_baseline", percent(static_cast<double>(r.result.peak_bytes),
-                                                          static_cast<double>(base.peak_bytes))},
-                     {"cost", r.result.cost},
-                     {"cost_increase_percent", percent(r.result.cost - base.cost, base.cost)},
-                     {"solve_time_s", r.result.stats.wall_time_s}});
+      nlohmann::json row = {
+          {"solver", r.solver},
+          {"budget", r.budget_text},
+          {"budget_bytes", r.budget.bytes},
+          {"status", to_string(r.result.stats.status)},
+          {"feasible", r.result.peak_bytes <= r.budget.bytes &&
+                           r.result.stats.status != SolveStatus::kInfeasible},
+          {"peak_bytes", r.result.peak_bytes},
+          {"peak_percent_of_baseline",
+           percent(static_cast<double>(r.result.peak_bytes), static_cast<double>(base.peak_bytes))},
+          {"cost", r.result.cost},
+          {"cost_increase_percent", percent(r.result.cost - base.cost, base.cost)},
+          {"solve_time_s", r.result.stats.wall_time_s}};
+      if (const std::optional<double> bound = r.result.stats.cost_lower_bound) {
+        row["cost_lower_bound"] = *bound;
+        row["gap_percent"] = gap_percent(r.result.cost, *bound);
+      }
+      if (r.lp_bound) {
+        row["lp_bound"] = *r.lp_bound;
+        row["gap_to_lp_bound_percent"] = gap_percent(r.result.cost, *r.lp_bound);
+      }
+      out.push_back(std::move(row));
     }
     emit(out.dump(2) + "\n", "");
     return;
   }
-  Table table({"solver", "budget", "budget bytes", "status", "peak %", "CI %", "time s"});
+  const bool with_lp = !args.bound.empty();
+  std::vector<std::string> header = {"solver", "budget", "budget bytes", "status",
+                                     "peak %", "CI %",   "bound CI %",   "gap %"};
+  if (with_lp) header.push_back("gap to LP bound %");
+  header.push_back("time s");
+  Table table(header);
   std::vector<std::string> errors;
   for (const Row& r : rows) {
     if (!r.error.empty()) {
-      table.add({r.solver, r.budget_text, std::to_string(r.budget.bytes), "error", "-", "-", "-"});
+      std::vector<std::string> cells = {
+          r.solver, r.budget_text, std::to_string(r.budget.bytes), "error", "-", "-", "-", "-"};
+      if (with_lp) cells.push_back("-");
+      cells.push_back("-");
+      table.add(cells);
       if (errors.empty() || errors.back() != fmt::format("{}: {}", r.solver, r.error))
         errors.push_back(fmt::format("{}: {}", r.solver, r.error));
       continue;
     }
     const bool infeasible = r.result.stats.status == SolveStatus::kInfeasible;
-    table.add(
-        {r.solver, r.budget_text, std::to_string(r.budget.bytes),
-         std::string(to_string(r.result.stats.status)),
-         infeasible ? "-"
-                    : fmt::format("{:.1f}", percent(static_cast<double>(r.result.peak_bytes),
-                                                    static_cast<double>(base.peak_bytes))),
-         infeasible ? "-" : fmt::format("{:.2f}", percent(r.result.cost - base.cost, base.cost)),
-         fmt::format("{:.3f}", r.result.stats.wall_time_s)});
+    const std::optional<double> bound = r.result.stats.cost_lower_bound;
+    std::vector<std::string> cells = {
+        r.solver,
+        r.budget_text,
+        std::to_string(r.budget.bytes),
+        std::string(to_string(r.result.stats.status)),
+        infeasible ? "-"
+                   : fmt::format("{:.1f}", percent(static_cast<double>(r.result.peak_bytes),
+                                                   static_cast<double>(base.peak_bytes))),
+        infeasible ? "-" : fmt::format("{:.2f}", percent(r.result.cost - base.cost, base.cost)),
+        bound ? fmt::format("{:.2f}", percent(*bound - base.cost, base.cost)) : "-",
+        bound && !infeasible ? fmt::format("{:.2f}", gap_percent(r.result.cost, *bound)) : "-"};
+    if (with_lp)
+      cells.push_back(r.lp_bound && !infeasible
+                          ? fmt::format("{:.2f}", gap_percent(r.result.cost, *r.lp_bound))
+                          : "-");
+    cells.push_back(fmt::format("{:.3f}", r.result.stats.wall_time_s));
+    table.add(cells);
   }
   std::string out =
       problem.graph()
@@ -113,6 +167,17 @@ void run_compare(const CompareArgs& args) {
           : fmt::format("chain {} (L = {}): store-all peak {} bytes, makespan {:.10g}\n\n",
                         problem.display_name(), problem.chain()->length(), base.peak_bytes,
                         base.cost);
+  for (size_t b = 0; with_lp && b < budgets.size(); ++b)
+    out += lp_bounds[b]
+               ? fmt::format(
+                     "LP bound at {}: cost {:.10g} (CI {:+.2f}%), over plans in the node "
+                     "order (checkmate-lp)\n",
+                     args.budgets[b], *lp_bounds[b], percent(*lp_bounds[b] - base.cost, base.cost))
+               : fmt::format(
+                     "LP bound at {}: none (the LP found no solution in the time limit "
+                     "or no plan in the node order fits)\n",
+                     args.budgets[b]);
+  if (with_lp) out += "\n";
   out += table.str();
   for (const std::string& e : errors) out += fmt::format("\nerror: {}", e);
   if (!errors.empty()) out += "\n";
@@ -132,6 +197,9 @@ void register_compare(CLI::App& app) {
       ->delimiter(',')
       ->default_str("auto");
   cmd->add_flag("--json", args->json, "print JSON");
+  cmd->add_option("--bound", args->bound,
+                  "'checkmate': solve Checkmate's LP relaxation once per budget and add a 'gap to "
+                  "LP bound' column for every solver");
   add_solver_options(*cmd, args->solver_args);
   cmd->callback([args] { run_compare(*args); });
 }

@@ -28,6 +28,12 @@ std::string summary(const Problem& problem, const Outcome& r, Budget budget) {
                      percent(static_cast<double>(r.peak_bytes), base_peak));
   out += fmt::format("cost      {:.10g} (CI {:+.2f}%)\n", r.cost,
                      percent(r.cost - problem.baseline_cost, problem.baseline_cost));
+  if (r.stats.cost_lower_bound) {
+    const double bound = *r.stats.cost_lower_bound;
+    out += fmt::format(
+        "bound     {:.10g} (CI {:+.2f}%), gap {:.2f}% (proven lower bound on cost)\n", bound,
+        percent(bound - problem.baseline_cost, problem.baseline_cost), gap_percent(r.cost, bound));
+  }
   out += fmt::format("steps     {} ({} recomputations)\n", r.steps, r.recomputations);
   out += fmt::format("time      {:.3f} s\n", r.stats.wall_time_s);
   // A solver's "notes" list says what it could not do (e.g. rockmate without CBC): never hidden.

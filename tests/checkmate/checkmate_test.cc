@@ -6,8 +6,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <optional>
+#include <string>
+#include <tuple>
 
 #include "checkmate/formulation.h"
+#include "remat/error.h"
 #include "remat/generate.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
@@ -225,21 +229,120 @@ TEST(Checkmate, WritesTheModelAndRejectsBadParameters) {
             std::string::npos);
 }
 
-// CM 1 (fcn8 train) at 90 % / 80 %: the published optima are CI 0.0 / 0.1 (spec §1.9).
-TEST(CheckmateData, Cm1ProvesThePublishedOptima) {
-  if (std::getenv("REMAT_SLOW_TESTS") == nullptr)
-    GTEST_SKIP() << "CM 1 MILP takes ~1 min per budget here; set REMAT_SLOW_TESTS=1";
-  const std::optional<std::string> dir = testing::bench_data_dir();
-  if (!dir) GTEST_SKIP() << "MOCCASIN data absent";
-  const Graph g = read_graph_file(testing::bench_file(*dir, "fcn_8_vgg_32_416_608_3_train"));
+// True when `sequence` is in the MILP's class: first computations in the node order, and each
+// stage (up to a first computation) runs every node at most once.
+bool in_milp_class(const Graph& g, const Sequence& sequence) {
+  if (!checkmate::retention_from_sequence(g, sequence)) return false;
+  std::vector<char> in_stage(static_cast<size_t>(g.num_nodes()), 0);
+  std::vector<char> seen(static_cast<size_t>(g.num_nodes()), 0);
+  for (NodeId n : sequence) {
+    const auto i = static_cast<size_t>(n.value());
+    if (in_stage[i]) return false;
+    in_stage[i] = 1;
+    if (!seen[i]) {
+      seen[i] = 1;
+      std::fill(in_stage.begin(), in_stage.end(), 0);
+    }
+  }
+  return true;
+}
+
+// Each other solver's plan that lies in the MILP's class is a feasible point of the MILP at that
+// plan's own peak: the proven optimum there costs no more.
+TEST(Checkmate, MilpBeatsEveryOtherSolversPlanInItsClass) {
+  int compared = 0;
+  for (uint64_t seed : {1, 2, 3}) {
+    const Graph g = generate_joint({.num_nodes = 16, .seed = seed, .rows = 256, .max_width = 64});
+    const int64_t lower = memory_lower_bound(g), peak = baseline(g).peak_bytes;
+    for (double fraction : {0.3, 0.7}) {
+      const auto budget =
+          lower + static_cast<int64_t>(fraction * static_cast<double>(peak - lower));
+      for (std::string_view other : {"none", "mincut", "rotor", "revolve", "sequential"}) {
+        SolveResult r;
+        try {
+          r = testing::solve_and_check(g, budget, other);
+        } catch (const InputError&) {
+          continue;  // e.g. no chain structure for the rotor family
+        }
+        if (!in_milp_class(g, r.plan.sequence)) continue;
+        const SolveResult exact = testing::solve_and_check(g, r.eval.peak_bytes, "checkmate");
+        if (exact.plan.stats.status != SolveStatus::kOptimal) continue;
+        SCOPED_TRACE(::testing::Message() << other << " seed " << seed << " at " << fraction);
+        EXPECT_LE(exact.eval.cost, r.eval.cost * (1 + 1e-12));
+        if (other != "none") ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 3);  // the check ran on plans of other solvers than the default schedule
+}
+
+// The MOCCASIN data (../shared/benchmarks): published optima (spec §1.9, FastSA Table 1).
+struct PublishedCell {
+  const char* prefix;
+  int percent;
+  double optimum_ci;  // published Checkmate MILP CI %
+};
+constexpr PublishedCell kCm1[] = {{"fcn_8_vgg_32_416_608_3_train", 90, 0.0},
+                                  {"fcn_8_vgg_32_416_608_3_train", 80, 0.1}};
+constexpr PublishedCell kRl1[] = {{"random_layered_n100_", 90, 0.8},
+                                  {"random_layered_n100_", 80, 2.3}};
+
+struct CellRun {
+  SolveResult result;
+  double ci = 0;
+};
+
+CellRun run_cell(const std::string& dir, const PublishedCell& cell, std::string_view solver,
+                 double time_limit_s) {
+  const Graph g = read_graph_file(testing::bench_file(dir, cell.prefix));
   const Baseline base = baseline(g);
-  for (auto [percent, low, high] : {std::tuple{90, 0.0, 0.05}, std::tuple{80, 0.05, 0.15}}) {
-    const auto budget = static_cast<int64_t>(percent * base.peak_bytes / 100);
-    const SolveResult r = testing::solve_and_check(g, budget, "checkmate");
-    const double ci = 100 * (r.eval.cost / base.cost - 1);
-    EXPECT_EQ(r.plan.stats.status, SolveStatus::kOptimal) << percent;
-    EXPECT_GE(ci, low) << percent;
-    EXPECT_LT(ci, high) << percent;
+  SolveOptions options;
+  options.budget.bytes = static_cast<int64_t>(cell.percent / 100.0 * base.peak_bytes);
+  options.time_limit_s = time_limit_s;
+  CellRun run{solve(g, solver, options), 0};
+  run.ci = 100 * (run.result.eval.cost / base.cost - 1);
+  EXPECT_LE(run.result.eval.peak_bytes, options.budget.bytes) << cell.prefix << cell.percent;
+  // A fixed-order plan below a published optimum would mean the model is wrong.
+  EXPECT_GE(run.ci, cell.optimum_ci - 0.05) << solver << " " << cell.prefix << cell.percent;
+  return run;
+}
+
+// CM 1 (fcn8 train) at 90 % / 80 %: the published optima are CI 0.0 / 0.1 (about 20 s each here).
+TEST(CheckmateData, Cm1ProvesThePublishedOptima) {
+  const std::optional<std::string> dir = testing::bench_data_dir();
+  if (!dir) GTEST_SKIP() << "MOCCASIN data absent (../shared/benchmarks/moccasin)";
+  for (auto [cell, low, high] : {std::tuple{kCm1[0], 0.0, 0.05}, std::tuple{kCm1[1], 0.05, 0.15}}) {
+    const CellRun run = run_cell(*dir, cell, "checkmate", 120);
+    EXPECT_EQ(run.result.plan.stats.status, SolveStatus::kOptimal) << cell.percent;
+    EXPECT_GE(run.ci, low) << cell.percent;
+    EXPECT_LT(run.ci, high) << cell.percent;
+  }
+}
+
+// checkmate-lp's plans (a few seconds each) never beat the published optima either.
+TEST(CheckmateData, LpPlansStayAboveThePublishedOptima) {
+  const std::optional<std::string> dir = testing::bench_data_dir();
+  if (!dir) GTEST_SKIP() << "MOCCASIN data absent (../shared/benchmarks/moccasin)";
+  for (const auto* cells : {kCm1, kRl1})
+    for (int i = 0; i < 2; ++i) {
+      const CellRun run = run_cell(*dir, cells[i], "checkmate-lp", 60);
+      EXPECT_EQ(run.result.plan.stats.status, SolveStatus::kFeasible);
+      ASSERT_TRUE(run.result.plan.stats.cost_lower_bound);
+      EXPECT_LE(*run.result.plan.stats.cost_lower_bound, run.result.eval.cost);
+    }
+}
+
+// RL 1 at 90 % / 80 % within 120 s: CI at most the published MILP optima (0.8 / 2.3). About
+// 4 minutes, so only with REMAT_SLOW_TESTS=1. Measured here: 90 % proved optimal at CI 0.79 %
+// in 73 s; 80 % CI 6.28 % (gap 5.1 %) at 120 s, so the 80 % half of this test fails.
+TEST(CheckmateData, Rl1ReachesThePublishedOptimaIn120s) {
+  if (std::getenv("REMAT_SLOW_TESTS") == nullptr)
+    GTEST_SKIP() << "RL 1 takes 2 x 120 s; set REMAT_SLOW_TESTS=1";
+  const std::optional<std::string> dir = testing::bench_data_dir();
+  if (!dir) GTEST_SKIP() << "MOCCASIN data absent (../shared/benchmarks/moccasin)";
+  for (const PublishedCell& cell : kRl1) {
+    const CellRun run = run_cell(*dir, cell, "checkmate", 120);
+    EXPECT_LE(run.ci, cell.optimum_ci + 0.005) << cell.percent;
   }
 }
 

@@ -84,5 +84,11 @@ std::optional<Retention> retention_from_sequence(const Graph& graph, const Seque
 // the time limit ended it before a plan fitted.
 Retention repair_retention(const Graph& graph, Retention start, int64_t budget_bytes,
                            double time_limit_s, bool* timed_out = nullptr);
+// Local search from a retention within budget: removes recomputations (their outputs held instead,
+// the rest repaired back into the budget) while that lowers the cost, one at a time, then several
+// at random (`seed`) until 200 tries in a row gain nothing. Returns the cheapest retention found;
+// `start` unchanged when it is over budget. `*timed_out`: the time limit ended it.
+Retention improve_retention(const Graph& graph, Retention start, int64_t budget_bytes,
+                            double time_limit_s, uint64_t seed, bool* timed_out = nullptr);
 
 }  // namespace remat::checkmate

@@ -20,7 +20,9 @@ namespace {
 struct CheckmateParams {
   std::string write_mps;  // empty: none
   int64_t max_columns = 1'500'000;
-  int64_t samples = 20;  // checkmate-lp only
+  int64_t samples = 20;  // checkmate-lp only, as the two below
+  bool repair = true;
+  bool bound_only = false;
 };
 
 // The rows both solvers take; checkmate-lp adds `samples`.
@@ -47,6 +49,14 @@ const ParamTable<CheckmateParams>& lp_table() {
         {{"samples", "20", "roundings",
           "randomised roundings per LP solution, besides the 9 deterministic thresholds"},
          integer(&CheckmateParams::samples, 0, 100000)});
+    rows.push_back({{"repair", "`true`", "",
+                     "repair over-budget roundings and improve the best plan by local search; "
+                     "`false`: Checkmate's rounding alone"},
+                    flag(&CheckmateParams::repair)});
+    rows.push_back({{"bound_only", "`false`", "",
+                     "solve the LP at the budget for its bound only; the plan is the default "
+                     "schedule (`remat compare --bound checkmate`)"},
+                    flag(&CheckmateParams::bound_only)});
     return rows;
   }());
   return table;
@@ -104,6 +114,8 @@ milp::MilpOptions milp_options(const SolveOptions& options, double seconds) {
 }
 
 void add_model_counters(SolveStats& stats, const StageModel& sm) {
+  // The MPS objective (write_mps) is cost / objective_scale.
+  stats.add_counter("objective_scale", sm.cost_scale);
   stats.add_counter("columns", sm.model.num_columns());
   stats.add_counter("rows", sm.model.num_rows());
   stats.add_counter("nonzeros", static_cast<double>(sm.model.num_nonzeros()));
@@ -117,7 +129,7 @@ double cost_bound(const StageModel& sm, double scaled) {
         const double c = n.cost / sm.cost_scale;
         return std::abs(c - std::round(c)) <= 1e-9 * std::max(1.0, std::abs(c));
       });
-  const double slack = 1e-6 * std::max(1.0, std::abs(scaled));  // CBC's bound tolerance
+  const double slack = 1e-6 + 1e-9 * std::abs(scaled);  // CBC's bound tolerance
   return (integral ? std::ceil(scaled - slack) : scaled) * sm.cost_scale;
 }
 
@@ -141,14 +153,19 @@ class MilpSolver : public Solver {
     const StageModel sm = build_stage_model(g, budget);
     if (!params.write_mps.empty()) milp::write_mps(sm.model, params.write_mps);
 
-    // Warm start: the default schedule, repaired down to the budget (spec §5).
+    // Warm start: the default schedule, repaired down to the budget (spec §5), then improved by
+    // local search.
     BestPlan best(budget);
     best.offer(g, default_schedule(g));
     const Retention kept_all = *retention_from_sequence(g, default_schedule(g));
-    bool repair_timed_out = false;
+    bool repair_timed_out = false, improve_timed_out = false;
     const Retention repaired = repair_retention(
         g, kept_all, budget, std::max(0.1, options.time_limit_s * 0.2), &repair_timed_out);
     best.offer(g, sequence_from_retention(g, repaired));
+    const Retention improved =
+        improve_retention(g, repaired, budget, std::max(0.1, options.time_limit_s * 0.2),
+                          derive_seed(options.seed, 1), &improve_timed_out);
+    best.offer(g, sequence_from_retention(g, improved));
     report_progress(options, "warm start", best.best()->eval.cost);
 
     milp::MilpOptions mo = milp_options(options, options.time_limit_s - clock.elapsed_s());
@@ -167,14 +184,17 @@ class MilpSolver : public Solver {
     if (proved && best.fits() &&
         best.best()->eval.cost <= objective_cost + 1e-9 * std::max(1.0, objective_cost))
       stats.status = SolveStatus::kOptimal;
-    if (result.status != milp::MilpStatus::kInfeasible && std::isfinite(result.bound))
+    if (stats.status == SolveStatus::kOptimal)
+      stats.cost_lower_bound = best.best()->eval.cost;
+    else if (result.status != milp::MilpStatus::kInfeasible && std::isfinite(result.bound))
       stats.cost_lower_bound = std::min(cost_bound(sm, result.bound), best.best()->eval.cost);
     stats.iterations = result.nodes;
     add_model_counters(stats, sm);
     stats.add_counter("milp_status", static_cast<double>(result.status));
     stats.add_counter("mip_start", start ? 1 : 0);
     // A run the clock stopped depends on how far it got (not reproducible).
-    stats.add_counter("time_limit_hit", result.stopped_on_time || repair_timed_out ? 1 : 0);
+    stats.add_counter("time_limit_hit",
+                      result.stopped_on_time || repair_timed_out || improve_timed_out ? 1 : 0);
     stats.add_counter("plan_from_milp", from_milp ? 1 : 0);
     if (!result.x.empty()) stats.add_counter("milp_objective", objective_cost);
     return plan;
@@ -203,11 +223,18 @@ class LpSolver : public Solver {
         milp::solve_lp(at_budget.model, milp_options(options, options.time_limit_s));
     Plan plan;
     int64_t rounded = 0;
+    // Each rounding is judged as it is and, when over budget, once more repaired into it.
+    const auto offer = [&](const Retention& held) {
+      const Sequence sequence = sequence_from_retention(g, held);
+      if (params.repair && simulate(g, sequence).peak_bytes > budget && !clock.expired())
+        best.offer(
+            g, sequence_from_retention(
+                   g, repair_retention(g, held, budget, options.time_limit_s - clock.elapsed_s())));
+      best.offer(g, sequence);
+      ++rounded;
+    };
     const auto round_all = [&](const StageModel& sm, const std::vector<double>& x) {
-      for (int step = 1; step <= 9; ++step) {
-        best.offer(g, sequence_from_retention(g, sm.retention(x, step / 10.0)));
-        ++rounded;
-      }
+      for (int step = 1; step <= 9; ++step) offer(sm.retention(x, step / 10.0));
       std::uniform_real_distribution<double> unit(0, 1);
       for (int64_t i = 0; i < samples && !clock.expired(); ++i) {
         std::vector<double> coin(x.size());
@@ -219,16 +246,15 @@ class LpSolver : public Solver {
             if (col >= 0 && coin[static_cast<size_t>(col)] < x[static_cast<size_t>(col)])
               held.set(t, ValueId{v}, true);
           }
-        best.offer(g, sequence_from_retention(g, held));
-        ++rounded;
+        offer(held);
       }
     };
-    if (!bound.x.empty()) round_all(at_budget, bound.x);
+    if (!bound.x.empty() && !params.bound_only) round_all(at_budget, bound.x);
     // Checkmate's budget search: feed the LP a tighter budget until a rounding fits.
     double factor = 0.9;
     int tightenings = 0;
-    while (!best.fits() && bound.status == milp::MilpStatus::kOptimal && !clock.expired() &&
-           tightenings < 6) {
+    while (!params.bound_only && !best.fits() && bound.status == milp::MilpStatus::kOptimal &&
+           !clock.expired() && tightenings < 6) {
       const StageModel tighter =
           build_stage_model(g, static_cast<int64_t>(factor * static_cast<double>(budget)));
       const milp::MilpResult lp = milp::solve_lp(
@@ -238,6 +264,12 @@ class LpSolver : public Solver {
       factor *= 0.9;
       ++tightenings;
     }
+    if (params.repair && !params.bound_only && best.fits() && !clock.expired())
+      if (const std::optional<Retention> held = retention_from_sequence(g, best.best()->sequence))
+        best.offer(
+            g, sequence_from_retention(
+                   g, improve_retention(g, *held, budget, options.time_limit_s - clock.elapsed_s(),
+                                        derive_seed(options.seed, 1))));
     plan = finish(best, SolveStatus::kFeasible);
     if (bound.status == milp::MilpStatus::kOptimal)
       plan.stats.cost_lower_bound =
