@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 if [ "${1:-}" = "--sanitize" ]; then
   REMAT_BUILD_DIR=${REMAT_BUILD_DIR:-build-sanitize} REMAT_CMAKE_ARGS="-DREMAT_SANITIZE=ON \
 -DREMAT_PYTHON=OFF -DREMAT_BENCH=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo" ./scripts/setup.sh
-  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp
   (cd "${REMAT_BUILD_DIR:-build-sanitize}" && ctest --output-on-failure --timeout 1800 -j "$(nproc)")
   exit 0
 fi

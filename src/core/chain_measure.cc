@@ -52,7 +52,8 @@ int64_t run_peak(const Graph& g, std::span<const NodeId> nodes, std::span<const 
   }
   for (const auto& [v, i] : open)
     if (keep(ValueId{v})) intervals[i].end = std::max(steps - 1, 0);
-  std::vector<int64_t> diff(static_cast<size_t>(steps) + 2, 0);  // index t + 1
+  // Index t + 1; a kept value ends at max(steps - 1, 0), so with no steps its end + 2 is 2.
+  std::vector<int64_t> diff(static_cast<size_t>(steps) + 3, 0);
   int64_t before = 0;
   for (const Interval& in : intervals) {
     if (in.start < 0) before += in.bytes;

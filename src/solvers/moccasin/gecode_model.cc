@@ -57,7 +57,8 @@ class Model : public IntMinimizeSpace {
       if (inst.staged) {
         std::vector<int> events;
         for (int32_t stage = p + 2; stage <= n; ++stage) events.push_back(staged_event(stage, p));
-        later_events = IntSet(IntArgs(events));
+        // Gecode's IntArgs(std::vector) reads v[0] even when v is empty (UBSan).
+        if (!events.empty()) later_events = IntSet(IntArgs(events));
       }
       for (int32_t i = 0; i < node.copies; ++i) {
         CopyVars copy;
