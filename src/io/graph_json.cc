@@ -89,16 +89,24 @@ Graph parse_graph_json(std::string_view json_text, std::string_view source) {
   return stream.build(doc);
 }
 
-Graph io::graph_from_doc(const json& doc, std::string_view source) {
+namespace {
+
+// The document's header fields and whatever values and nodes it still holds, after those already
+// in `spec` (GraphStream's: it takes them out of the document while parsing).
+Graph graph_from(const json& doc, GraphSpec spec, std::string_view source) {
   io::check_format(doc, "remat-graph", 1, source);
-  GraphSpec spec;
   spec.name = io::get_string_or(doc, "name", "", source, "the document");
-  const json& values = io::require_array(doc, "values", source, "the document");
-  for (size_t i = 0; i < values.size(); ++i)
-    spec.values.push_back(read_value(values[i], i, source));
-  const json& nodes = io::require_array(doc, "nodes", source, "the document");
-  for (size_t i = 0; i < nodes.size(); ++i) spec.nodes.push_back(read_node(nodes[i], i, source));
+  for (const json& item : io::require_array(doc, "values", source, "the document"))
+    spec.values.push_back(read_value(item, spec.values.size(), source));
+  for (const json& item : io::require_array(doc, "nodes", source, "the document"))
+    spec.nodes.push_back(read_node(item, spec.nodes.size(), source));
   return Graph::build(std::move(spec), source);
+}
+
+}  // namespace
+
+Graph io::graph_from_doc(const json& doc, std::string_view source) {
+  return graph_from(doc, {}, source);
 }
 
 json::parser_callback_t io::GraphStream::callback() {
@@ -135,15 +143,7 @@ bool io::GraphStream::on_event(int depth, json::parse_event_t event, json& parse
   return false;
 }
 
-Graph io::GraphStream::build(const json& doc) {
-  if (!streaming_) return graph_from_doc(doc, source_);
-  io::check_format(doc, "remat-graph", 1, source_);
-  spec_.name = io::get_string_or(doc, "name", "", source_, "the document");
-  // Both lists are required (and are arrays), as graph_from_doc requires them.
-  (void)io::require_array(doc, "values", source_, "the document");
-  (void)io::require_array(doc, "nodes", source_, "the document");
-  return Graph::build(std::move(spec_), source_);
-}
+Graph io::GraphStream::build(const json& doc) { return graph_from(doc, std::move(spec_), source_); }
 
 std::string graph_to_json(const Graph& graph) {
   json values = json::array();
