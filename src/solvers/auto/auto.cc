@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "remat/error.h"
+#include "remat/toolkit.h"
 
 namespace remat::auto_solver {
 namespace {
@@ -133,32 +134,7 @@ class Portfolio {
         run_member(member, member, 1.0, {});
         continue;
       }
-      // FastSA twice when another member's plan fits the budget (not the default schedule):
-      // cold, from its own grouped stage 1, and warm, stage 2 from that plan. Neither always
-      // wins: ResNet-18 at 90 %, warm from mincut's plan +2.3 % against +6.6 % cold;
-      // MobileNet-V2 at 40 %, cold +8.4 % against +9.0 % warm from mincut's +2389 %. Over the
-      // budget only cold: grouped stage 1 reaches lower peaks than single-node moves from another
-      // solver's plan (GPT-4 at 50 %: 51.7 % cold, 59.3 % from mincut's 60.3 %).
-      std::optional<WarmStart> warm_start;
-      if (best_ && best_name_ != "none" && fits(*best_))
-        warm_start = WarmStart{best_->plan.sequence, best_name_, options_.budget};
-      // When nothing fits yet, FastSA may polish the lowest-peak plan afterwards (below); the
-      // cold run, the likelier to fit, leaves it a fifth of the time. Cutting the cold run
-      // short costs quality (DenseNet-121 at 25 %, loaded machine: +4.7 % when a 27 s limit cut
-      // it, +3.8 % converged).
-      const double cold_share = warm_start ? 0.5 : best_ && fits(*best_) ? 1.0 : 0.8;
-      run_member("fastsa", "fastsa", cold_share, {});
-      if (at_least_cost(cost_floor) || deadline_.expired()) continue;
-      if (warm_start) {
-        run_member("fastsa", "fastsa_warm", 1.0, warm_start);
-      } else if (best_ && !fits(*best_)) {
-        // Nothing fits: the plan returned is the lowest peak found, whatever its cost (mincut's
-        // memory objective reaches low peaks by recomputing nearly everything: EfficientNet-B0 at
-        // 25 %, 30.6 % at +3342 % against FastSA's 32.3 % at +7.9 %). FastSA's stage 2 from that
-        // plan, with its peak as the budget, removes recomputation without raising the peak.
-        run_member("fastsa", "fastsa_polish", 1.0,
-                   WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}});
-      }
+      run_fastsa(cost_floor);
     }
     REMAT_CHECK(best_.has_value(), "auto: no member ran");
     Plan plan = std::move(best_->plan);
@@ -193,17 +169,53 @@ class Portfolio {
   };
 
   bool fits(const SolveResult& r) const { return r.eval.peak_bytes <= options_.budget.bytes; }
-  bool at_least_cost(double cost_floor) const {
-    return best_ && fits(*best_) && best_->eval.cost <= cost_floor;
+
+  // FastSA, last, with the time left. Cold (its own grouped stage 1) always; then:
+  //  - when another member's plan fits the budget (not the default schedule), warm from it:
+  //    stage 2 from that plan. Neither start always wins: ResNet-18 at 90 %, warm from mincut's
+  //    plan +2.3 % against +6.6 % cold; MobileNet-V2 at 40 %, cold +8.4 % against +9.0 % warm
+  //    from mincut's +2389 %. Over the budget FastSA never starts from another solver's plan:
+  //    grouped stage 1 reaches lower peaks than single-node moves from it (GPT-4 at 50 %: 51.7 %
+  //    cold, 59.3 % from mincut's 60.3 %).
+  //  - when nothing fits after the cold run, a restart with another seed: the annealing is a
+  //    random search and one chain may miss what another finds (RegNet-Y-400MF at 40 %: seed 1
+  //    ends at 40.9 %, seed 2 fits at 39.2 %).
+  //  - when still nothing fits, a polish of the lowest-peak plan (below).
+  // Runs are stopped by iterations (convergence), so the shares are only caps.
+  void run_fastsa(double cost_floor) {
+    REMAT_CHECK(best_.has_value(), "auto: the default schedule runs before FastSA");
+    std::optional<WarmStart> warm_start;
+    if (best_name_ != "none" && fits(*best_))
+      warm_start = WarmStart{best_->plan.sequence, best_name_, options_.budget};
+    const bool nothing_fits = !fits(*best_);
+    run_member("fastsa", "fastsa", warm_start || nothing_fits ? 0.5 : 1.0, {});
+    if (finished(cost_floor)) return;
+    if (warm_start) {
+      run_member("fastsa", "fastsa_warm", 1.0, warm_start);
+      return;
+    }
+    if (fits(*best_)) return;
+    run_member("fastsa", "fastsa_restart", 0.6, {}, derive_seed(options_.seed, 1));
+    if (finished(cost_floor) || fits(*best_)) return;
+    // Nothing fits: the plan returned is the lowest peak found, whatever its cost (mincut's
+    // memory objective reaches low peaks by recomputing nearly everything: EfficientNet-B0 at
+    // 25 %, 30.6 % at +3342 % against FastSA's 32.3 % at +7.9 %). FastSA's stage 2 from that
+    // plan, with its peak as the budget, removes recomputation without raising the peak.
+    run_member("fastsa", "fastsa_polish", 1.0,
+               WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}});
+  }
+
+  bool finished(double cost_floor) const {
+    return deadline_.expired() || (fits(*best_) && best_->eval.cost <= cost_floor);
   }
 
   // Runs `member` through the judged solve(), recording it as `label`, with `share` of the time
-  // left, from `warm` when given.
+  // left, from `warm` when given, with `seed` instead of the user's when given.
   void run_member(const std::string& member, const std::string& label, double share,
-                  const std::optional<WarmStart>& warm) {
+                  const std::optional<WarmStart>& warm, std::optional<uint64_t> seed = {}) {
     SolveOptions o;
     o.budget = options_.budget;
-    o.seed = options_.seed;
+    o.seed = seed.value_or(options_.seed);
     o.threads = options_.threads;
     o.on_progress = options_.on_progress;
     const double left = std::max(1e-3, options_.time_limit_s - deadline_.elapsed_s());
