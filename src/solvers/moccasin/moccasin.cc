@@ -282,7 +282,7 @@ class MoccasinSolver final : public Solver {
     PhaseResult phase1;
     const bool run_phase1 = p.phase1 && !start_fits;
     if (run_phase1) {
-      search.time_limit_s = time_left() * 0.5;
+      search.time_limit_s = time_left() * 0.75;
       phase1 = solve_phase1(inst, incumbent ? &*incumbent : nullptr, search);
     }
     const Solution* phase2_start = run_phase1 && phase1.found ? &phase1.best
@@ -314,7 +314,12 @@ class MoccasinSolver final : public Solver {
     };
     const PhaseResult& final_phase = phase2.found ? phase2 : phase1;
     if (final_phase.found) consider(to_sequence(final_phase.best), "model", true);
-    if (start) consider(start->sequence, "start", false);
+    if (start) {
+      const Evaluation e = simulate(graph, start->sequence);
+      plan.stats.add_counter("start_peak_bytes", static_cast<double>(e.peak_bytes));
+      plan.stats.add_counter("start_cost", e.cost);
+      consider(start->sequence, "start", false);
+    }
     // Seconds from the call to the returned plan (the published MOCCASIN times are time-to-best).
     const double best_at_s =
         returned == "model"
