@@ -1,7 +1,8 @@
 // moccasin_bench — the 18 cells of ../shared/benchmarks/README.md (6 graphs × 90/80/70 %) solved
 // by `moccasin`, printed beside the published MOCCASIN figures (CP-SAT, 16 cores, up to 1 h).
 // Every figure comes from the simulator. Usage:
-//   build/bench/moccasin_bench [--time-limit 60] [--only RL1,CM1] [--budgets 90,80] [--param k=v]...
+//   build/bench/moccasin_bench [--time-limit 60] [--only RL1,CM1] [--budgets 90,80] [--param
+//   k=v]...
 // `--param warm=none` runs without the warm start (default: checkmate-lp's plan, see the docs).
 // REMAT_BENCH_DATA or ../shared/benchmarks/moccasin beside the repository holds the data.
 #include <fmt/format.h>
@@ -101,8 +102,10 @@ int run(int argc, char** argv) {
   }
   // start: the warm start's CI % (`-` when over budget or none); best s: seconds to the returned
   // plan (the published times are time-to-best); from: which plan was returned.
-  fmt::print("{:<5} {:>3} | {:>7} {:>7} {:<12} {:>6} {:>6} | {:>7} {:<7} | published MOCCASIN CI / Mem / s\n",
-             "graph", "B%", "CI %", "mem %", "status", "s", "best s", "start", "from");
+  fmt::print(
+      "{:<5} {:>3} | {:>7} {:>7} {:<12} {:>6} {:>6} | {:>7} {:<7} | published MOCCASIN CI / Mem / "
+      "s\n",
+      "graph", "B%", "CI %", "mem %", "status", "s", "best s", "start", "from");
   for (const Cell& cell : kCells) {
     if (!only.empty() && !listed(only, cell.graph)) continue;
     if (!listed(budgets, std::to_string(cell.budget_pct))) continue;
@@ -117,9 +120,9 @@ int run(int argc, char** argv) {
     std::string start = "-";
     if (stats.counter("start_cost") && *stats.counter("start_peak_bytes") <= options.budget.bytes)
       start = fmt::format("{:.2f}", 100.0 * (*stats.counter("start_cost") / base.cost - 1));
-    const char* from = stats.counter("replaced_by_default_schedule") ? "default"
+    const char* from = stats.counter("replaced_by_default_schedule")      ? "default"
                        : stats.counter("returned_start").value_or(0) == 1 ? "start"
-                                                                           : "model";
+                                                                          : "model";
     fmt::print("{:<5} {:>3} | {:>7.2f} {:>7.1f} {:<12} {:>6.1f} {:>6.1f} | {:>7} {:<7} | {}\n",
                cell.graph, cell.budget_pct, 100.0 * (r.eval.cost / base.cost - 1),
                100.0 * r.eval.peak_bytes / base.peak_bytes, to_string(stats.status),

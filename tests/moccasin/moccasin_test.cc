@@ -165,7 +165,8 @@ TEST(Moccasin, PlanAsIncumbent) {
   // Fig. 3's plan: a, b, c, a again in stage 4, d. Events 1, 3, 6, 7, 10; a's first copy is
   // read by b (event 3) so it ends at 4; its second copy, b and c are read by d (10), so they end
   // at 11 like d (a graph output). Memory 2 at event 7, peak 3 at event 10.
-  const std::optional<moccasin::Solution> fig3 = moccasin::to_solution(inst, {{0, 1, 2, 0, 3}}, why);
+  const std::optional<moccasin::Solution> fig3 =
+      moccasin::to_solution(inst, {{0, 1, 2, 0, 3}}, why);
   ASSERT_TRUE(fig3) << why;
   EXPECT_EQ(fig3->copies[0][0].start, 1);
   EXPECT_EQ(fig3->copies[0][1].start, 7);
@@ -250,8 +251,7 @@ TEST(Moccasin, WarmStartAndInitPlan) {
 
   const std::string plan_path = testing::temp_dir("moccasin_init") + "/plan.json";
   write_plan_file(plan_path, g, warm, Budget{11});
-  const SolveResult from_file =
-      testing::solve_and_check(g, 11, "moccasin", {{"init", plan_path}});
+  const SolveResult from_file = testing::solve_and_check(g, 11, "moccasin", {{"init", plan_path}});
   EXPECT_TRUE(from_file.plan.stats.lists.back().second.at(0).starts_with("init: "));
   EXPECT_EQ(from_file.eval.cost, 5);
   SolveOptions both;

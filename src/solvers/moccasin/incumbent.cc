@@ -13,8 +13,8 @@ bool assign_events(const Instance& inst, std::span<const int32_t> sequence,
                    std::vector<std::vector<int32_t>>& starts, std::string& why) {
   const auto n = static_cast<int32_t>(inst.nodes.size());
   starts.assign(static_cast<size_t>(n), {});
-  int32_t next_first = 0;   // the next node whose first computation is due
-  int32_t last_slot = -1;   // the last recomputed position in the current stage
+  int32_t next_first = 0;  // the next node whose first computation is due
+  int32_t last_slot = -1;  // the last recomputed position in the current stage
   for (size_t t = 0; t < sequence.size(); ++t) {
     const int32_t p = sequence[t];
     std::vector<int32_t>& mine = starts[static_cast<size_t>(p)];
@@ -24,8 +24,8 @@ bool assign_events(const Instance& inst, std::span<const int32_t> sequence,
     }
     if (mine.empty()) {
       if (p != next_first) {
-        why = fmt::format("step {}: node {} is computed before node {} (not in the node order)",
-                          t, p, next_first);
+        why = fmt::format("step {}: node {} is computed before node {} (not in the node order)", t,
+                          p, next_first);
         return false;
       }
       mine.push_back(first_event(p));
@@ -38,8 +38,8 @@ bool assign_events(const Instance& inst, std::span<const int32_t> sequence,
       return false;
     }
     if (p <= last_slot) {
-      why = fmt::format("step {}: stage {} recomputes node {} after node {} (not in node order)",
-                        t, next_first + 1, p, last_slot);
+      why = fmt::format("step {}: stage {} recomputes node {} after node {} (not in node order)", t,
+                        next_first + 1, p, last_slot);
       return false;
     }
     mine.push_back(staged_event(next_first + 1, p));
@@ -121,8 +121,8 @@ std::optional<Solution> to_solution(const Instance& inst, std::span<const int32_
       if (i > 0) solution.hint_active.push_back(active ? 1 : 0);
       if (!inst.staged || i > 0) solution.hint_starts.push_back(start);
       for (size_t k = 0; k < node.outputs.size(); ++k) {
-        const int32_t end = active ? ends[static_cast<size_t>(p)][static_cast<size_t>(i)][k]
-                                   : start + 1;
+        const int32_t end =
+            active ? ends[static_cast<size_t>(p)][static_cast<size_t>(i)][k] : start + 1;
         solution.hint_ends.push_back(end);
         if (active && node.outputs[k].size > 0) {
           profile[static_cast<size_t>(start)] += node.outputs[k].size;

@@ -65,7 +65,7 @@ struct PhaseResult {
   int64_t failures = 0;
   int64_t nodes = 0;
   int64_t restarts = 0;
-  bool start_used = false;  // the start was the first incumbent
+  bool start_used = false;                           // the start was the first incumbent
   std::chrono::steady_clock::time_point best_found;  // when `best` was found
 };
 
