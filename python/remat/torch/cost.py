@@ -14,6 +14,7 @@ import math
 
 import torch
 
+from remat.torch import op_kinds
 from remat.torch._compat import tree_flatten
 
 
@@ -81,7 +82,7 @@ def _flops(packet, kind, args, result):
         forward = 2 * (_numel(args[1]) if transposed else _numel(grad_out)) * per_output
         return forward * (int(mask[0]) + int(mask[1])) + _numel(grad_out) * int(mask[2])
     outputs = [t for t in tree_flatten(result)[0] if isinstance(t, torch.Tensor)]
-    if kind == "reduction":
+    if kind == "reduction" or packet in op_kinds.NORMALIZATION:
         inputs = [t for t in tree_flatten(args)[0] if isinstance(t, torch.Tensor)]
         return max([_numel(t) for t in inputs + outputs] + [1])
     return max(sum(_numel(t) for t in outputs), 1)

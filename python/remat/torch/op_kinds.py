@@ -16,15 +16,24 @@ COMPUTE = frozenset({
     "_scaled_dot_product_efficient_attention_backward",
 })
 
+# Normalizations: a statistics pass over each row (layer and group norm) or channel (batch norm),
+# then a pass that rescales by it; their backward reduces twice more. The min-cut paper (§3.1,
+# assumption 3) lists layer norm with matmul and convolution as compute-bound ops never worth
+# recomputing, and functorch's min-cut partitioner neither recomputes nor fuses any normalization.
+# They are "compute" ops: not recomputed, and not fused with a neighbour, so a value a
+# normalization reads is materialised anyway. Their FLOPs are counted as a reduction's (cost.py).
+NORMALIZATION = frozenset({
+    "native_batch_norm", "native_batch_norm_backward", "_native_batch_norm_legit",
+    "_native_batch_norm_legit_functional", "native_layer_norm", "native_layer_norm_backward",
+    "native_group_norm", "native_group_norm_backward",
+})
+
 # Whole-tensor reductions and normalizations: read a tensor, write something smaller or rescale
 # it with statistics computed over it; memory-bound but not fusible into a neighbour.
 REDUCTION = frozenset({
     "sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "var_mean", "norm",
     "linalg_vector_norm", "_softmax", "_log_softmax", "_softmax_backward_data",
-    "_log_softmax_backward_data", "native_batch_norm", "native_batch_norm_backward",
-    "_native_batch_norm_legit", "_native_batch_norm_legit_functional", "native_layer_norm",
-    "native_layer_norm_backward", "native_group_norm", "native_group_norm_backward",
-    "nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward", "nll_loss2d_backward",
+    "_log_softmax_backward_data", "nll_loss_forward", "nll_loss_backward", "nll_loss2d_forward", "nll_loss2d_backward",
     "mse_loss", "mse_loss_backward", "cumsum", "max_pool2d_with_indices",
     "max_pool2d_with_indices_backward", "avg_pool2d", "avg_pool2d_backward",
     "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward", "embedding_dense_backward",
@@ -78,7 +87,7 @@ def kind_of(packet_name, is_view):
         return "view"
     if packet_name in RANDOM:
         return "random"
-    if packet_name in COMPUTE:
+    if packet_name in COMPUTE or packet_name in NORMALIZATION:
         return "compute"
     if packet_name in REDUCTION:
         return "reduction"

@@ -51,6 +51,7 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     with the saved set planned by remat `solver` under `budget` (see remat.parse_budget; None:
     no memory budget, the solver's least-cost plan, as AOTAutograd's partitioners do)."""
     start = time.perf_counter()
+    merge_common_subexpressions(joint_module)
     joint = JointGraph(joint_module, num_fwd_outputs)
     limit = 600.0 if time_limit is None else float(time_limit)
     if budget is None:
@@ -80,6 +81,65 @@ def aot_backend(**partition_options):
     compiler = _compat.nop_compiler()
     return aot_autograd(fw_compiler=compiler, bw_compiler=compiler,
                         partition_fn=functools.partial(partition, **partition_options))
+
+
+def merge_common_subexpressions(joint_module):
+    """Merges, in place, each pure call that repeats an earlier one (same op, same arguments)
+    into the earlier one, as functorch's partitioners do before cutting: the two layers of a
+    model building the same causal mask then save one mask, not two. Pure: not random, writes
+    nothing (schema or op_kinds.HIDDEN_WRITES), and neither reads nor makes a storage that some
+    call writes in place (its value would depend on when it runs). Returns the merged count."""
+    graph = joint_module.graph
+    root = {}  # fx node -> the node whose storage it shares (views, in-place results)
+    written = set()
+    for n in graph.nodes:
+        root[n] = n
+        if n.op != "call_function":
+            continue
+        writes = effects.declared_writes(n)
+        if n.target is operator.getitem:
+            parent = n.args[0]
+            if isinstance(parent, fx.Node) and root[parent] is not parent:
+                root[n] = root[parent]  # an element of a view's tuple (split)
+        elif writes:
+            root[n] = root[next(iter(writes))]
+        elif effects.is_view(n) and n.all_input_nodes:
+            root[n] = root[n.all_input_nodes[0]]
+        written.update(root[w] for w in writes)
+    first = {}
+    merged = 0
+    for n in list(graph.nodes):
+        if n.op != "call_function" or root[n] in written or effects.declared_writes(n):
+            continue
+        if op_kinds.is_random(_compat.packet_name(n.target)):
+            continue
+        if any(root[i] in written for i in n.all_input_nodes):
+            continue
+        key = _call_key(n)
+        if key is None:
+            continue
+        kept = first.setdefault(key, n)
+        if kept is not n:
+            n.replace_all_uses_with(kept)
+            graph.erase_node(n)
+            merged += 1
+    if merged:
+        joint_module.recompile()
+    return merged
+
+
+def _call_key(n):
+    """A hashable key of an fx call (its target and arguments), or None when an argument is
+    not hashable."""
+    flat, spec = _compat.tree_flatten((n.args, n.kwargs))
+    # A tensor constant is keyed by identity (comparing tensors with == gives a tensor).
+    key = (n.target, tuple((type(a), id(a) if isinstance(a, torch.Tensor) else a) for a in flat),
+           str(spec))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
