@@ -124,7 +124,11 @@ SolveResult offer_fixed_order_annealing(const Graph& g, const SolveOptions& opti
   annealing.on_progress = options.on_progress;
   annealing.params = {{"mode", "fixed-order"}};
   const SolveResult r = solve(g, "fastsa", annealing);
-  best.offer(g, r.plan.sequence);
+  // Offered as the MILP's stages (its values held at each first computation, the cheapest R
+  // realising that): fastsa may run a node twice between two first computations, which the
+  // model cannot, and a plan outside the model's class would break the bound and the proof.
+  if (const std::optional<Retention> held = retention_from_sequence(g, r.plan.sequence))
+    best.offer(g, sequence_from_retention(g, *held));
   return r;
 }
 
