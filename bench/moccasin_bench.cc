@@ -1,10 +1,13 @@
 // moccasin_bench — the 18 cells of ../shared/benchmarks/README.md (6 graphs × 90/80/70 %) solved
 // by `moccasin`, printed beside the published MOCCASIN figures (CP-SAT, 16 cores, up to 1 h).
 // Every figure comes from the simulator. Usage:
-//   build/bench/moccasin_bench [--time-limit 60] [--only RL1] [--budgets 90,80] [--param k=v]...
+//   build/bench/moccasin_bench [--time-limit 60] [--only RL1,CM1] [--budgets 90,80] [--param
+//   k=v]...
+// `--param warm=none` runs without the warm start (default: checkmate-lp's plan, see the docs).
 // REMAT_BENCH_DATA or ../shared/benchmarks/moccasin beside the repository holds the data.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
@@ -59,6 +62,17 @@ std::string find_file(const std::string& dir, std::string_view prefix) {
   throw InputError(fmt::format("no file starting with '{}' in {}", prefix, dir));
 }
 
+// True when the comma-separated `list` names `item`.
+bool listed(std::string_view list, std::string_view item) {
+  size_t begin = 0;
+  while (begin <= list.size()) {
+    const size_t comma = std::min(list.find(',', begin), list.size());
+    if (list.substr(begin, comma - begin) == item) return true;
+    begin = comma + 1;
+  }
+  return false;
+}
+
 int run(int argc, char** argv) {
   double time_limit = 60;
   std::string only, budgets = "90,80,70";
@@ -86,11 +100,15 @@ int run(int argc, char** argv) {
     fmt::print("moccasin_bench: data folder {} absent, nothing to do\n", dir);
     return 0;
   }
-  fmt::print("{:<4} {:>3} | {:>7} {:>7} {:<12} {:>6} | published MOCCASIN CI / Mem / s\n", "graph",
-             "B%", "CI %", "mem %", "status", "s");
+  // start: the warm start's CI % (`-` when over budget or none); best s: seconds to the returned
+  // plan (the published times are time-to-best); from: which plan was returned.
+  fmt::print(
+      "{:<5} {:>3} | {:>7} {:>7} {:<12} {:>6} {:>6} | {:>7} {:<7} | published MOCCASIN CI / Mem / "
+      "s\n",
+      "graph", "B%", "CI %", "mem %", "status", "s", "best s", "start", "from");
   for (const Cell& cell : kCells) {
-    if (!only.empty() && only != cell.graph) continue;
-    if (budgets.find(std::to_string(cell.budget_pct)) == std::string::npos) continue;
+    if (!only.empty() && !listed(only, cell.graph)) continue;
+    if (!listed(budgets, std::to_string(cell.budget_pct))) continue;
     const Graph g = read_graph_file(find_file(dir, cell.prefix));
     const Baseline base = baseline(g);
     SolveOptions options;
@@ -98,10 +116,18 @@ int run(int argc, char** argv) {
     options.time_limit_s = time_limit;
     options.params = params;
     const SolveResult r = solve(g, "moccasin", options);
-    fmt::print("{:<5} {:>3} | {:>7.2f} {:>7.1f} {:<12} {:>6.1f} | {}\n", cell.graph,
-               cell.budget_pct, 100.0 * (r.eval.cost / base.cost - 1),
-               100.0 * r.eval.peak_bytes / base.peak_bytes, to_string(r.plan.stats.status),
-               r.plan.stats.wall_time_s, cell.published);
+    const SolveStats& stats = r.plan.stats;
+    std::string start = "-";
+    if (stats.counter("start_cost") && *stats.counter("start_peak_bytes") <= options.budget.bytes)
+      start = fmt::format("{:.2f}", 100.0 * (*stats.counter("start_cost") / base.cost - 1));
+    const char* from = stats.counter("replaced_by_default_schedule")      ? "default"
+                       : stats.counter("returned_start").value_or(0) == 1 ? "start"
+                                                                          : "model";
+    fmt::print("{:<5} {:>3} | {:>7.2f} {:>7.1f} {:<12} {:>6.1f} {:>6.1f} | {:>7} {:<7} | {}\n",
+               cell.graph, cell.budget_pct, 100.0 * (r.eval.cost / base.cost - 1),
+               100.0 * r.eval.peak_bytes / base.peak_bytes, to_string(stats.status),
+               stats.wall_time_s, stats.counter("seconds_to_best").value_or(-1), start, from,
+               cell.published);
     std::fflush(stdout);
   }
   return 0;

@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <random>
 
+#include "moccasin/incumbent.h"
 #include "moccasin/instance.h"
 #include "remat/graph.h"
+#include "remat/io.h"
 #include "remat/simulate.h"
 #include "remat/solver.h"
 #include "testing/testing.h"
@@ -51,8 +53,10 @@ TEST(Moccasin, Fig3EventsAndMemory) {
 TEST(Moccasin, OneCopyForcesHigherPeakThanTwo) {
   // b is large (10). Keeping a across b and c costs a+b+c = 12 at c; recomputing a after c
   // (event 7) gives peak a+b = b+c = 11 at cost 5 (hand computation).
+  // warm=none: a warm start's recomputations would raise C_v to 2 (see PlanAsIncumbent).
   const Graph g = fig3_graph(10);
-  const SolveResult one = testing::solve_and_check(g, 11, "moccasin", {{"c", "1"}});
+  const SolveResult one =
+      testing::solve_and_check(g, 11, "moccasin", {{"c", "1"}, {"warm", "none"}});
   EXPECT_EQ(one.plan.stats.status, SolveStatus::kOverBudget);
   EXPECT_EQ(one.eval.peak_bytes, 12);
   const SolveResult two = testing::solve_and_check(g, 11, "moccasin", {{"c", "2"}});
@@ -109,7 +113,11 @@ std::optional<double> brute_force(const Graph& g, int64_t budget) {
   return best;
 }
 
-TEST(Moccasin, AgreesWithBruteForceOnSmallGraphs) {
+// Both without a start (the search alone proves the optimum, so assigning ends and links
+// without alternatives loses no plan) and from the default warm start.
+class MoccasinBruteForce : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(MoccasinBruteForce, AgreesOnSmallGraphs) {
   int proved = 0;
   for (uint32_t seed = 1; seed <= 12; ++seed) {
     const int n = 5 + static_cast<int>(seed % 2);
@@ -117,8 +125,8 @@ TEST(Moccasin, AgreesWithBruteForceOnSmallGraphs) {
     const int64_t low = memory_lower_bound(g), high = baseline(g).peak_bytes;
     for (const int64_t budget : {low, (low + high) / 2, high}) {
       const std::optional<double> expected = brute_force(g, budget);
-      const SolveResult r =
-          testing::solve_and_check(g, budget, "moccasin", {{"c", std::to_string(n)}});
+      const SolveResult r = testing::solve_and_check(
+          g, budget, "moccasin", {{"c", std::to_string(n)}, {"warm", GetParam()}});
       SCOPED_TRACE(::testing::Message() << "seed " << seed << " budget " << budget);
       if (!expected) {
         EXPECT_EQ(r.plan.stats.status, SolveStatus::kOverBudget);
@@ -130,6 +138,136 @@ TEST(Moccasin, AgreesWithBruteForceOnSmallGraphs) {
     }
   }
   EXPECT_GT(proved, 20);
+}
+
+INSTANTIATE_TEST_SUITE_P(Warm, MoccasinBruteForce, ::testing::Values("none", "auto"));
+
+// Fig. 3's graph as the model sees it (unit sizes, d a graph output, two copies each).
+moccasin::Instance fig3_instance(bool staged) {
+  moccasin::Instance inst;
+  inst.staged = staged;
+  inst.capacity = 3;
+  const std::vector<std::vector<moccasin::Use>> uses = {{}, {{0, 0}}, {{1, 0}}, {{2, 0}, {0, 0}}};
+  for (int p = 0; p < 4; ++p) {
+    moccasin::NodeModel node;
+    node.copies = staged ? std::min(2, 4 - p) : 2;
+    node.weight = 1;
+    node.outputs = {{1, p == 3}};
+    node.uses = uses[static_cast<size_t>(p)];
+    inst.nodes.push_back(node);
+  }
+  return inst;
+}
+
+TEST(Moccasin, PlanAsIncumbent) {
+  const moccasin::Instance inst = fig3_instance(true);
+  std::string why;
+  // Fig. 3's plan: a, b, c, a again in stage 4, d. Events 1, 3, 6, 7, 10; a's first copy is
+  // read by b (event 3) so it ends at 4; its second copy, b and c are read by d (10), so they end
+  // at 11 like d (a graph output). Memory 2 at event 7, peak 3 at event 10.
+  const std::optional<moccasin::Solution> fig3 =
+      moccasin::to_solution(inst, {{0, 1, 2, 0, 3}}, why);
+  ASSERT_TRUE(fig3) << why;
+  EXPECT_EQ(fig3->copies[0][0].start, 1);
+  EXPECT_EQ(fig3->copies[0][1].start, 7);
+  EXPECT_TRUE(fig3->copies[0][1].active);
+  EXPECT_EQ(fig3->copies[1][0].start, 3);
+  EXPECT_FALSE(fig3->copies[1][1].active);
+  EXPECT_EQ(fig3->copies[2][0].start, 6);
+  EXPECT_EQ(fig3->copies[3][0].start, 10);
+  // Ends per (node, copy, output): a 4 and 11, b 7 and its absent copy's start + 1, c 11, its
+  // absent copy's start + 1, d 11.
+  EXPECT_EQ(fig3->hint_ends, (std::vector<int>{4, 11, 7, moccasin::staged_event(4, 1) + 1, 11,
+                                               moccasin::staged_event(4, 2) + 1, 11}));
+  EXPECT_EQ(fig3->peak, 3);
+  EXPECT_EQ(moccasin::model_cost(inst, *fig3), 5);
+  // Plans the staged events cannot hold, each refused with its reason.
+  EXPECT_FALSE(moccasin::to_solution(inst, {{0, 1, 2, 1, 0, 3}}, why));
+  EXPECT_NE(why.find("not in node order"), std::string::npos) << why;
+  EXPECT_FALSE(moccasin::to_solution(inst, {{0, 1, 2, 3, 2}}, why));
+  EXPECT_NE(why.find("after the last node"), std::string::npos) << why;
+  EXPECT_FALSE(moccasin::to_solution(inst, {{0, 2, 1, 3}}, why));
+  EXPECT_NE(why.find("not in the node order"), std::string::npos) << why;
+  EXPECT_FALSE(moccasin::to_solution(inst, {{0, 1, 0, 2, 0, 3}}, why));
+  EXPECT_NE(why.find("copies"), std::string::npos) << why;
+  // order=free: any sequence, one event per step (the same out-of-order stage is fine).
+  const moccasin::Instance free = fig3_instance(false);
+  const std::optional<moccasin::Solution> any =
+      moccasin::to_solution(free, {{0, 1, 2, 1, 0, 3}}, why);
+  ASSERT_TRUE(any) << why;
+  EXPECT_EQ(any->copies[1][1].start, 4);
+  EXPECT_EQ(any->copies[0][1].start, 5);
+  EXPECT_EQ(moccasin::computations(4, {{0, 1, 2, 1, 0, 3}}), (std::vector<int32_t>{2, 2, 1, 1}));
+}
+
+// MOCCASIN from a start plan (SolveOptions::start) never returns a worse plan, whether the
+// start maps onto the staged events (checkmate-lp keeps the node order: it then becomes the
+// first incumbent) or not (FastSA reorders: it is compared at the end).
+TEST(Moccasin, NeverWorseThanItsStart) {
+  std::vector<std::string> starters = {"fastsa"};
+  for (const SolverEntry& e : solver_registry())
+    if (e.name == "checkmate-lp") starters.push_back("checkmate-lp");
+  int mapped = 0;
+  for (uint32_t seed = 1; seed <= 3; ++seed) {
+    const Graph g = random_graph(12, seed);
+    const int64_t low = memory_lower_bound(g), high = baseline(g).peak_bytes;
+    for (const int64_t budget : {low + (high - low) / 4, (low + high) / 2}) {
+      for (const std::string& starter : starters) {
+        SolveOptions options;
+        options.budget = Budget{budget};
+        options.time_limit_s = 1;
+        const SolveResult start = solve(g, starter, options);
+        options.start = start.plan.sequence;
+        const SolveResult r = solve(g, "moccasin", options);
+        SCOPED_TRACE(::testing::Message() << starter << " seed " << seed << " budget " << budget);
+        EXPECT_FALSE(better_plan({start.eval.peak_bytes, start.eval.cost},
+                                 {r.eval.peak_bytes, r.eval.cost}, budget));
+        ASSERT_TRUE(r.plan.stats.counter("start_mapped"));
+        if (*r.plan.stats.counter("start_mapped") == 1 && start.eval.peak_bytes <= budget) {
+          // A mapped start within budget is phase 2's first incumbent.
+          EXPECT_EQ(*r.plan.stats.counter("start_used"), 1);
+          ++mapped;
+        }
+      }
+    }
+  }
+  if (starters.size() > 1) {
+    EXPECT_GE(mapped, 3);
+  }
+}
+
+// The warm start by default, and `init` = a plan file; `init` with a start sequence is an error.
+TEST(Moccasin, WarmStartAndInitPlan) {
+  const Graph g = fig3_graph(10);
+  const SolveResult warm = testing::solve_and_check(g, 11, "moccasin");
+  const auto& lists = warm.plan.stats.lists;
+  ASSERT_FALSE(lists.empty());
+  EXPECT_EQ(lists.back().first, "start");
+  EXPECT_TRUE(lists.back().second.at(0).starts_with("checkmate-lp") ||
+              lists.back().second.at(0).starts_with("fastsa"))
+      << lists.back().second.at(0);
+  const SolveResult none = testing::solve_and_check(g, 11, "moccasin", {{"warm", "none"}});
+  EXPECT_EQ(none.plan.stats.lists.back().second, std::vector<std::string>{"none"});
+
+  const std::string plan_path = testing::temp_dir("moccasin_init") + "/plan.json";
+  write_plan_file(plan_path, g, warm, Budget{11});
+  const SolveResult from_file = testing::solve_and_check(g, 11, "moccasin", {{"init", plan_path}});
+  EXPECT_TRUE(from_file.plan.stats.lists.back().second.at(0).starts_with("init: "));
+  EXPECT_EQ(from_file.eval.cost, 5);
+  SolveOptions both;
+  both.budget = Budget{11};
+  both.params = {{"init", plan_path}};
+  both.start = warm.plan.sequence;
+  EXPECT_NE(testing::input_error_of([&] { solve(g, "moccasin", both); }).find("both"),
+            std::string::npos);
+  EXPECT_NE(testing::input_error_of([&] {
+              testing::solve_and_check(g, 11, "moccasin", {{"init", plan_path + ".absent"}});
+            }).find(".absent"),
+            std::string::npos);
+  EXPECT_NE(testing::input_error_of([&] {
+              testing::solve_and_check(g, 11, "moccasin", {{"warm", "rotor"}});
+            }).find("warm"),
+            std::string::npos);
 }
 
 TEST(Moccasin, FreeOrderNeverWorseThanFixed) {

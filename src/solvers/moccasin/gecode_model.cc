@@ -188,6 +188,7 @@ class Model : public IntMinimizeSpace {
     horizon_ = other.horizon_;
     lns_fraction_ = other.lns_fraction_;
     seed_ = other.seed_;
+    lns_round_ = other.lns_round_;
     hint_ = other.hint_;
     window_nodes_ = other.window_nodes_;
     active_.update(*this, other.active_);
@@ -219,6 +220,21 @@ class Model : public IntMinimizeSpace {
     hint_ = hint;
   }
 
+  // Fixes every branched variable to `solution` (a start of this instance); the precedence
+  // links are left to the search. In phase 1 the peak is bounded by the solution's known peak.
+  void fix_to(const Solution& solution) {
+    int flat = 0;
+    for (const std::vector<CopyValue>& node : solution.copies)
+      for (const CopyValue& copy : node) {
+        rel(*this, active_[flat], IRT_EQ, copy.active ? 1 : 0);
+        rel(*this, starts_[flat], IRT_EQ, copy.start);
+        ++flat;
+      }
+    for (int i = 0; i < ends_.size(); ++i) rel(*this, ends_[i], IRT_EQ, solution.hint_ends[i]);
+    if (phase1_ && solution.peak >= 0 && solution.peak <= Int::Limits::max)
+      rel(*this, peak_, IRT_LQ, static_cast<int>(solution.peak));
+  }
+
   Solution extract(const Instance& inst) const {
     Solution solution;
     int flat = 0;
@@ -234,13 +250,17 @@ class Model : public IntMinimizeSpace {
       solution.hint_starts.push_back(branched_starts_[i].val());
     for (int i = 0; i < ends_.size(); ++i) solution.hint_ends.push_back(ends_[i].val());
     solution.objective = objective_.val();
+    if (phase1_) solution.peak = peak_.val();
     return solution;
   }
   int objective_value() const { return objective_.val(); }
   bool phase1() const { return phase1_; }
 
   // Restart-based search: the master keeps the best solution as the hint and bound.
+  // Gecode's restart number repeats when a neighbourhood is exhausted without a solution, so the
+  // master counts its rounds itself: every round then draws a new neighbourhood.
   bool master(const MetaInfo& mi) override {
+    ++lns_round_;
     if (mi.type() == MetaInfo::RESTART && mi.last() != nullptr) {
       const Model& last = static_cast<const Model&>(*mi.last());
       constrain(last);
@@ -248,11 +268,14 @@ class Model : public IntMinimizeSpace {
     }
     return true;
   }
-  // LNS: fix every copy outside a random window of consecutive nodes to the incumbent.
+  // LNS: fix the presences and starts of every node that is not relaxed to the incumbent. The
+  // first run (round 0, before any master call) is the complete search: RBS treats it as
+  // complete, so it must not be a neighbourhood.
   bool slave(const MetaInfo& mi) override {
-    if (mi.type() != MetaInfo::RESTART || !hint_ || hint_->ends.empty()) return true;
+    if (mi.type() != MetaInfo::RESTART || lns_round_ == 0 || !hint_ || hint_->ends.empty())
+      return true;
     const int n = static_cast<int>(window_nodes_.size());
-    std::mt19937_64 rng(seed_ * 0x9E3779B97F4A7C15ULL + mi.restart());
+    std::mt19937_64 rng(seed_ * 0x9E3779B97F4A7C15ULL + lns_round_);
     const int width = std::max(1, static_cast<int>(lns_fraction_ * n));
     const int first = static_cast<int>(rng() % static_cast<uint64_t>(std::max(1, n - width + 1)));
     int opt = 0, st = 0, flat = 0;
@@ -277,36 +300,32 @@ class Model : public IntMinimizeSpace {
   }
 
  private:
-  static int guided_int(const Space& home, IntVar x, int i, bool ends) {
+  // Solution-guided value selection for the starts: the incumbent's value when still possible.
+  static int guided_start(const Space& home, IntVar x, int i) {
     const Model& m = static_cast<const Model&>(home);
-    if (m.hint_) {
-      const std::vector<int>& values = ends ? m.hint_->ends : m.hint_->starts;
-      if (i < static_cast<int>(values.size()) && x.in(values[i])) return values[i];
-    }
+    if (m.hint_ && i < static_cast<int>(m.hint_->starts.size()) && x.in(m.hint_->starts[i]))
+      return m.hint_->starts[i];
     return x.min();
   }
 
   void post_branching(bool afc) {
-    // (1) recomputations off first, (2) starts in event order, (3) ends as early as allowed,
-    // (4) the precedence links; values from the hint when it is still in the domain.
+    // (1) recomputations off first, (2) starts in event order, values from the hint when it is
+    // still in the domain. Once the presences and starts are fixed, the ends and the precedence
+    // links are functions of them (a read is served by the latest earlier copy, which makes its
+    // earliest end dominant): they are assigned without alternatives, so the search never
+    // revisits them, and (3) phase 1's peak last.
     branch(*this, optional_active_, BOOL_VAR_NONE(),
            BOOL_VAL([](const Space& home, BoolVar x, int i) {
              const Model& m = static_cast<const Model&>(home);
              if (m.hint_ && i < static_cast<int>(m.hint_->active.size())) return m.hint_->active[i];
              return x.min();
            }));
-    if (afc) {
-      branch(*this, branched_starts_, INT_VAR_AFC_SIZE_MAX(0.99),
-             INT_VAL([](const Space& h, IntVar x, int i) { return guided_int(h, x, i, false); }));
-      branch(*this, ends_, INT_VAR_AFC_SIZE_MAX(0.99),
-             INT_VAL([](const Space& h, IntVar x, int i) { return guided_int(h, x, i, true); }));
-    } else {
-      branch(*this, branched_starts_, INT_VAR_NONE(),
-             INT_VAL([](const Space& h, IntVar x, int i) { return guided_int(h, x, i, false); }));
-      branch(*this, ends_, INT_VAR_NONE(),
-             INT_VAL([](const Space& h, IntVar x, int i) { return guided_int(h, x, i, true); }));
-    }
-    branch(*this, links_, BOOL_VAR_NONE(), BOOL_VAL_MAX());
+    if (afc)
+      branch(*this, branched_starts_, INT_VAR_AFC_SIZE_MAX(0.99), INT_VAL(guided_start));
+    else
+      branch(*this, branched_starts_, INT_VAR_NONE(), INT_VAL(guided_start));
+    assign(*this, links_, BOOL_ASSIGN_MIN());
+    assign(*this, ends_, INT_ASSIGN_MIN());
     branch(*this, peak_, INT_VAL_MIN());  // phase 1: the peak of the fixed schedule
   }
 
@@ -316,6 +335,7 @@ class Model : public IntMinimizeSpace {
   int32_t horizon_ = 0;
   double lns_fraction_ = 0.2;
   uint64_t seed_ = 1;
+  uint64_t lns_round_ = 0;  // master() calls so far
   std::shared_ptr<const Hint> hint_;
   std::vector<int32_t> window_nodes_;  // copies per node, in order
   BoolVarArray active_;                // every copy, node-major
@@ -334,7 +354,21 @@ void accumulate(PhaseResult& result, const Search::Statistics& stats) {
   result.restarts += static_cast<int64_t>(stats.restart);
 }
 
-PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* hint,
+// The start as a solution of the phase's model: its variables fixed, the precedence links
+// found by a short search (propagation decides nearly all). Null when the start violates the
+// phase's constraints (in phase 2: a plan over the capacity).
+std::unique_ptr<Model> realise(const Model& root, const Solution& start) {
+  std::unique_ptr<Model> fixed(static_cast<Model*>(root.clone()));
+  fixed->fix_to(start);
+  if (fixed->status() == SS_FAILED) return nullptr;
+  Search::Options options;
+  Search::FailStop stop(10'000);
+  options.stop = &stop;
+  DFS<Model> engine(fixed.get(), options);
+  return std::unique_ptr<Model>(engine.next());
+}
+
+PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* start,
                       const SearchParams& params) {
   PhaseResult result;
   auto root = std::make_unique<Model>(inst, phase1, params);
@@ -342,7 +376,24 @@ PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* hint,
     result.proved = true;
     return result;
   }
-  if (hint != nullptr) root->set_hint(*hint);
+  std::unique_ptr<Model> best;
+  if (start != nullptr) {
+    root->set_hint(*start);
+    best = realise(*root, *start);
+    if (best) {
+      result.start_used = true;
+      ++result.solutions;
+      result.best_found = std::chrono::steady_clock::now();
+      // The complete search below looks only for strictly better plans.
+      root->constrain(*best);
+      if (root->status() == SS_FAILED) {
+        result.proved = true;
+        result.found = true;
+        result.best = best->extract(inst);
+        return result;
+      }
+    }
+  }
 
   // Stage A: complete branch and bound; exhausting it proves the phase optimal.
   const double proof_s = params.time_limit_s * params.proof_fraction;
@@ -350,12 +401,12 @@ PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* hint,
   options.threads = params.threads;
   Search::TimeStop proof_stop(static_cast<unsigned long>(std::max(1.0, proof_s * 1000)));
   options.stop = &proof_stop;
-  std::unique_ptr<Model> best;
   {
     BAB<Model> engine(root.get(), options);
     while (Model* solution = engine.next()) {
       best.reset(solution);
       ++result.solutions;
+      result.best_found = std::chrono::steady_clock::now();
     }
     accumulate(result, engine.statistics());
     result.proved = !engine.stopped();
@@ -375,6 +426,7 @@ PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* hint,
       while (Model* solution = engine.next()) {
         best.reset(solution);
         ++result.solutions;
+        result.best_found = std::chrono::steady_clock::now();
       }
       accumulate(result, engine.statistics());
     }
@@ -388,14 +440,14 @@ PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* hint,
 
 }  // namespace
 
-PhaseResult solve_phase1(const Instance& instance, const Solution* hint,
+PhaseResult solve_phase1(const Instance& instance, const Solution* start,
                          const SearchParams& params) {
-  return run_phase(instance, true, hint, params);
+  return run_phase(instance, true, start, params);
 }
 
-PhaseResult solve_phase2(const Instance& instance, const Solution* hint,
+PhaseResult solve_phase2(const Instance& instance, const Solution* start,
                          const SearchParams& params) {
-  return run_phase(instance, false, hint, params);
+  return run_phase(instance, false, start, params);
 }
 
 }  // namespace remat::moccasin

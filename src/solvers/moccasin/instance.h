@@ -4,6 +4,7 @@
 // ends are exclusive: copy i of node v holds output k over events [start, end_k).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -51,6 +52,7 @@ struct CopyValue {
 struct Solution {
   std::vector<std::vector<CopyValue>> copies;  // [node][copy]
   int64_t objective = 0;                       // phase 1: max(M_var, M); phase 2: cost
+  int64_t peak = -1;                           // the model's peak in units; -1: not known
   // The branched variables' values, to guide the next phase's search (same variable layout).
   std::vector<int> hint_active, hint_starts, hint_ends;
 };
@@ -63,20 +65,39 @@ struct PhaseResult {
   int64_t failures = 0;
   int64_t nodes = 0;
   int64_t restarts = 0;
+  bool start_used = false;                           // the start was the first incumbent
+  std::chrono::steady_clock::time_point best_found;  // when `best` was found
 };
 
-// Phase 1: minimise max(M_var, capacity), starting from `hint` (or the no-recomputation plan).
-PhaseResult solve_phase1(const Instance& instance, const Solution* hint,
+// Each phase starts from `start` when given (a solution of this instance, with its hint arrays):
+// it becomes the incumbent when it satisfies the phase's constraints (counter `start_used`),
+// and guides the value selection either way.
+// Phase 1: minimise max(M_var, capacity); without a start, from the no-recomputation plan.
+PhaseResult solve_phase1(const Instance& instance, const Solution* start,
                          const SearchParams& params);
-// Phase 2: minimise cost at the capacity, solution-guided from `hint`.
-PhaseResult solve_phase2(const Instance& instance, const Solution* hint,
+// Phase 2: minimise cost at the capacity.
+PhaseResult solve_phase2(const Instance& instance, const Solution* start,
                          const SearchParams& params);
+
+// Last event: staged n(n+1)/2 (the first computation of the last node), free Σ C_v.
+inline int32_t horizon(const Instance& instance) {
+  const auto n = static_cast<int32_t>(instance.nodes.size());
+  if (instance.staged) return n * (n + 1) / 2;
+  int32_t total = 0;
+  for (const NodeModel& node : instance.nodes) total += node.copies;
+  return total;
+}
 
 // Event of copy 1 of the node at 0-based position p in staged mode: (p+1)(p+2)/2.
 inline int32_t first_event(int32_t position) { return (position + 1) * (position + 2) / 2; }
 // Staged event of the node at position p in stage `stage` (1-based, stage > p).
 inline int32_t staged_event(int32_t stage, int32_t position) {
   return stage * (stage - 1) / 2 + position + 1;
+}
+// Where an absent copy (>= 2) of the node at position p is pinned: its latest possible start.
+inline int32_t absent_start(const Instance& instance, int32_t position) {
+  const auto n = static_cast<int32_t>(instance.nodes.size());
+  return instance.staged ? staged_event(n, position) : horizon(instance);
 }
 
 }  // namespace remat::moccasin

@@ -3,12 +3,18 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
+#include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 
+#include "moccasin/incumbent.h"
 #include "moccasin/instance.h"
 #include "remat/error.h"
+#include "remat/io.h"
 #include "remat/params.h"
 
 namespace remat::moccasin {
@@ -56,7 +62,9 @@ struct Built {
   bool exact_costs = true;
 };
 
-Built build_instance(const Graph& graph, int64_t budget, int copies, bool staged) {
+// `min_copies` (per node, may be empty) raises C_v where a start plan runs a node more often.
+Built build_instance(const Graph& graph, int64_t budget, int copies, bool staged,
+                     std::span<const int32_t> min_copies) {
   Built built;
   Instance& inst = built.instance;
   inst.staged = staged;
@@ -65,15 +73,19 @@ Built build_instance(const Graph& graph, int64_t budget, int copies, bool staged
   int64_t inputs = 0;
   for (ValueId v : graph.graph_inputs()) inputs += graph.value(v).size_bytes;
   inst.capacity = static_cast<int32_t>(std::clamp<int64_t>((budget - inputs) / unit, 0, kMaxUnits));
-  const std::vector<int32_t> weights = scaled_weights(graph, copies, built.exact_costs);
+  int max_copies = copies;
+  for (int32_t c : min_copies) max_copies = std::max(max_copies, static_cast<int>(c));
+  const std::vector<int32_t> weights = scaled_weights(graph, max_copies, built.exact_costs);
   const int32_t n = graph.num_nodes();
   // Where each value is produced: (position, output index).
   IdVector<ValueId, std::pair<int32_t, int32_t>> made_by(graph.num_values(), {-1, -1});
   for (int32_t p = 0; p < n; ++p) {
     const Node& node = graph.node(NodeId{p});
     NodeModel model;
+    const int wanted =
+        min_copies.empty() ? copies : std::max(copies, static_cast<int>(min_copies[p]));
     // C_v = 1 for non-recomputable nodes; in staged mode the last node has no later stage.
-    model.copies = node.recomputable ? std::min(copies, staged ? n - p : copies) : 1;
+    model.copies = node.recomputable ? std::min(wanted, staged ? n - p : wanted) : 1;
     model.weight = weights[static_cast<size_t>(p)];
     model.temp = units(node.temp_bytes);
     for (size_t k = 0; k < node.outputs.size(); ++k) {
@@ -106,6 +118,9 @@ Sequence to_sequence(const Solution& solution) {
   return sequence;
 }
 
+// Where the warm start comes from (`auto`: see warm_solver()).
+enum class Warm { kAuto, kNone, kCheckmateLp, kFastsa };
+
 struct MoccasinParams {
   int64_t copies = 2;  // C_v
   bool fixed_order = true;
@@ -114,6 +129,9 @@ struct MoccasinParams {
   double lns_fraction = 0.4;
   double proof_fraction = 0.3;
   bool phase1 = true;
+  Warm warm = Warm::kAuto;
+  double warm_fraction = 0.25;
+  std::string init_plan_path;
 };
 
 const ParamTable<MoccasinParams>& param_table() {
@@ -121,7 +139,9 @@ const ParamTable<MoccasinParams>& param_table() {
   static const ParamTable<P> table(
       kName,
       {
-          {{"c", "2", "copies", "copies per node `C_v` (1..64), the first computation included"},
+          {{"c", "2", "copies",
+            "copies per node `C_v` (1..64), the first computation included; raised per node to "
+            "the start plan's computations"},
            integer(&P::copies, 1, 64)},
           {{"order", "`fixed`", "",
             "`fixed`: staged events in the node order; `free`: events `1..Σ C_v`, all-different"},
@@ -140,8 +160,89 @@ const ParamTable<MoccasinParams>& param_table() {
           {{"phase1", "`true`", "",
             "`false`: skip phase 1 (phase 2 alone must find a plan within budget)"},
            flag(&P::phase1)},
+          {{"warm", "`auto`", "",
+            "solver whose plan starts the search: `checkmate-lp`, `fastsa`, `none`, or `auto` "
+            "(order=fixed: checkmate-lp up to 150 nodes when registered, else none; "
+            "order=free: fastsa)"},
+           choice(&P::warm, {{"auto", Warm::kAuto},
+                             {"none", Warm::kNone},
+                             {"checkmate-lp", Warm::kCheckmateLp},
+                             {"fastsa", Warm::kFastsa}})},
+          {{"warm_fraction", "0.25", "share",
+            "share of the time limit the warm-start solver may use, in (0, 0.95]"},
+           real(&P::warm_fraction, 0.0, 0.95, /*above_min=*/true)},
+          {{"init", "none", "",
+            "a plan JSON to start from instead of a warm-start solver (see Warm start)"},
+           text(&P::init_plan_path, "a plan JSON file")},
       });
   return table;
+}
+
+bool registered(std::string_view name) {
+  for (const SolverEntry& entry : solver_registry())
+    if (entry.name == name) return true;
+  return false;
+}
+
+// checkmate-lp's LP has O(n²) variables: on RL1 (100 nodes) it takes 1.5 s, on RL2 (250) the
+// whole 60 s (CI 2.85 % where MOCCASIN alone reaches 0.90 %). `auto` uses it up to this size.
+constexpr int32_t kWarmLpMaxNodes = 150;
+
+std::string_view warm_solver(Warm warm, const Graph& graph, bool fixed_order) {
+  switch (warm) {
+    case Warm::kNone:
+      return "";
+    case Warm::kCheckmateLp:
+      return "checkmate-lp";
+    case Warm::kFastsa:
+      return "fastsa";
+    case Warm::kAuto:
+      break;
+  }
+  // FastSA reorders: in the fixed order its plans are not expressible (only compared at the end).
+  if (!fixed_order) return "fastsa";
+  return registered("checkmate-lp") && graph.num_nodes() <= kWarmLpMaxNodes ? "checkmate-lp" : "";
+}
+
+// A plan to start from and where it came from ("init", "start", a solver's name).
+struct StartPlan {
+  Sequence sequence;
+  std::string from;
+};
+
+// The user's start (SolveOptions::start or `init`), else the warm-start solver's judged plan,
+// else nothing. The warm solver gets `warm_fraction` of the time limit.
+std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& options,
+                                    const MoccasinParams& p) {
+  if (!p.init_plan_path.empty()) {
+    if (!options.start.empty())
+      throw InputError("moccasin: parameter 'init' and a start sequence were both given");
+    StartPlan start{read_plan_file(graph, p.init_plan_path).sequence, "init"};
+    const Evaluation e = simulate(graph, start.sequence);
+    if (!e.valid)
+      throw InputError(fmt::format("moccasin: init plan '{}' is invalid for this graph: {}",
+                                   p.init_plan_path, e.error));
+    return start;
+  }
+  if (!options.start.empty()) return StartPlan{options.start, "start"};
+  const std::string_view solver = warm_solver(p.warm, graph, p.fixed_order);
+  if (solver.empty()) return std::nullopt;
+  if (!registered(solver))
+    throw InputError(fmt::format("moccasin: warm={} is not registered in this build", solver));
+  SolveOptions warm;
+  warm.budget = options.budget;
+  warm.seed = options.seed;
+  warm.threads = options.threads;
+  warm.time_limit_s = options.time_limit_s * p.warm_fraction;
+  warm.on_progress = options.on_progress;
+  return StartPlan{solve(graph, solver, warm).plan.sequence, std::string(solver)};
+}
+
+std::vector<int32_t> positions(const Sequence& sequence) {
+  std::vector<int32_t> out;
+  out.reserve(sequence.size());
+  for (NodeId id : sequence) out.push_back(id.value());
+  return out;
 }
 
 class MoccasinSolver final : public Solver {
@@ -149,9 +250,30 @@ class MoccasinSolver final : public Solver {
   std::string_view name() const override { return kName; }
 
   std::span<const ParamInfo> params() const override { return param_table().info(); }
+  bool accepts_start() const override { return true; }
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const MoccasinParams p = param_table().parse(options.params);
+    const Deadline clock(options.time_limit_s);
+    const auto origin = std::chrono::steady_clock::now();
+    Plan plan;
+    plan.sequence = default_schedule(graph);
+    plan.stats.status = SolveStatus::kFeasible;
+    if (graph.num_nodes() == 0) return plan;
+
+    const std::optional<StartPlan> start = find_start(graph, options, p);
+    const double start_s = clock.elapsed_s();
+    std::vector<int32_t> start_positions;
+    if (start) start_positions = positions(start->sequence);
+    const Built built = build_instance(
+        graph, options.budget.bytes, static_cast<int>(p.copies), p.fixed_order,
+        start ? computations(graph.num_nodes(), start_positions) : std::vector<int32_t>{});
+    const Instance& inst = built.instance;
+    std::optional<Solution> incumbent;
+    std::string why_not;
+    if (start) incumbent = to_solution(inst, start_positions, why_not);
+    const bool start_fits = incumbent && incumbent->peak <= inst.capacity;
+
     SearchParams search;
     search.threads = options.threads;
     search.seed = options.seed;
@@ -159,57 +281,93 @@ class MoccasinSolver final : public Solver {
     search.lns_fraction = p.lns_fraction;
     search.proof_fraction = p.proof_fraction;
     search.scattered_lns = p.scattered_lns;
-    const bool run_phase1 = p.phase1;
-    const int64_t copies = p.copies;
-    const bool fixed_order = p.fixed_order;
+    auto time_left = [&] { return std::max(0.05, options.time_limit_s - clock.elapsed_s()); };
 
-    const Deadline clock(options.time_limit_s);
-    const Built built =
-        build_instance(graph, options.budget.bytes, static_cast<int>(copies), fixed_order);
-    Plan plan;
-    plan.sequence = default_schedule(graph);
-    plan.stats.status = SolveStatus::kFeasible;
-    if (graph.num_nodes() == 0) return plan;
-
-    // Phase 1 (min max(M_var, M)) from the no-recomputation plan; it stops as soon as a plan fits.
-    search.time_limit_s = options.time_limit_s * 0.5;
+    // Phase 1 (min max(M_var, M)) from the start plan, else from the no-recomputation plan; it
+    // stops as soon as a plan fits. A start plan within the capacity skips it.
     PhaseResult phase1;
-    if (run_phase1) phase1 = solve_phase1(built.instance, nullptr, search);
+    const bool run_phase1 = p.phase1 && !start_fits;
+    if (run_phase1) {
+      search.time_limit_s = time_left() * 0.75;
+      phase1 = solve_phase1(inst, incumbent ? &*incumbent : nullptr, search);
+    }
+    const Solution* phase2_start = run_phase1 && phase1.found ? &phase1.best
+                                   : start_fits               ? &*incumbent
+                                                              : nullptr;
     const bool fits =
-        !run_phase1 || (phase1.found && phase1.best.objective <= built.instance.capacity);
+        !p.phase1 || start_fits || (phase1.found && phase1.best.objective <= inst.capacity);
     PhaseResult phase2;
     if (fits) {
-      search.time_limit_s = std::max(0.05, options.time_limit_s - clock.elapsed_s());
-      phase2 = solve_phase2(built.instance, run_phase1 ? &phase1.best : nullptr, search);
+      search.time_limit_s = time_left();
+      phase2 = solve_phase2(inst, phase2_start, search);
     }
+
+    // The plan: the model's best, the start plan or the default schedule, whichever the
+    // simulator ranks best (so never worse than the warm start).
+    const int64_t budget = options.budget.bytes;
+    const Evaluation initial = simulate(graph, plan.sequence);
+    PlanScore best{initial.peak_bytes, initial.cost};
+    std::string returned = "default";
+    auto consider = [&](Sequence sequence, std::string_view label, bool wins_ties) {
+      const Evaluation e = simulate(graph, sequence);
+      REMAT_CHECK(e.valid, fmt::format("moccasin: {} plan is invalid: {}", label, e.error));
+      const PlanScore score{e.peak_bytes, e.cost};
+      if (wins_ties ? !better_plan(best, score, budget) : better_plan(score, best, budget)) {
+        best = {e.peak_bytes, e.cost};
+        plan.sequence = std::move(sequence);
+        returned = label;
+      }
+    };
     const PhaseResult& final_phase = phase2.found ? phase2 : phase1;
-    if (final_phase.found) {
-      Sequence sequence = to_sequence(final_phase.best);
-      // Never worse than the start (the default schedule): judge both in the simulator.
-      const Evaluation mine = simulate(graph, sequence);
-      const Evaluation start = simulate(graph, plan.sequence);
-      REMAT_CHECK(mine.valid, fmt::format("moccasin: model plan is invalid: {}", mine.error));
-      const int64_t budget = options.budget.bytes;
-      const bool mine_fits = mine.peak_bytes <= budget, start_fits = start.peak_bytes <= budget;
-      const bool better = mine_fits != start_fits ? mine_fits
-                          : mine_fits             ? mine.cost <= start.cost
-                                                  : mine.peak_bytes <= start.peak_bytes;
-      if (better) plan.sequence = std::move(sequence);
+    if (final_phase.found) consider(to_sequence(final_phase.best), "model", true);
+    if (start) {
+      const Evaluation e = simulate(graph, start->sequence);
+      plan.stats.add_counter("start_peak_bytes", static_cast<double>(e.peak_bytes));
+      plan.stats.add_counter("start_cost", e.cost);
+      consider(start->sequence, "start", false);
     }
-    const bool proved = phase2.found && phase2.proved && built.exact_costs;
+    // Seconds from the call to the returned plan (the published MOCCASIN times are time-to-best).
+    const double best_at_s =
+        returned == "model" ? std::chrono::duration<double>(final_phase.best_found - origin).count()
+        : returned == "start" ? start_s
+                              : 0.0;
+    const bool model_plan = returned == "model";
+    const bool proved = model_plan && phase2.found && phase2.proved && built.exact_costs;
     plan.stats.status = proved ? SolveStatus::kOptimal : SolveStatus::kFeasible;
     plan.stats.iterations = phase1.nodes + phase2.nodes;
+    record_start(plan.stats, start, incumbent.has_value(), start_fits, why_not,
+                 phase1.start_used || phase2.start_used, returned == "start");
     plan.stats.add_counter("phase1_solutions", static_cast<double>(phase1.solutions));
     plan.stats.add_counter("phase1_proved", phase1.proved ? 1 : 0);
     plan.stats.add_counter("phase2_solutions", static_cast<double>(phase2.solutions));
     plan.stats.add_counter("phase2_proved", phase2.proved ? 1 : 0);
     plan.stats.add_counter("failures", static_cast<double>(phase1.failures + phase2.failures));
     plan.stats.add_counter("restarts", static_cast<double>(phase1.restarts + phase2.restarts));
-    plan.stats.add_counter("capacity_units", built.instance.capacity);
+    plan.stats.add_counter("capacity_units", inst.capacity);
     // Without a proof the search ran on (LNS restarts) until its share of the time limit: the
     // plan then depends on how far it got (docs/solvers/moccasin.md, Determinism).
     plan.stats.add_counter("time_limit_hit", proved ? 0 : 1);
+    plan.stats.add_counter("seconds_to_best", best_at_s);
     return plan;
+  }
+
+ private:
+  // What became of the start plan, in the stats (an option is never silently ignored).
+  static void record_start(SolveStats& stats, const std::optional<StartPlan>& start, bool mapped,
+                           bool fits, const std::string& why_not, bool used, bool returned) {
+    if (!start) {
+      stats.lists.emplace_back("start", std::vector<std::string>{"none"});
+      return;
+    }
+    std::string what = start->from + ": ";
+    if (!mapped)
+      what += "not expressible in the model (" + why_not + "); compared at the end only";
+    else
+      what += fits ? "the first incumbent of phase 2" : "over the capacity: phase 1 starts from it";
+    stats.lists.emplace_back("start", std::vector<std::string>{what});
+    stats.add_counter("start_mapped", mapped ? 1 : 0);
+    stats.add_counter("start_used", used ? 1 : 0);
+    stats.add_counter("returned_start", returned ? 1 : 0);
   }
 };
 
