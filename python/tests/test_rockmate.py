@@ -159,3 +159,16 @@ def test_milp_options_beat_rotor_on_the_gpt():
     assert counters(rk)["options_kept"] > counters(
         remat.solve(graph, "60%", "rockmate", time_limit=60, milp="false"))["options_kept"]
 
+
+
+@needs_cbc
+def test_blocks_past_the_milp_size_limit_get_no_milp():
+    # Clp's presolve is not interrupted by any time limit (minutes on DenseNet-121's blocks), so
+    # classes whose model would pass milp_max_columns run no MILP; their starts are the options.
+    graph = traced("gpt4")[3].graph
+    r = remat.solve(graph, "60%", "rockmate", time_limit=60, milp_max_columns="1", **FAST)
+    c = counters(r)
+    assert c["milp_runs"] == 0 and c["classes_too_large"] >= 1
+    assert r.feasible and c["options_from_start"] >= 1
+    with pytest.raises(ValueError, match="milp_max_columns"):
+        remat.solve(graph, "60%", "rockmate", milp_max_columns="0")

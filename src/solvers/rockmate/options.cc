@@ -222,6 +222,7 @@ struct ClassResult {
   std::vector<Sequence> plans;  // sub-graph sequences found, in grid order
   int64_t runs = 0, feasible = 0, reused = 0;
   int64_t from_start = 0;  // points whose MILP found nothing in time: their warm start kept
+  bool too_large = false;  // past milp_max_columns: no MILP ran, the starts are the options
 };
 
 struct Found {
@@ -287,6 +288,7 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
   for (int32_t i = 0; i < sub.num_nodes(); ++i) least_cost += sub.node(NodeId{i}).cost;
   int64_t inputs = 0;
   for (ValueId v : sub.graph_inputs()) inputs += sub.value(v).size_bytes;
+  out.too_large = checkmate::estimate_model_size(sub).columns > params.milp_max_columns;
   // The largest M_save at which the MILP found nothing (infeasible, or nothing in time): points
   // below it, which are tighter in both budgets, are not solved.
   int64_t failed_save = -1;
@@ -313,24 +315,26 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
         ++out.reused;
         continue;
       }
-      checkmate::StageModel sm = checkmate::build_stage_model(sub, m_peak);
-      const int32_t u = u_column(sm, bm.loss, bm.loss);
-      const double cap = static_cast<double>((m_save - inputs) / sm.size_scale);
-      const std::vector<milp::Term> save_row = {{u, 1}};
-      sm.model.add_row(-milp::kInf, cap, save_row);
-      milp::MilpOptions mo;
-      mo.time_limit_s = std::min(params.milp_time_limit_s, 1e9);
-      mo.threads = 1;
-      mo.seed = seed;
-      mo.relative_gap = params.milp_gap;
-      if (start) {
-        std::optional<std::vector<double>> x = sm.encode(start->plan);
-        if (x && sm.model.max_violation(*x) < 1e-6) mo.start = std::move(*x);
-      }
-      const milp::MilpResult r = milp::solve_milp(sm.model, mo);
-      ++out.runs;
       Sequence plan;
-      if (!r.x.empty()) plan = checkmate::sequence_from_retention(sub, sm.retention(r.x));
+      if (!out.too_large) {
+        checkmate::StageModel sm = checkmate::build_stage_model(sub, m_peak);
+        const int32_t u = u_column(sm, bm.loss, bm.loss);
+        const double cap = static_cast<double>((m_save - inputs) / sm.size_scale);
+        const std::vector<milp::Term> save_row = {{u, 1}};
+        sm.model.add_row(-milp::kInf, cap, save_row);
+        milp::MilpOptions mo;
+        mo.time_limit_s = std::min(params.milp_time_limit_s, 1e9);
+        mo.threads = 1;
+        mo.seed = seed;
+        mo.relative_gap = params.milp_gap;
+        if (start) {
+          std::optional<std::vector<double>> x = sm.encode(start->plan);
+          if (x && sm.model.max_violation(*x) < 1e-6) mo.start = std::move(*x);
+        }
+        const milp::MilpResult r = milp::solve_milp(sm.model, mo);
+        ++out.runs;
+        if (!r.x.empty()) plan = checkmate::sequence_from_retention(sub, sm.retention(r.x));
+      }
       if (plan.empty() || !simulate(sub, plan).valid) {
         if (start) {  // nothing better in time: the start fits this point
           const Found kept = *start;
@@ -365,8 +369,9 @@ std::map<std::string, std::vector<LocalOption>>& memory_cache() {
 
 std::string cache_key(uint64_t hash, const std::string& form, const OptionParams& p) {
   // "-2": since options also come from the starts where a MILP finds nothing in time.
-  return fmt::format("{:016x}-{:016x}-{}x{}-{}-{}-2", hash, std::hash<std::string>{}(form),
-                     p.peak_points, p.save_points, p.milp_time_limit_s, p.milp_gap);
+  return fmt::format("{:016x}-{:016x}-{}x{}-{}-{}-{}-2", hash, std::hash<std::string>{}(form),
+                     p.peak_points, p.save_points, p.milp_time_limit_s, p.milp_gap,
+                     p.milp_max_columns);
 }
 
 std::filesystem::path cache_file(const OptionParams& p, const std::string& key) {
@@ -515,6 +520,7 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
     stats.milp_feasible += w.result.feasible;
     stats.milp_reused += w.result.reused;
     stats.options_from_start += w.result.from_start;
+    stats.classes_too_large += w.result.too_large ? 1 : 0;
     for (const Sequence& plan : w.result.plans) {
       LocalOption o = to_option(graph, rep, w.model, plan);
       if (std::find(list.begin(), list.end(), o) == list.end()) list.push_back(std::move(o));

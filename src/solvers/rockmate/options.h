@@ -30,9 +30,12 @@ struct OptionParams {
   int32_t save_points = 10;        // M_save values per M_peak
   double milp_time_limit_s = 0.5;  // per MILP
   double milp_gap = 0.02;          // relative gap at which a MILP stops (CBC -ratio)
-  std::string cache_dir;           // empty: memory only
-  int threads = 1;                 // MILPs in parallel
-  bool milp = true;                // false: keep-all and keep-nothing only
+  // Blocks whose model would have more columns get no MILP (their starts are the options):
+  // Clp's presolve alone, which no time limit interrupts, took minutes on DenseNet's blocks.
+  int64_t milp_max_columns = 100'000;
+  std::string cache_dir;  // empty: memory only
+  int threads = 1;        // MILPs in parallel
+  bool milp = true;       // false: keep-all and keep-nothing only
 };
 
 struct OptionStats {
@@ -40,6 +43,7 @@ struct OptionStats {
   int64_t milp_feasible = 0;       // with a plan
   int64_t milp_reused = 0;         // grid points served by the plan of a looser point (no MILP)
   int64_t options_from_start = 0;  // MILPs that found nothing in time: their start kept
+  int64_t classes_too_large = 0;   // classes past milp_max_columns: no MILP
   int64_t memory_hits = 0, disk_hits = 0;  // classes served from the caches
   bool timed_out = false;  // the grid stopped at the deadline (its options are not cached)
   std::vector<int64_t> runs_per_class;  // MILPs per class (0 when cached)

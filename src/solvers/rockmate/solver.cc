@@ -28,6 +28,7 @@ struct Params {
   std::string budgets = "10x10";
   double milp_time_limit_s = 0.5;
   double milp_gap = 0.02;
+  int64_t milp_max_columns = 100'000;
   std::string cache_dir;
   bool milp = true;
 };
@@ -43,6 +44,10 @@ const ParamTable<Params> kTable(
          real(&Params::milp_time_limit_s, 0, 3600, /*above_min=*/true)},
         {{"milp_gap", "0.02", "", "relative gap at which an rk-Checkmate MILP stops"},
          real(&Params::milp_gap, 0, 1)},
+        {{"milp_max_columns", "100000", "columns",
+          "blocks whose MILP would have more columns get none (Clp's presolve, which no time "
+          "limit interrupts, took minutes on DenseNet-121's blocks); their starts are the options"},
+         integer(&Params::milp_max_columns, 1)},
         {{"cache", "(none)", "", "directory of the on-disk options cache (by class hash)"},
          text(&Params::cache_dir, "a directory name")},
         {{"milp", "true", "",
@@ -74,6 +79,7 @@ OptionParams option_params(const Params& p, int threads) {
   o.save_points = static_cast<int32_t>(save);
   o.milp_time_limit_s = p.milp_time_limit_s;
   o.milp_gap = p.milp_gap;
+  o.milp_max_columns = p.milp_max_columns;
   o.cache_dir = p.cache_dir;
   o.milp = p.milp;
   o.threads = std::max(1, threads);
@@ -322,6 +328,7 @@ class RockmateSolver : public Solver {
     st.add_counter("milp_feasible", static_cast<double>(ostats.milp_feasible));
     st.add_counter("milp_reused", static_cast<double>(ostats.milp_reused));
     st.add_counter("options_from_start", static_cast<double>(ostats.options_from_start));
+    st.add_counter("classes_too_large", static_cast<double>(ostats.classes_too_large));
     st.add_counter("options_timed_out", ostats.timed_out ? 1 : 0);
     st.add_counter("options_cache_memory_hits", static_cast<double>(ostats.memory_hits));
     st.add_counter("options_cache_disk_hits", static_cast<double>(ostats.disk_hits));
