@@ -126,7 +126,7 @@ struct MoccasinParams {
   bool fixed_order = true;
   bool afc_branching = false;
   bool scattered_lns = true;
-  double lns_fraction = 0.4;
+  int64_t lns_nodes = 10;
   double proof_fraction = 0.3;
   bool phase1 = true;
   Warm warm = Warm::kAuto;
@@ -151,9 +151,9 @@ const ParamTable<MoccasinParams>& param_table() {
           {{"lns", "`scattered`", "",
             "LNS neighbourhood: `scattered` (random nodes) or `window` (consecutive nodes)"},
            choice(&P::scattered_lns, {{"scattered", true}, {"window", false}})},
-          {{"lns_fraction", "0.4", "share",
-            "share of the order relaxed by one LNS restart, in (0, 1]"},
-           real(&P::lns_fraction, 0.0, 1.0, /*above_min=*/true)},
+          {{"lns_nodes", "10", "nodes",
+            "nodes relaxed by one LNS restart (on average with `lns=scattered`), at least 1"},
+           integer(&P::lns_nodes, 1)},
           {{"proof_fraction", "0.3", "share",
             "share of each phase's time for the complete search, in (0, 1]"},
            real(&P::proof_fraction, 0.0, 1.0, /*above_min=*/true)},
@@ -278,7 +278,8 @@ class MoccasinSolver final : public Solver {
     search.threads = options.threads;
     search.seed = options.seed;
     search.afc_branching = p.afc_branching;
-    search.lns_fraction = p.lns_fraction;
+    search.lns_fraction =
+        std::min(1.0, static_cast<double>(p.lns_nodes) / std::max(1, graph.num_nodes()));
     search.proof_fraction = p.proof_fraction;
     search.scattered_lns = p.scattered_lns;
     auto time_left = [&] { return std::max(0.05, options.time_limit_s - clock.elapsed_s()); };
