@@ -166,17 +166,21 @@ class Annealer {
 
   bool propose(Proposal& p) {
     Rng& rng = context_.rng;
-    p.move = settings_.rotations_only ? Move::kRotate : static_cast<Move>(rng.below(3));
+    p.move = settings_.rotations_only ? Move::kRotate
+             : settings_.fixed_order  ? static_cast<Move>(rng.below(2))
+                                      : static_cast<Move>(rng.below(3));
     switch (p.move) {
       case Move::kAdd:
         if (addable_.empty()) return false;
         p.unit = addable_[rng.below(addable_.size())];
         p.to = random_nop(state_, rng);
+        if (settings_.fixed_order && !state_.after_first_production(p.unit, p.to)) return false;
         return state_.can_add(p.unit, p.to);
       case Move::kRemove:
         p.from = state_.occupied_slot(
             static_cast<int32_t>(rng.below(static_cast<uint64_t>(state_.num_occupied()))));
         p.unit = state_.unit_at(p.from);
+        if (settings_.fixed_order && !state_.after_first_production(p.unit, p.from)) return false;
         return state_.can_remove(p.from);
       case Move::kRotate:
         p.from = state_.occupied_slot(

@@ -42,6 +42,8 @@ struct StageSettings {
   double final_temperature_ratio = 1e-4;  // h_f / h_i
   bool stop_when_feasible = false;        // stage 1: stop once the peak fits the budget
   bool rotations_only = false;            // Appendix B.2
+  // Adds and removes only, never of a unit's first production (mode=fixed-order).
+  bool fixed_order = false;
   // Rotations draw the target slot within the unit's valid range (state.h move_range) instead
   // of anywhere: with rotations only, a uniform target is valid a few % of the time.
   bool local_rotations = false;

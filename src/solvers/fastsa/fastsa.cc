@@ -110,7 +110,8 @@ class Chain {
                     .final_temperature_ratio = p_.final_temperature_pct / 100,
                     .soft_peak_scale = soft_scale};
     s.local_rotations = p_.local_rotations;
-    if (p_.converge && p_.mode == Mode::kRecompute) s.least_cost = least_cost_;
+    s.fixed_order = p_.mode == Mode::kFixedOrder;
+    if (p_.converge && p_.mode != Mode::kOrder) s.least_cost = least_cost_;
     return s;
   }
 
@@ -126,17 +127,19 @@ class Chain {
   // iterations and time of both parts.
   std::vector<int32_t> run_first_stage(const UnitTable& nodes, SolveStats& stats,
                                        StageResult& used) {
+    // Groups recompute fused nodes inside each reader, which moves first computations.
+    const bool use_groups = p_.group_nodes && p_.mode != Mode::kFixedOrder;
     const UnitTable units =
-        p_.group_nodes ? group_units(g_, {.max_group_size = p_.max_group_size}) : node_units(g_);
+        use_groups ? group_units(g_, {.max_group_size = p_.max_group_size}) : node_units(g_);
     stats.add_counter("groups", units.num_units());
     stats.add_counter("grouped_nodes", static_cast<double>(units.members.size()));
-    const bool may_fall_back = p_.group_nodes && p_.stage1_fallback && p_.stop_at_budget;
+    const bool may_fall_back = use_groups && p_.stage1_fallback && p_.stop_at_budget;
     StageSettings s1 = base_settings();
     s1.iterations = may_fall_back ? p_.stage1_iterations / 2 : p_.stage1_iterations;
     s1.stop_when_feasible = p_.stop_at_budget;
     s1.slots = slots_for(units.num_units(), p_.slots);
     s1.convergence_window = window(units.num_units());
-    if (p_.group_nodes)
+    if (use_groups)
       s1.exact_peak = [&](const std::vector<int32_t>& order) {
         return simulate(g_, units.expand(order)).peak_bytes;
       };
@@ -194,6 +197,24 @@ class Chain {
   ChainContext context_;
 };
 
+// mode=fixed-order keeps first computations where they are: a start must have them in the
+// default order already.
+void check_default_order(const Graph& graph, std::span<const NodeId> start) {
+  std::vector<char> seen(static_cast<size_t>(graph.num_nodes()), 0);
+  int32_t next_first = 0;
+  for (size_t i = 0; i < start.size(); ++i) {
+    const NodeId n = start[i];
+    if (seen[static_cast<size_t>(n.value())]) continue;
+    seen[static_cast<size_t>(n.value())] = 1;
+    if (n.value() != next_first)
+      throw InputError(fmt::format(
+          "fastsa: mode=fixed-order needs a start plan whose first computations follow the "
+          "default order; step {} first computes node '{}' where node '{}' was due",
+          i, graph.node(n).name, graph.node(NodeId{next_first}).name));
+    ++next_first;
+  }
+}
+
 class FastsaSolver final : public Solver {
  public:
   std::string_view name() const override { return "fastsa"; }
@@ -212,6 +233,7 @@ class FastsaSolver final : public Solver {
         throw InputError(fmt::format("fastsa: init plan '{}' is invalid for this graph: {}",
                                      params.init_plan_path, e.error));
     }
+    if (params.mode == Mode::kFixedOrder) check_default_order(graph, start);
     const Deadline deadline(options.time_limit_s);
     const int chains = std::max(1, options.threads);
     std::vector<ChainResult> results(static_cast<size_t>(chains));

@@ -33,9 +33,12 @@ const ParamTable<FastsaParams>& fastsa_param_table() {
       "fastsa",
       {
           {{"mode", "`recompute`", "",
-            "`recompute` (two stages, add / remove / rotate) or `order` (rotations only, "
-            "objective M, one stage of `stage1_iterations`)"},
-           choice(&P::mode, {{"recompute", Mode::kRecompute}, {"order", Mode::kOrder}})},
+            "`recompute` (two stages, add / remove / rotate), `order` (rotations only, "
+            "objective M, one stage of `stage1_iterations`) or `fixed-order` (two stages of adds "
+            "and removes on single nodes; first computations keep the default order)"},
+           choice(&P::mode, {{"recompute", Mode::kRecompute},
+                             {"order", Mode::kOrder},
+                             {"fixed-order", Mode::kFixedOrder}})},
           {{"objective", "`strict`", "",
             "`strict`: `L(Elu(L⁻¹(M))) × C^0.6` with `L(0) = budget`, `L(−100) = 0` (footnote 2, "
             "used for the paper's Tables 1–2); `product`: `max(budget, M) × C` (equation 1)"},

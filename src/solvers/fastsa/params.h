@@ -15,6 +15,9 @@ namespace remat::fastsa {
 enum class Mode {
   kRecompute,  // two stages, add / remove / rotate (§2.2)
   kOrder,      // memory-minimising topological order: rotations only, objective M (App. B.2)
+  // Recomputation in the default order: adds and removes only, never of a node's first
+  // computation, so the plan is in the class Checkmate and MOCCASIN optimise over.
+  kFixedOrder,
 };
 
 struct FastsaParams {

@@ -86,6 +86,13 @@ bool SaState::can_remove(int32_t t) const {
   return true;
 }
 
+bool SaState::after_first_production(int32_t unit, int32_t t) const {
+  const std::span<const int32_t> outputs = units_->outputs(unit);
+  return !outputs.empty() && std::all_of(outputs.begin(), outputs.end(), [&](int32_t v) {
+    return first_[static_cast<size_t>(v)].production < t;
+  });
+}
+
 bool SaState::can_move(int32_t from, int32_t to) const {
   const int32_t unit = unit_at(from);
   for (int32_t v : units_->inputs(unit))

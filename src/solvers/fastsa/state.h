@@ -49,6 +49,9 @@ class SaState {
   bool can_add(int32_t unit, int32_t t) const;
   bool can_remove(int32_t t) const;
   bool can_move(int32_t from, int32_t to) const;
+  // True when `unit` has outputs and slot t is after the first production of each: a copy
+  // there is a recomputation (mode=fixed-order adds and removes only those).
+  bool after_first_production(int32_t unit, int32_t t) const;
   // The open interval (lo, hi) of slots the unit at `from` can move to: after the first
   // production of each input, and before the first use of each output it first produces.
   std::pair<int32_t, int32_t> move_range(int32_t from) const;
