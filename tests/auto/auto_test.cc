@@ -60,8 +60,8 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
   EXPECT_TRUE(not_worse(r.eval.peak_bytes, r.eval.cost, base.peak_bytes, base.cost, budget));
   // Every member that ran left its simulated peak and cost; auto's plan beats or equals each.
   int ran = 0;
-  for (std::string_view member :
-       {"none", "mincut", "rotor", "rockmate", "checkmate", "fastsa", "fastsa_warm"}) {
+  for (std::string_view member : {"none", "mincut", "rotor", "rockmate", "checkmate", "fastsa",
+                                  "fastsa_warm", "fastsa_polish"}) {
     const auto peak = r.plan.stats.counter(fmt::format("{}_peak_bytes", member));
     const auto cost = r.plan.stats.counter(fmt::format("{}_cost", member));
     if (!peak) continue;
@@ -84,9 +84,18 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
   const SolveResult again = solve_and_check(g, budget, "auto", kQuickAuto, c.seed);
   EXPECT_EQ(r.plan.sequence, again.plan.sequence);
   ASSERT_EQ(list_of(r.plan.stats, "auto_winner").size(), 1u);
-  // One line per member, plus one when FastSA also ran warm from another member's plan.
+  // One line per member, plus one for each further FastSA run: warm from another member's plan
+  // that fits, or (when nothing fits) a restart with another seed and then a polish of the
+  // lowest-peak plan.
+  const auto ran_as = [&](std::string_view label) {
+    return r.plan.stats.counter(fmt::format("{}_cost", label)).has_value();
+  };
+  const bool warm = ran_as("fastsa_warm"), restart = ran_as("fastsa_restart"),
+             polish = ran_as("fastsa_polish");
+  EXPECT_FALSE(warm && (restart || polish));
+  EXPECT_TRUE(!polish || restart) << "the polish comes after the restart";
   const size_t lines = list_of(r.plan.stats, "auto_members").size();
-  EXPECT_EQ(lines, r.plan.stats.counter("fastsa_warm_cost") ? 7u : 6u);
+  EXPECT_EQ(lines, 6u + warm + restart + polish);
 }
 
 INSTANTIATE_TEST_SUITE_P(Graphs, AutoProperty,
@@ -101,7 +110,7 @@ TEST(Auto, MembersThatDoNotApplyAreRecordedNotFatal) {
   const int64_t budget = std::max(baseline(g).peak_bytes * 80 / 100, memory_lower_bound(g));
   const SolveResult r = solve_and_check(g, budget, "auto", kQuickAuto);
   const std::vector<std::string> members = list_of(r.plan.stats, "auto_members");
-  ASSERT_EQ(members.size(), 6u);
+  ASSERT_GE(members.size(), 6u);  // more when FastSA ran again (warm, restart, polish)
   EXPECT_TRUE(members[1].starts_with("mincut: not applicable")) << members[1];
   for (const std::string& m : members)
     if (m.starts_with("rockmate") && !registered("rockmate")) {
@@ -144,6 +153,39 @@ TEST(Auto, OverBudgetNeverWorseThanTheDefaultSchedule) {
       }
     }
   }
+}
+
+// When no member fits, FastSA polishes the lowest-peak plan at that plan's peak: the polish never
+// raises the peak, and at the same peak never costs more than the plan it started from.
+TEST(Auto, PolishOfTheLowestPeakPlanKeepsItsPeak) {
+  int polished = 0;
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    const Graph g = generate_joint({.num_nodes = 40, .seed = seed, .rows = 16});
+    const int64_t budget = memory_lower_bound(g);
+    const SolveResult r = solve_and_check(g, budget, "auto", kQuickAuto, seed);
+    const auto polish_peak = r.plan.stats.counter("fastsa_polish_peak_bytes");
+    if (!polish_peak) continue;
+    ++polished;
+    EXPECT_GT(*polish_peak, static_cast<double>(budget)) << "polish runs only when nothing fits";
+    // The plan it started from: the lowest peak (then the least cost) of the members before it.
+    double start_peak = 0, start_cost = 0;
+    for (std::string_view member :
+         {"none", "mincut", "rotor", "rockmate", "checkmate", "fastsa", "fastsa_restart"}) {
+      const auto peak = r.plan.stats.counter(fmt::format("{}_peak_bytes", member));
+      const auto cost = r.plan.stats.counter(fmt::format("{}_cost", member));
+      if (!peak) continue;
+      if (start_peak == 0 || *peak < start_peak || (*peak == start_peak && *cost < start_cost)) {
+        start_peak = *peak;
+        start_cost = *cost;
+      }
+    }
+    EXPECT_LE(*polish_peak, start_peak) << seed;
+    if (*polish_peak == start_peak) {
+      EXPECT_LE(*r.plan.stats.counter("fastsa_polish_cost"), start_cost) << seed;
+    }
+    EXPECT_LE(static_cast<double>(r.eval.peak_bytes), start_peak) << seed;
+  }
+  EXPECT_GE(polished, 1) << "no seed left every member over budget";
 }
 
 // On a joint graph whose chain structure rotor (registered on graphs by graphchain) can use, at

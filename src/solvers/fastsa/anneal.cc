@@ -66,6 +66,12 @@ int32_t nop_in_range(const SaState& state, std::pair<int32_t, int32_t> range, Rn
 
 enum class Move { kAdd, kRemove, kRotate };
 
+// When the convergence window fires while the schedule is still hot, the stage cools to its final
+// temperature over this many more windows before it may stop (see Annealer::run). ResNet-50
+// (traced, batch 32) at 50 %: +15.0 % without, +11.0 % over 1 window, +10.0 % over 3 or 6, +8.7 %
+// with the whole fixed schedule (22 M iterations, 6x the time).
+constexpr double kQuenchWindows = 3;
+
 // One proposed mutation, enough to apply, log and undo it.
 struct Proposal {
   Move move = Move::kAdd;
@@ -95,10 +101,9 @@ class Annealer {
                                  ? settings_.initial_temperature
                                  : settings_.initial_temperature_fraction * f;
     const double h_final = h_initial * settings_.final_temperature_ratio;
-    const double decay = settings_.iterations > 0
-                             ? std::exp(std::log(settings_.final_temperature_ratio) /
-                                        static_cast<double>(settings_.iterations))
-                             : 1.0;
+    double decay = settings_.iterations > 0 ? std::exp(std::log(settings_.final_temperature_ratio) /
+                                                       static_cast<double>(settings_.iterations))
+                                            : 1.0;
     double h = h_initial;
     best_peak_ = state_.peak();
     best_cost_ = state_.cost();
@@ -118,13 +123,25 @@ class Annealer {
         }
         // Checked every 1024 iterations, so the stop point is a pure function of the seed.
         if (window > 0 && it - last_improvement_ >= window) {
-          r.converged = true;
-          break;
+          // Converged while the schedule is still hot (stage 2 gets the iterations stage 1 left,
+          // so its nominal schedule may be 20 M iterations long): the best plan is then the best
+          // of a hot chain. Cool to the final temperature over kQuenchWindows windows, as the
+          // full schedule would end, and stop at the next window without improvement.
+          if (!quenched_ && h > 10 * h_final) {
+            quenched_ = true;
+            decay =
+                std::exp(std::log(h_final / h) / (kQuenchWindows * static_cast<double>(window)));
+            last_improvement_ = it;
+          } else {
+            r.converged = true;
+            break;
+          }
         }
         if (it % sample_every < 1024) sample(start, it, f);
         report_progress(stage_name, it, last_progress);
       }
       h *= decay;
+      if (quenched_ && h < h_final) h = h_final;
       Proposal p;
       if (!propose(p)) continue;
       ++r.applied;
@@ -308,6 +325,7 @@ class Annealer {
   int64_t iteration_ = 0;
   int64_t last_improvement_ = 0;  // iteration of the last new best plan or objective
   int64_t lowest_checked_peak_ = std::numeric_limits<int64_t>::max();
+  bool quenched_ = false;  // the convergence window fired once and the stage is cooling fast
 };
 
 }  // namespace
