@@ -221,6 +221,7 @@ LocalOption to_option(const Graph& g, const Block& b, const BlockModel& bm, cons
 struct ClassResult {
   std::vector<Sequence> plans;  // sub-graph sequences found, in grid order
   int64_t runs = 0, feasible = 0, reused = 0;
+  int64_t from_start = 0;  // points whose MILP found nothing in time: their warm start kept
 };
 
 struct Found {
@@ -261,8 +262,9 @@ int32_t u_column(const checkmate::StageModel& sm, int32_t t, int32_t k) {
 // the MILP found for a looser point that fits a tighter one is optimal there too (within the gap):
 // it is reused without a solve. Otherwise the MILP runs, warm-started from the cheapest known plan
 // that fits the point: a MILP plan, keep-all, keep-nothing, or checkmate's fixed-order repair of
-// keep-all at M_peak. When that start runs every node once it is optimal: no MILP. A point tighter
-// in both budgets than one where the MILP found nothing (infeasible or out of time) is skipped.
+// keep-all at M_peak. When that start runs every node once it is optimal: no MILP. When the MILP
+// finds nothing in time, its start (which fits the point) is the point's option. A point tighter
+// in both budgets than one where neither the MILP nor a start gave a plan is skipped.
 ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, int32_t save_points,
                         const OptionParams& params, const Deadline& deadline, uint64_t seed) {
   ClassResult out;
@@ -330,6 +332,13 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
       Sequence plan;
       if (!r.x.empty()) plan = checkmate::sequence_from_retention(sub, sm.retention(r.x));
       if (plan.empty() || !simulate(sub, plan).valid) {
+        if (start) {  // nothing better in time: the start fits this point
+          const Found kept = *start;
+          ++out.from_start;
+          out.plans.push_back(kept.plan);
+          found.push_back(kept);
+          continue;
+        }
         failed_save = std::max(failed_save, m_save);  // tighter budgets fare no better
         break;
       }
@@ -355,7 +364,8 @@ std::map<std::string, std::vector<LocalOption>>& memory_cache() {
 }
 
 std::string cache_key(uint64_t hash, const std::string& form, const OptionParams& p) {
-  return fmt::format("{:016x}-{:016x}-{}x{}-{}-{}", hash, std::hash<std::string>{}(form),
+  // "-2": since options also come from the starts where a MILP finds nothing in time.
+  return fmt::format("{:016x}-{:016x}-{}x{}-{}-{}-2", hash, std::hash<std::string>{}(form),
                      p.peak_points, p.save_points, p.milp_time_limit_s, p.milp_gap);
 }
 
@@ -504,6 +514,7 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
     stats.milp_runs += w.result.runs;
     stats.milp_feasible += w.result.feasible;
     stats.milp_reused += w.result.reused;
+    stats.options_from_start += w.result.from_start;
     for (const Sequence& plan : w.result.plans) {
       LocalOption o = to_option(graph, rep, w.model, plan);
       if (std::find(list.begin(), list.end(), o) == list.end()) list.push_back(std::move(o));

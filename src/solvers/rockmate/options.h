@@ -36,9 +36,10 @@ struct OptionParams {
 };
 
 struct OptionStats {
-  int64_t milp_runs = 0;      // MILPs solved (all classes)
-  int64_t milp_feasible = 0;  // with a plan
-  int64_t milp_reused = 0;    // grid points served by the plan of a looser point (no MILP)
+  int64_t milp_runs = 0;           // MILPs solved (all classes)
+  int64_t milp_feasible = 0;       // with a plan
+  int64_t milp_reused = 0;         // grid points served by the plan of a looser point (no MILP)
+  int64_t options_from_start = 0;  // MILPs that found nothing in time: their start kept
   int64_t memory_hits = 0, disk_hits = 0;  // classes served from the caches
   bool timed_out = false;  // the grid stopped at the deadline (its options are not cached)
   std::vector<int64_t> runs_per_class;  // MILPs per class (0 when cached)

@@ -49,6 +49,7 @@ const ParamTable<Params> kTable(
           "false: options keep-all and keep-nothing only (no MILP; also the case, with a note, "
           "in a build without CBC)"},
          flag(&Params::milp)},
+
         {{"max_stages", "100", "blocks", "most blocks (separators thinned beyond)"},
          integer(&Params::max_stages, 2, 1000)},
         {{"rotor_chain", "true", "", "also solve Rotor's own chain and keep the better plan"},
@@ -320,6 +321,7 @@ class RockmateSolver : public Solver {
     st.add_counter("milp_runs", static_cast<double>(ostats.milp_runs));
     st.add_counter("milp_feasible", static_cast<double>(ostats.milp_feasible));
     st.add_counter("milp_reused", static_cast<double>(ostats.milp_reused));
+    st.add_counter("options_from_start", static_cast<double>(ostats.options_from_start));
     st.add_counter("options_timed_out", ostats.timed_out ? 1 : 0);
     st.add_counter("options_cache_memory_hits", static_cast<double>(ostats.memory_hits));
     st.add_counter("options_cache_disk_hits", static_cast<double>(ostats.disk_hits));
