@@ -198,6 +198,12 @@ TEST(Moccasin, PlanAsIncumbent) {
   EXPECT_EQ(any->copies[1][1].start, 4);
   EXPECT_EQ(any->copies[0][1].start, 5);
   EXPECT_EQ(moccasin::computations(4, {{0, 1, 2, 1, 0, 3}}), (std::vector<int32_t>{2, 2, 1, 1}));
+  // The staged form: each gap's recomputations sorted by node, each node once; then it maps.
+  EXPECT_EQ(moccasin::staged_form(4, {{0, 1, 2, 1, 0, 1, 3}}),
+            (std::vector<int32_t>{0, 1, 2, 0, 1, 3}));
+  EXPECT_TRUE(moccasin::to_solution(inst, moccasin::staged_form(4, {{0, 1, 2, 1, 0, 3}}), why));
+  // First computations out of the node order: unchanged (and refused by to_solution).
+  EXPECT_EQ(moccasin::staged_form(4, {{0, 2, 1, 3}}), (std::vector<int32_t>{0, 2, 1, 3}));
 }
 
 // MOCCASIN from a start plan (SolveOptions::start) never returns a worse plan, whether the

@@ -189,6 +189,7 @@ class Model : public IntMinimizeSpace {
     lns_fraction_ = other.lns_fraction_;
     seed_ = other.seed_;
     lns_round_ = other.lns_round_;
+    lns_engine_ = other.lns_engine_;
     hint_ = other.hint_;
     window_nodes_ = other.window_nodes_;
     active_.update(*this, other.active_);
@@ -257,6 +258,12 @@ class Model : public IntMinimizeSpace {
   bool phase1() const { return phase1_; }
 
   // Restart-based search: the master keeps the best solution as the hint and bound.
+  // Every run of the `index`-th RBS engine, its first included, is a neighbourhood.
+  void begin_lns(uint64_t index) {
+    lns_engine_ = index;
+    lns_round_ = 1;
+  }
+
   // Gecode's restart number repeats when a neighbourhood is exhausted without a solution, so the
   // master counts its rounds itself: every round then draws a new neighbourhood.
   bool master(const MetaInfo& mi) override {
@@ -268,14 +275,14 @@ class Model : public IntMinimizeSpace {
     }
     return true;
   }
-  // LNS: fix the presences and starts of every node that is not relaxed to the incumbent. The
-  // first run (round 0, before any master call) is the complete search: RBS treats it as
-  // complete, so it must not be a neighbourhood.
+  // LNS: fix the presences and starts of every node that is not relaxed to the incumbent (from
+  // begin_lns() on; before it, the search is complete).
   bool slave(const MetaInfo& mi) override {
     if (mi.type() != MetaInfo::RESTART || lns_round_ == 0 || !hint_ || hint_->ends.empty())
       return true;
     const int n = static_cast<int>(window_nodes_.size());
-    std::mt19937_64 rng(seed_ * 0x9E3779B97F4A7C15ULL + lns_round_);
+    std::seed_seq seeds{seed_, lns_engine_, lns_round_};
+    std::mt19937_64 rng(seeds);
     const int width = std::max(1, static_cast<int>(lns_fraction_ * n));
     const int first = static_cast<int>(rng() % static_cast<uint64_t>(std::max(1, n - width + 1)));
     int opt = 0, st = 0, flat = 0;
@@ -335,7 +342,8 @@ class Model : public IntMinimizeSpace {
   int32_t horizon_ = 0;
   double lns_fraction_ = 0.2;
   uint64_t seed_ = 1;
-  uint64_t lns_round_ = 0;  // master() calls so far
+  uint64_t lns_round_ = 0;   // master() calls since begin_lns(); 0: complete search
+  uint64_t lns_engine_ = 0;  // which RBS engine of the phase
   std::shared_ptr<const Hint> hint_;
   std::vector<int32_t> window_nodes_;  // copies per node, in order
   BoolVarArray active_;                // every copy, node-major
@@ -413,13 +421,22 @@ PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* start,
   }
   const double remaining_s = params.time_limit_s - proof_s;
   if (!result.proved && best && remaining_s > 0.05) {
-    // Stage B: restarts with LNS around the incumbent (Luby cutoffs on failures).
-    root->set_hint_from(*best);
-    root->constrain(*best);
-    if (root->status() != SS_FAILED) {
+    // Stage B: restarts with LNS around the incumbent (Luby cutoffs on failures). RBS takes its
+    // first run for the complete search and ends when it is exhausted; here every run is a
+    // neighbourhood (stage A was the complete search), so an exhausted first neighbourhood only
+    // means: start a new engine with the next neighbourhoods. The engines end at the time limit,
+    // or when nothing better than the incumbent is left (a proof).
+    Search::TimeStop lns_stop(static_cast<unsigned long>(remaining_s * 1000));
+    for (uint64_t engine_index = 0;; ++engine_index) {
+      root->set_hint_from(*best);
+      root->constrain(*best);
+      if (root->status() == SS_FAILED) {
+        result.proved = true;
+        break;
+      }
+      root->begin_lns(engine_index);
       Search::Options lns;
       lns.threads = params.threads;
-      Search::TimeStop lns_stop(static_cast<unsigned long>(remaining_s * 1000));
       lns.stop = &lns_stop;
       lns.cutoff = Search::Cutoff::luby(50);
       RBS<Model, BAB> engine(root.get(), lns);
@@ -429,6 +446,7 @@ PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* start,
         result.best_found = std::chrono::steady_clock::now();
       }
       accumulate(result, engine.statistics());
+      if (engine.stopped()) break;
     }
   }
   if (best) {

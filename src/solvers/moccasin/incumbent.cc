@@ -69,6 +69,31 @@ size_t serving_copy(const std::vector<int32_t>& producer_starts, int32_t event) 
 
 }  // namespace
 
+std::vector<int32_t> staged_form(int32_t num_nodes, std::span<const int32_t> sequence) {
+  std::vector<int32_t> out, gap;
+  int32_t next_first = 0;
+  auto flush = [&] {
+    std::sort(gap.begin(), gap.end());
+    gap.erase(std::unique(gap.begin(), gap.end()), gap.end());
+    out.insert(out.end(), gap.begin(), gap.end());
+    gap.clear();
+  };
+  for (int32_t p : sequence) {
+    if (p == next_first) {
+      flush();
+      out.push_back(p);
+      ++next_first;
+    } else if (p < next_first) {
+      gap.push_back(p);
+    } else {
+      return {sequence.begin(), sequence.end()};  // a first computation out of the node order
+    }
+  }
+  if (next_first != num_nodes) return {sequence.begin(), sequence.end()};
+  out.insert(out.end(), gap.begin(), gap.end());  // after the last node: left as is (refused)
+  return out;
+}
+
 std::vector<int32_t> computations(int32_t num_nodes, std::span<const int32_t> sequence) {
   std::vector<int32_t> runs(static_cast<size_t>(num_nodes), 0);
   for (int32_t p : sequence) ++runs[static_cast<size_t>(p)];

@@ -17,6 +17,12 @@ namespace remat::moccasin {
 // How many times each of the `num_nodes` positions runs in `sequence`.
 std::vector<int32_t> computations(int32_t num_nodes, std::span<const int32_t> sequence);
 
+// The sequence in the form the staged events can hold, when its first computations follow the
+// node order: between two first computations, the recomputations sorted by node and each node
+// kept once (the first time). Still a valid plan (a recomputation's inputs come before it or
+// earlier), possibly with another peak. Other sequences come back unchanged.
+std::vector<int32_t> staged_form(int32_t num_nodes, std::span<const int32_t> sequence);
+
 // The sequence as a model solution, or nullopt with `why` set when the model cannot express it.
 // Staged events (fixed order): the first computations must follow the node order, each stage's
 // recomputations must be in node order with at most one per node, and no recomputation may

@@ -39,7 +39,7 @@ struct SearchParams {
   int threads = 1;
   uint64_t seed = 1;
   bool afc_branching = false;   // alternative: ends and starts by accumulated failure count
-  double lns_fraction = 0.4;    // share of the order relaxed by one LNS restart
+  double lns_fraction = 0.1;    // share of the order relaxed by one LNS restart
   bool scattered_lns = true;    // relax random nodes (true) or a window of consecutive ones
   double proof_fraction = 0.3;  // share of a phase's time given to the complete search first
 };

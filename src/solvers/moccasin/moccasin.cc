@@ -118,15 +118,15 @@ Sequence to_sequence(const Solution& solution) {
   return sequence;
 }
 
-// Where the warm start comes from (`auto`: see warm_solver()).
-enum class Warm { kAuto, kNone, kCheckmateLp, kFastsa };
+// Where the warm start comes from (`auto`: see warm_solvers()).
+enum class Warm { kAuto, kNone, kCheckmateLp, kFastsa, kFastsaFixed };
 
 struct MoccasinParams {
   int64_t copies = 2;  // C_v
   bool fixed_order = true;
   bool afc_branching = false;
   bool scattered_lns = true;
-  double lns_fraction = 0.4;
+  int64_t lns_nodes = 10;
   double proof_fraction = 0.3;
   bool phase1 = true;
   Warm warm = Warm::kAuto;
@@ -151,9 +151,9 @@ const ParamTable<MoccasinParams>& param_table() {
           {{"lns", "`scattered`", "",
             "LNS neighbourhood: `scattered` (random nodes) or `window` (consecutive nodes)"},
            choice(&P::scattered_lns, {{"scattered", true}, {"window", false}})},
-          {{"lns_fraction", "0.4", "share",
-            "share of the order relaxed by one LNS restart, in (0, 1]"},
-           real(&P::lns_fraction, 0.0, 1.0, /*above_min=*/true)},
+          {{"lns_nodes", "10", "nodes",
+            "nodes relaxed by one LNS restart (on average with `lns=scattered`), at least 1"},
+           integer(&P::lns_nodes, 1)},
           {{"proof_fraction", "0.3", "share",
             "share of each phase's time for the complete search, in (0, 1]"},
            real(&P::proof_fraction, 0.0, 1.0, /*above_min=*/true)},
@@ -161,11 +161,12 @@ const ParamTable<MoccasinParams>& param_table() {
             "`false`: skip phase 1 (phase 2 alone must find a plan within budget)"},
            flag(&P::phase1)},
           {{"warm", "`auto`", "",
-            "solver whose plan starts the search: `checkmate-lp`, `fastsa`, `none`, or `auto` "
-            "(order=fixed: checkmate-lp up to 150 nodes when registered, else none; "
-            "order=free: fastsa)"},
+            "solver whose plan starts the search: `fastsa-fixed` (fastsa mode=fixed-order), "
+            "`checkmate-lp`, `fastsa`, `none`, or `auto` (order=fixed: fastsa-fixed, and "
+            "checkmate-lp up to 150 nodes when registered, the better plan; order=free: fastsa)"},
            choice(&P::warm, {{"auto", Warm::kAuto},
                              {"none", Warm::kNone},
+                             {"fastsa-fixed", Warm::kFastsaFixed},
                              {"checkmate-lp", Warm::kCheckmateLp},
                              {"fastsa", Warm::kFastsa}})},
           {{"warm_fraction", "0.25", "share",
@@ -188,20 +189,28 @@ bool registered(std::string_view name) {
 // whole 60 s (CI 2.85 % where MOCCASIN alone reaches 0.90 %). `auto` uses it up to this size.
 constexpr int32_t kWarmLpMaxNodes = 150;
 
-std::string_view warm_solver(Warm warm, const Graph& graph, bool fixed_order) {
+// The warm-start solvers to run, in order: (registry name, its parameters).
+std::vector<std::pair<std::string, ParamMap>> warm_solvers(Warm warm, const Graph& graph,
+                                                           bool fixed_order) {
+  const std::pair<std::string, ParamMap> fixed{"fastsa", {{"mode", "fixed-order"}}};
   switch (warm) {
     case Warm::kNone:
-      return "";
+      return {};
     case Warm::kCheckmateLp:
-      return "checkmate-lp";
+      return {{"checkmate-lp", {}}};
     case Warm::kFastsa:
-      return "fastsa";
+      return {{"fastsa", {}}};
+    case Warm::kFastsaFixed:
+      return {fixed};
     case Warm::kAuto:
       break;
   }
-  // FastSA reorders: in the fixed order its plans are not expressible (only compared at the end).
-  if (!fixed_order) return "fastsa";
-  return registered("checkmate-lp") && graph.num_nodes() <= kWarmLpMaxNodes ? "checkmate-lp" : "";
+  // FastSA's default mode reorders: in the fixed order its plans are not expressible.
+  if (!fixed_order) return {{"fastsa", {}}};
+  std::vector<std::pair<std::string, ParamMap>> solvers = {fixed};
+  if (registered("checkmate-lp") && graph.num_nodes() <= kWarmLpMaxNodes)
+    solvers.push_back({"checkmate-lp", {}});
+  return solvers;
 }
 
 // A plan to start from and where it came from ("init", "start", a solver's name).
@@ -225,17 +234,32 @@ std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& opti
     return start;
   }
   if (!options.start.empty()) return StartPlan{options.start, "start"};
-  const std::string_view solver = warm_solver(p.warm, graph, p.fixed_order);
-  if (solver.empty()) return std::nullopt;
-  if (!registered(solver))
-    throw InputError(fmt::format("moccasin: warm={} is not registered in this build", solver));
-  SolveOptions warm;
-  warm.budget = options.budget;
-  warm.seed = options.seed;
-  warm.threads = options.threads;
-  warm.time_limit_s = options.time_limit_s * p.warm_fraction;
-  warm.on_progress = options.on_progress;
-  return StartPlan{solve(graph, solver, warm).plan.sequence, std::string(solver)};
+  // The warm-start solvers share `warm_fraction` of the time limit; the better plan is the start.
+  const Deadline warm_clock(options.time_limit_s * p.warm_fraction);
+  const auto solvers = warm_solvers(p.warm, graph, p.fixed_order);
+  std::optional<StartPlan> best;
+  PlanScore best_score{};
+  for (size_t k = 0; k < solvers.size(); ++k) {
+    const auto& [solver, params] = solvers[k];
+    if (!registered(solver))
+      throw InputError(fmt::format("moccasin: warm={} is not registered in this build", solver));
+    SolveOptions warm;
+    warm.budget = options.budget;
+    warm.seed = options.seed;
+    warm.threads = options.threads;
+    warm.params = params;
+    const double left = options.time_limit_s * p.warm_fraction - warm_clock.elapsed_s();
+    warm.time_limit_s = std::max(1e-3, left / static_cast<double>(solvers.size() - k));
+    warm.on_progress = options.on_progress;
+    SolveResult r = solve(graph, solver, warm);
+    const PlanScore score{r.eval.peak_bytes, r.eval.cost};
+    if (!best || better_plan(score, best_score, options.budget.bytes)) {
+      best = StartPlan{std::move(r.plan.sequence),
+                       params.empty() ? solver : solver + " mode=fixed-order"};
+      best_score = score;
+    }
+  }
+  return best;
 }
 
 std::vector<int32_t> positions(const Sequence& sequence) {
@@ -265,6 +289,12 @@ class MoccasinSolver final : public Solver {
     const double start_s = clock.elapsed_s();
     std::vector<int32_t> start_positions;
     if (start) start_positions = positions(start->sequence);
+    bool normalised = false;
+    if (start && p.fixed_order) {
+      std::vector<int32_t> staged = staged_form(graph.num_nodes(), start_positions);
+      normalised = staged != start_positions;
+      start_positions = std::move(staged);
+    }
     const Built built = build_instance(
         graph, options.budget.bytes, static_cast<int>(p.copies), p.fixed_order,
         start ? computations(graph.num_nodes(), start_positions) : std::vector<int32_t>{});
@@ -272,13 +302,23 @@ class MoccasinSolver final : public Solver {
     std::optional<Solution> incumbent;
     std::string why_not;
     if (start) incumbent = to_solution(inst, start_positions, why_not);
+    // Without a usable start the search starts from the default schedule, posted as a solution:
+    // finding it by search costs a dive through every variable (on RL4, 1,000 nodes and 500,500
+    // staged events, that dive alone outlasted phase 1's complete-search share of 60 s).
+    std::optional<Solution> fallback;
+    if (!incumbent) {
+      std::string unused;
+      fallback = to_solution(inst, positions(default_schedule(graph)), unused);
+    }
+    const std::optional<Solution>& first = incumbent ? incumbent : fallback;
     const bool start_fits = incumbent && incumbent->peak <= inst.capacity;
 
     SearchParams search;
     search.threads = options.threads;
     search.seed = options.seed;
     search.afc_branching = p.afc_branching;
-    search.lns_fraction = p.lns_fraction;
+    search.lns_fraction =
+        std::min(1.0, static_cast<double>(p.lns_nodes) / std::max(1, graph.num_nodes()));
     search.proof_fraction = p.proof_fraction;
     search.scattered_lns = p.scattered_lns;
     auto time_left = [&] { return std::max(0.05, options.time_limit_s - clock.elapsed_s()); };
@@ -289,7 +329,7 @@ class MoccasinSolver final : public Solver {
     const bool run_phase1 = p.phase1 && !start_fits;
     if (run_phase1) {
       search.time_limit_s = time_left() * 0.75;
-      phase1 = solve_phase1(inst, incumbent ? &*incumbent : nullptr, search);
+      phase1 = solve_phase1(inst, first ? &*first : nullptr, search);
     }
     const Solution* phase2_start = run_phase1 && phase1.found ? &phase1.best
                                    : start_fits               ? &*incumbent
@@ -323,6 +363,7 @@ class MoccasinSolver final : public Solver {
     if (start) {
       const Evaluation e = simulate(graph, start->sequence);
       plan.stats.add_counter("start_peak_bytes", static_cast<double>(e.peak_bytes));
+      plan.stats.add_counter("start_normalised", normalised ? 1 : 0);
       plan.stats.add_counter("start_cost", e.cost);
       consider(start->sequence, "start", false);
     }
