@@ -112,9 +112,9 @@ void report_progress(const SolveOptions& options, std::string_view stage, double
 }
 
 // fastsa with mode=fixed-order anneals recomputations in the default order (this MILP's class,
-// except that it may run a node twice in one stage): on RL 1 it finds the proven optima (CI 0.79 % at 90 %, 2.30 % at 80 %) in
-// under a second, where the repair heuristics stop at +6.28 % at 80 % and CBC improves neither.
-// It stops on convergence; `seconds` is a safety net.
+// except that it may run a node twice in one stage): on RL 1 it finds the proven optima (CI 0.79 %
+// at 90 %, 2.30 % at 80 %) in under a second, where the repair heuristics stop at +6.28 % at 80 %
+// and CBC improves neither. It stops on convergence; `seconds` is a safety net.
 SolveResult offer_fixed_order_annealing(const Graph& g, const SolveOptions& options, double seconds,
                                         BestPlan& best) {
   SolveOptions annealing;
