@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "moccasin_data.h"
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
@@ -53,17 +54,6 @@ constexpr Cell kCells[] = {
     {"CM2", "ResNet50_256_224_224_3_train", 80, "0.3/79.7/485.3", "0.3/80.0/69.3"},
     {"CM2", "ResNet50_256_224_224_3_train", 70, "–", "–"},
 };
-
-std::string data_dir() {
-  if (const char* env = std::getenv("REMAT_BENCH_DATA")) return env;
-  return (fs::path(REMAT_SOURCE_DIR) / ".." / "shared" / "benchmarks" / "moccasin").string();
-}
-
-std::string find_file(const std::string& dir, std::string_view prefix) {
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.path().filename().string().starts_with(prefix)) return entry.path().string();
-  throw InputError(fmt::format("no file starting with '{}' in {}", prefix, dir));
-}
 
 std::vector<std::string> split(const std::string& text) {
   std::vector<std::string> out;
@@ -130,7 +120,7 @@ int run(int argc, char** argv) {
       throw InputError(fmt::format("checkmate_bench: unknown option '{}'", arg));
     }
   }
-  const std::string dir = data_dir();
+  const std::string dir = bench::moccasin_data_dir();
   if (!fs::exists(dir)) {
     fmt::print("checkmate_bench: data folder {} absent, nothing to do\n", dir);
     return 0;
@@ -148,7 +138,7 @@ int run(int argc, char** argv) {
     if (std::find(budget_list.begin(), budget_list.end(), std::to_string(cell.budget_pct)) ==
         budget_list.end())
       continue;
-    const Graph g = read_graph_file(find_file(dir, cell.prefix));
+    const Graph g = read_graph_file(bench::find_data_file(dir, cell.prefix));
     for (const std::string& solver : split(solvers)) run_cell(cell, g, solver, time_limit);
   }
   return 0;

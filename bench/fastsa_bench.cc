@@ -20,6 +20,7 @@
 #include "fastsa/anneal.h"
 #include "fastsa/params.h"
 #include "fastsa/units.h"
+#include "moccasin_data.h"
 #include "remat/error.h"
 #include "remat/generate.h"
 #include "remat/io.h"
@@ -71,17 +72,6 @@ struct Args {
   int budget_pct = 0;  // --only generated: one budget (0: 70 and 50)
 };
 
-std::string data_dir() {
-  if (const char* env = std::getenv("REMAT_BENCH_DATA")) return env;
-  return (fs::path(REMAT_SOURCE_DIR) / ".." / "shared" / "benchmarks" / "moccasin").string();
-}
-
-std::string find_file(const std::string& dir, std::string_view prefix) {
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.path().filename().string().starts_with(prefix)) return entry.path().string();
-  throw InputError(fmt::format("no file starting with '{}' in {}", prefix, dir));
-}
-
 double percent(double part, double whole) { return 100.0 * part / whole; }
 
 // CPU time of the calling thread: on a shared machine the wall clock also counts other jobs.
@@ -94,7 +84,7 @@ double thread_cpu_s() {
 // The annealing loop alone: stage-2 settings (single nodes) with the budget never met, so every
 // iteration is a mutation attempt; reports attempts and valid mutations per second.
 void throughput(const std::string& dir) {
-  const Graph g = read_graph_file(find_file(dir, "random_layered_n1000_"));
+  const Graph g = read_graph_file(bench::find_data_file(dir, "random_layered_n1000_"));
   const fastsa::UnitTable units = fastsa::node_units(g);
   fmt::print("## Mutation throughput, RL 1000 ({} nodes), one thread\n\n", g.num_nodes());
   fmt::print(
@@ -141,7 +131,7 @@ void table1(const std::string& dir, const Args& args) {
   std::optional<Graph> g;
   for (const Published& row : kTable1) {
     if (row.file_prefix != loaded_prefix) {
-      g = read_graph_file(find_file(dir, row.file_prefix));
+      g = read_graph_file(bench::find_data_file(dir, row.file_prefix));
       loaded_prefix = row.file_prefix;
     }
     const Baseline base = baseline(*g);
@@ -281,7 +271,7 @@ Args parse_args(int argc, char** argv) {
 
 int run(int argc, char** argv) {
   const Args args = parse_args(argc, argv);
-  const std::string dir = data_dir();
+  const std::string dir = bench::moccasin_data_dir();
   std::string params = args.params.empty() ? "defaults" : "";
   for (const auto& [key, value] : args.params) params += fmt::format("{}={} ", key, value);
   fmt::print("# fastsa_bench (data: {}, threads {}, params {})\n\n", dir, args.threads, params);

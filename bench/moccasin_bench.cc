@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "moccasin_data.h"
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
@@ -51,17 +52,6 @@ constexpr Cell kCells[] = {
     {"CM2", "ResNet50_256_224_224_3_train", 70, "–"},
 };
 
-std::string data_dir() {
-  if (const char* env = std::getenv("REMAT_BENCH_DATA")) return env;
-  return (fs::path(REMAT_SOURCE_DIR) / ".." / "shared" / "benchmarks" / "moccasin").string();
-}
-
-std::string find_file(const std::string& dir, std::string_view prefix) {
-  for (const auto& entry : fs::directory_iterator(dir))
-    if (entry.path().filename().string().starts_with(prefix)) return entry.path().string();
-  throw InputError(fmt::format("no file starting with '{}' in {}", prefix, dir));
-}
-
 // True when the comma-separated `list` names `item`.
 bool listed(std::string_view list, std::string_view item) {
   size_t begin = 0;
@@ -95,7 +85,7 @@ int run(int argc, char** argv) {
       throw InputError(fmt::format("moccasin_bench: unknown option '{}'", arg));
     }
   }
-  const std::string dir = data_dir();
+  const std::string dir = bench::moccasin_data_dir();
   if (!fs::exists(dir)) {
     fmt::print("moccasin_bench: data folder {} absent, nothing to do\n", dir);
     return 0;
@@ -109,7 +99,7 @@ int run(int argc, char** argv) {
   for (const Cell& cell : kCells) {
     if (!only.empty() && !listed(only, cell.graph)) continue;
     if (!listed(budgets, std::to_string(cell.budget_pct))) continue;
-    const Graph g = read_graph_file(find_file(dir, cell.prefix));
+    const Graph g = read_graph_file(bench::find_data_file(dir, cell.prefix));
     const Baseline base = baseline(g);
     SolveOptions options;
     options.budget.bytes = static_cast<int64_t>(cell.budget_pct / 100.0 * base.peak_bytes);
