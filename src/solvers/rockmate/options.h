@@ -4,9 +4,11 @@
 // Keep-all (every node once, everything the backward reads kept) and keep-nothing (the forward
 // recomputed in full before the backward) are always there; the rest come from the value-level
 // fixed-order MILP (checkmate/formulation.h) on the block with a loss placeholder between forward
-// and backward, over a grid of (M_peak, M_save) budgets. Options are cached by class hash in
-// memory and, with a cache directory, on disk, so a second solve re-runs no MILP. Built without
-// CBC there is no MILP (milp_available()).
+// and backward, over a grid of (M_peak, M_save) budgets, and from a greedy series that drops, one
+// at a time, the kept value freeing the most bytes at the loss per unit of recomputation (where
+// CBC finds nothing in a grid point's time; also the MILPs' warm starts). Options are cached by
+// class hash in memory and, with a cache directory, on disk, so a second solve re-runs no MILP.
+// Built without CBC there is no MILP (milp_available()).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +45,7 @@ struct OptionStats {
   int64_t milp_feasible = 0;       // with a plan
   int64_t milp_reused = 0;         // grid points served by the plan of a looser point (no MILP)
   int64_t options_from_start = 0;  // MILPs that found nothing in time: their start kept
+  int64_t options_greedy = 0;      // plans from the greedy drops (before duplicates and dominance)
   int64_t classes_too_large = 0;   // classes past milp_max_columns: no MILP
   int64_t memory_hits = 0, disk_hits = 0;  // classes served from the caches
   bool timed_out = false;  // the grid stopped at the deadline (its options are not cached)

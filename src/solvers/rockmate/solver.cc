@@ -328,6 +328,7 @@ class RockmateSolver : public Solver {
     st.add_counter("milp_feasible", static_cast<double>(ostats.milp_feasible));
     st.add_counter("milp_reused", static_cast<double>(ostats.milp_reused));
     st.add_counter("options_from_start", static_cast<double>(ostats.options_from_start));
+    st.add_counter("options_greedy", static_cast<double>(ostats.options_greedy));
     st.add_counter("classes_too_large", static_cast<double>(ostats.classes_too_large));
     st.add_counter("options_timed_out", ostats.timed_out ? 1 : 0);
     st.add_counter("options_cache_memory_hits", static_cast<double>(ostats.memory_hits));
