@@ -2,8 +2,8 @@
 
 Equality is bitwise (torch.equal): a plan only changes which values are kept and in which order
 independent calls run, each aten call sees the same inputs as in eager mode, and random calls run
-first in their eager order from the same seed (a recomputation replays the generator). Memory: the CPU accounting of live storages is
-compared with the simulator's peak of the same sequence.
+first in their eager order from the same seed (a recomputation replays the generator). Memory:
+the CPU accounting of live storages is compared with the simulator's peak of the same sequence.
 """
 
 import copy

@@ -1,7 +1,7 @@
 """Side-effect analysis: which calls write which inputs, which are views, which must run once.
 
     run = Recorder(gm).run_all(args)        # one run keeping every value: storages, writes
-    effects = Effects(builder, calls)       # side effects (never recomputed, kept in order)
+    effects = Effects(builder, calls)       # side effects (kept in order), what is recomputable
 
 A call is a side effect when it writes an input other than through a hidden write
 (op_kinds.HIDDEN_WRITES), draws random numbers, or reads a storage a side effect writes later
