@@ -2,8 +2,8 @@
 
 Equality is bitwise (torch.equal): a plan only changes which values are kept and in which order
 independent calls run, each aten call sees the same inputs as in eager mode, and random calls run
-once in their eager order from the same seed. Memory: the CPU accounting of live storages is
-compared with the simulator's peak of the same sequence.
+first in their eager order from the same seed (a recomputation replays the generator). Memory:
+the CPU accounting of live storages is compared with the simulator's peak of the same sequence.
 """
 
 import copy
@@ -96,13 +96,21 @@ def test_cnn_batch_norm_is_one_node_with_three_outputs_and_stays_recomputable():
     assert first_backward["cost"] == 2 * outputs * 27 + outputs
 
 
-def test_transformer_random_calls_are_not_recomputable_and_stay_in_order():
+def test_transformer_random_calls_are_replayed_and_stay_in_order():
     _, _, _, t = traced("transformer")
     g = t.graph
     random = [i for i in range(g.num_nodes) if g.node(i)["kind"] == "random"]
     assert len(random) == 3  # three dropouts
-    assert not any(g.node(i)["recomputable"] for i in random)
-    # Each random call reads the effect value of the previous one, so no plan can swap them.
+    # bernoulli_ into a fresh empty_like became bernoulli.p of an input-less empty: it writes
+    # nothing, so it is recomputed by replaying the generator (test_torch_random.py).
+    assert all(g.node(i)["recomputable"] for i in random) and set(random) == t.replayed
+    assert all(g.node(i)["op"] == "aten.bernoulli.p" for i in random)
+    for i in random:
+        drawn_into = g.producer(g.node(i)["inputs"][0])
+        assert g.node(drawn_into)["op"] == "aten.empty.memory_format"
+        assert not g.node(drawn_into)["inputs"]
+    # Each random call reads the effect value of the previous one, so no plan can swap their
+    # first computations.
     for earlier, later in zip(random, random[1:]):
         token = g.node(earlier)["outputs"][-1]
         assert g.value(token)["name"].startswith("effect.") and token in g.node(later)["inputs"]

@@ -1,13 +1,20 @@
 """Side-effect analysis: which calls write which inputs, which are views, which must run once.
 
     run = Recorder(gm).run_all(args)        # one run keeping every value: storages, writes
-    effects = Effects(builder, calls)       # side effects (never recomputed, kept in order)
+    effects = Effects(builder, calls)       # side effects (kept in order), what is recomputable
 
 A call is a side effect when it writes an input other than through a hidden write
 (op_kinds.HIDDEN_WRITES), draws random numbers, or reads a storage a side effect writes later
 (or wrote after the value read was made). Side effects are chained by size-0 effect values so
-every plan keeps their traced order. A call whose only writes are hidden (training-mode batch
-norm's running statistics) stays recomputable: its recomputation runs without them.
+every plan keeps the traced order of their first computations. Side effects are not
+recomputable, but for two kinds of call:
+- A call whose only writes are hidden (training-mode batch norm's running statistics): its
+  recomputation runs without them.
+- A random call that writes nothing, reads no storage a side effect writes, and draws from the
+  default generators (no generator argument): its first computation stays on the chain, so the
+  draws happen in eager order; a recomputation replays the generator state saved before the first
+  one and restores the generator after (execute.py), so it gives the same tensor and draws nothing.
+  A recomputation reads the previous effect value too (size 0: it costs no memory).
 """
 
 import operator
@@ -116,7 +123,8 @@ def storage_of(value):
 
 
 class Effects:
-    """Which calls are side effects (kept once, in traced order) and which are recomputable."""
+    """Which calls are side effects (first computations in traced order), which are recomputable
+    and which of those replay the generator (`replayed`)."""
 
     def __init__(self, builder, calls):
         self.builder = builder
@@ -137,11 +145,17 @@ class Effects:
                 self.mutations.setdefault(storage[w], []).append(position[n])
         self.effect = set()
         self.fixed = set()
+        self.replayed = set()
         for index, n in enumerate(calls):
             packet = _compat.packet_name(n.target)
             writes = [w for w in run.writes.get(n, []) if w not in hidden[n]]
-            if writes or op_kinds.is_random(packet) or self.reads_mutated(n, storage):
+            random = op_kinds.is_random(packet)
+            reads_mutated = self.reads_mutated(n, storage)
+            if writes or random or reads_mutated:
                 self.effect.add(index)
+                if random and not (writes or reads_mutated or hidden[n]) and \
+                        replayable(n, run.env.get(n)):
+                    self.replayed.add(index)
             elif hidden[n]:
                 shared = any(len(hidden_storages.get(storage[w], ())) > 1 or storage[w] in
                              self.mutations for w in hidden[n])
@@ -167,8 +181,8 @@ class Effects:
                 return True
         return False
 
-    def recomputable(self, index, kind):
-        return index not in self.effect and index not in self.fixed and kind != "random"
+    def recomputable(self, index):
+        return (index not in self.effect or index in self.replayed) and index not in self.fixed
 
     def chain(self, node_dicts, values):
         """Orders the side effects: each reads the previous one's size-0 effect value."""
@@ -180,6 +194,15 @@ class Effects:
                 node_dicts[index]["inputs"].append(previous)
             node_dicts[index]["outputs"].append(token)
             previous = token
+
+
+def replayable(n, result):
+    """A random call a recomputation can replay: it draws from the default generator of its
+    device (no generator argument, which the replay would not restore) and returns tensors."""
+    if any(isinstance(a, torch.Generator) for a in tree_flatten((n.args, n.kwargs))[0]):
+        return False
+    tensors = tree_flatten(result)[0]
+    return bool(tensors) and all(isinstance(t, torch.Tensor) for t in tensors)
 
 
 def accepts_none(target, positions):

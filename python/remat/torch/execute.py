@@ -12,8 +12,17 @@ released in between. Two things are not literal copies of the plan:
   the simulator assumes readers see the latest root copy; reading the old view would keep the old
   storage alive).
 - A recomputation of a node with hidden writes (training-mode batch norm) runs without them.
+- A random node the plan runs more than once (TracedStep.replayed) saves the generator states
+  it draws from right before its first computation (the CPU generator's, 5,056 bytes, and that
+  of each CUDA device its tensors are on, 16 bytes each, as torch.utils.checkpoint does); each
+  recomputation sets them, runs the call, and puts back the states the generators had before it,
+  so it gives the first computation's tensor and moves no generator. The saved states are values
+  of the plan module, freed after the last recomputation and counted by run_measured; the graph
+  does not count them (at most 5 KB per recomputed random node: see docs/python.md). The CUDA
+  path is untested here (no GPU).
 """
 
+import collections
 import operator
 
 import torch
@@ -21,6 +30,7 @@ import torch.fx as fx
 from torch.fx.node import map_arg
 
 from remat.torch import _compat
+from remat.torch._compat import tree_flatten
 
 
 def plan_module(traced, sequence):
@@ -35,9 +45,12 @@ class _PlanBuilder:
         self.env = {}  # fx node of the traced graph -> latest copy in the new graph
         self.serial = {}  # value -> production count of its root when this copy was made
         self.runs = [0] * traced.graph.num_nodes
+        self.planned_runs = collections.Counter()
+        self.generator_states = {}  # replayed node -> the plan module's value of saved states
 
     def build(self, sequence):
         t = self.traced
+        self.planned_runs = collections.Counter(int(i) for i in sequence)
         for p in t.placeholders:
             self.env[p] = self.graph.placeholder(p.name)
         for n in t.module.graph.nodes:
@@ -66,8 +79,16 @@ class _PlanBuilder:
         kwargs = map_arg(n.kwargs, self.resolve)
         if self.runs[index] > 0 and index in t.recompute_args:
             args = t.recompute_args[index](args)
+        target = n.target
+        if index in t.replayed and self.planned_runs[index] > 1:
+            if self.runs[index] == 0:
+                self.generator_states[index] = self.graph.call_function(
+                    _save_generators, args, kwargs)
+            else:
+                target = _replaying(n.target)
+                args = (self.generator_states[index],) + tuple(args)
         self.runs[index] += 1
-        copy = self.graph.call_function(n.target, args, kwargs)
+        copy = self.graph.call_function(target, args, kwargs)
         self.env[n] = copy
         for g in t.node_getitems[index]:
             self.env[g] = self.graph.call_function(operator.getitem, (copy, g.args[1]))
@@ -101,6 +122,47 @@ class _PlanBuilder:
         if t.node_fx[producer] not in self.env:
             return False
         return self.serial.get(v) != self.serial.get(root, 0)
+
+
+def _cuda_devices(args, kwargs):
+    """Indices of the CUDA devices a call's tensors (or `device` arguments) are on."""
+    devices = set()
+    for x in tree_flatten((args, kwargs))[0]:
+        if isinstance(x, torch.Tensor) and x.is_cuda:
+            devices.add(x.device.index)
+        elif isinstance(x, torch.device) and x.type == "cuda":
+            devices.add(x.index if x.index is not None else torch.cuda.current_device())
+    return tuple(sorted(devices))
+
+
+def _save_generators(*args, **kwargs):
+    """The states of the generators a random call with these arguments draws from: the CPU
+    generator's, and each CUDA device's its tensors are on (torch.utils.checkpoint saves the
+    same). Called right before the call's first computation."""
+    devices = _cuda_devices(args, kwargs)
+    return torch.get_rng_state(), tuple(torch.cuda.get_rng_state(d) for d in devices), devices
+
+
+_REPLAYING = {}
+
+
+def _replaying(target):
+    """`target` run as a recomputation: replay(states, *args, **kwargs) sets the generators to
+    `states` (from _save_generators), calls target, and gives the generators back the states
+    they had before, so the call draws what its first computation drew and nothing moves."""
+    replay = _REPLAYING.get(target)
+    if replay is None:
+        def replay(states, *args, **kwargs):
+            cpu, cuda, devices = states
+            with torch.random.fork_rng(devices=list(devices)):
+                torch.set_rng_state(cpu)
+                for device, state in zip(devices, cuda):
+                    torch.cuda.set_rng_state(state, device)
+                return target(*args, **kwargs)
+
+        replay.__name__ = f"replay_{_compat.packet_name(target)}"
+        _REPLAYING[target] = replay
+    return replay
 
 
 def _release(value):

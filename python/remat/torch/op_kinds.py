@@ -40,7 +40,10 @@ REDUCTION = frozenset({
 })
 
 # Operators that draw from the random number generator: running one twice gives a different
-# result and moves the generator, so they run exactly once and in their traced order.
+# result and moves the generator. Their first computations run in their traced order (effects.py
+# chains them); one that writes nothing can be recomputed by replaying the generator state saved
+# before its first computation (execute.py), which gives the same result and leaves the generator
+# where it was.
 RANDOM = frozenset({
     "bernoulli", "bernoulli_", "native_dropout", "rand", "rand_like", "randn", "randn_like",
     "randint", "randint_like", "randperm", "normal", "normal_", "uniform", "uniform_",
@@ -57,8 +60,8 @@ POINTWISE = frozenset({
     "leaky_relu", "leaky_relu_backward", "elu", "elu_backward", "erf", "sin", "cos", "clamp",
     "clamp_min", "clamp_max", "where", "masked_fill", "eq", "ne", "lt", "le", "gt", "ge",
     "logical_not", "logical_and", "bitwise_not", "_to_copy", "clone", "copy", "fill", "zeros_like",
-    "ones_like", "full_like", "empty_like", "native_dropout_backward", "embedding", "maximum",
-    "minimum", "lerp", "addcmul", "addcdiv", "sign", "floor", "ceil", "round", "rsub",
+    "ones_like", "full_like", "empty_like", "empty", "native_dropout_backward", "embedding",
+    "maximum", "minimum", "lerp", "addcmul", "addcdiv", "sign", "floor", "ceil", "round", "rsub",
     "cat", "stack", "constant_pad_nd", "index_select", "gather", "scatter",
     "index", "index_put", "slice_backward", "select_backward", "expand_copy", "tril", "triu",
 })

@@ -1,9 +1,12 @@
 """Rewrites of the captured fx graph that make more of it recomputable, before it is measured.
 
 - In-place calls whose write nobody else can observe (relu_ on a fresh activation, a residual
-  add_) become their out-of-place overload.
-- ones_like/zeros_like/full_like of a contiguous tensor become ones/zeros/full (they read only
-  metadata), so the gradient seed is a node without inputs.
+  add_) become their out-of-place overload. So does a random one with an out-of-place overload
+  that draws the same numbers (bernoulli_ on the fresh tensor a CPU dropout fills), so that it
+  writes nothing and can be recomputed by replaying the generator (effects.py, execute.py).
+- ones_like/zeros_like/full_like/empty_like of a contiguous tensor become ones/zeros/full/empty
+  (they read only metadata), so the gradient seed, and the tensor a dropout mask is drawn into,
+  are nodes without inputs.
 """
 
 import torch
@@ -27,12 +30,38 @@ def _out_of_place(target):
     return overload
 
 
+# In-place random overloads -> (out-of-place overload, defaults of trailing positional arguments
+# the out-of-place schema requires). bernoulli.p fills a fresh contiguous tensor with
+# bernoulli_.float's draws, in the same order, when the tensor bernoulli_ writes is contiguous
+# (ATen implements it as empty_like(self).bernoulli_(p)); test_torch_random.py checks it bitwise.
+# Other random in-place calls are not rewritten: they stay side effects, run once.
+_RANDOM_OUT_OF_PLACE = {("bernoulli_", "float"): (("bernoulli", "p"), (0.5,))}
+
+
+def _random_out_of_place(n, run):
+    """(out-of-place overload, args) for an in-place random call, or (None, None)."""
+    entry = _RANDOM_OUT_OF_PLACE.get((_compat.packet_name(n.target),
+                                      _compat.overload_name(n.target)))
+    written = run.env.get(n.args[0]) if n.args and isinstance(n.args[0], fx.Node) else None
+    if entry is None or not isinstance(written, torch.Tensor) or not written.is_contiguous():
+        return None, None
+    if any(key != "generator" for key in n.kwargs):  # arguments by name: keep it as traced
+        return None, None
+    (packet, overload), defaults = entry
+    target = getattr(getattr(torch.ops.aten, packet, None), overload, None)
+    if target is None:
+        return None, None
+    args = tuple(n.args) + defaults[max(0, len(n.args) - 1):]
+    return target, args
+
+
 def rewrite_private_inplace(gm, run):
     """Rewrites in-place calls whose write no other reader can see to their out-of-place form.
 
-    A write to storage S at position m is private when S is not a graph input's storage, the call
-    is not random, and no value on S made before m is read after m (the readers after m all read
-    the in-place result, which the out-of-place result replaces).
+    A write to storage S at position m is private when S is not a graph input's storage and no
+    value on S made before m is read after m (the readers after m all read the in-place result,
+    which the out-of-place result replaces). A random call is rewritten only to an out-of-place
+    overload that draws the same numbers (_RANDOM_OUT_OF_PLACE).
     """
     nodes = list(gm.graph.nodes)
     position = {n: i for i, n in enumerate(nodes)}
@@ -48,8 +77,12 @@ def rewrite_private_inplace(gm, run):
             continue
         if not isinstance(run.env.get(n), torch.Tensor):
             continue
-        replacement = _out_of_place(n.target)
-        if replacement is None or op_kinds.is_random(_compat.packet_name(n.target)):
+        args = n.args
+        if op_kinds.is_random(_compat.packet_name(n.target)):
+            replacement, args = _random_out_of_place(n, run)
+        else:
+            replacement = _out_of_place(n.target)
+        if replacement is None:
             continue
         if effects.hidden_write_nodes(n):
             continue
@@ -61,7 +94,7 @@ def rewrite_private_inplace(gm, run):
                          for s in written for v in on_storage.get(s, []) if position[v] < m
                          for u in v.users)
         if not seen_later:
-            n.target = replacement
+            n.target, n.args = replacement, args
             rewritten.append(n)
     if rewritten:
         gm.recompile()
@@ -99,12 +132,17 @@ def _tensor_elements(value):
 # inputs, so the gradient seed `ones_like(loss)` becomes a node without inputs, as a tangent input
 # is in AOTAutograd's joint graphs (the min-cut solver looks for such seeds), and no value is kept
 # alive only to be the template of a factory.
-_LIKE_FACTORIES = {"ones_like": ("ones", None), "zeros_like": ("zeros", None),
-                   "full_like": ("full", 1)}
+# An empty_like(x) a dropout draws its mask into becomes a node without inputs, so recomputing the
+# mask does not need x. Packet -> (factory overload, position of the fill value or None).
+_LIKE_FACTORIES = {"ones_like": (("ones", "default"), None),
+                   "zeros_like": (("zeros", "default"), None),
+                   "full_like": (("full", "default"), 1),
+                   "empty_like": (("empty", "memory_format"), None)}
 
 
 def rewrite_like_factories(gm, run):
-    """Rewrites ones_like/zeros_like/full_like of a contiguous tensor as ones/zeros/full."""
+    """Rewrites ones_like/zeros_like/full_like/empty_like as ones/zeros/full/empty where the
+    result is contiguous either way (a contiguous template, or memory_format=contiguous_format)."""
     changed = False
     for n in gm.graph.nodes:
         if n.op != "call_function" or not isinstance(n.args[0] if n.args else None, fx.Node):
@@ -116,10 +154,11 @@ def rewrite_like_factories(gm, run):
         if not isinstance(template, torch.Tensor):
             continue
         memory_format = n.kwargs.get("memory_format")
-        if not template.is_contiguous() or memory_format not in (
-                None, torch.preserve_format, torch.contiguous_format):
+        contiguous = memory_format is torch.contiguous_format or (
+            memory_format in (None, torch.preserve_format) and template.is_contiguous())
+        if not contiguous:
             continue
-        factory, fill_position = entry
+        (factory, overload), fill_position = entry
         kwargs = {
             "dtype": n.kwargs.get("dtype") or template.dtype,
             "layout": n.kwargs.get("layout") or template.layout,
@@ -129,7 +168,7 @@ def rewrite_like_factories(gm, run):
         args = (list(template.shape),)
         if fill_position is not None:
             args += (n.args[fill_position],)
-        n.target = getattr(torch.ops.aten, factory).default
+        n.target = getattr(getattr(torch.ops.aten, factory), overload)
         n.args, n.kwargs = args, kwargs
         changed = True
     if changed:

@@ -56,6 +56,7 @@ class TracedStep:
     value_producer: list  # value -> remat node producing it, -1 for graph inputs
     node_pure_view: list  # remat node -> a recomputable view (re-derived from the latest root)
     recompute_args: dict  # remat node -> fn(args) giving the arguments of a recomputation
+    replayed: frozenset  # remat nodes (random) whose recomputation replays the generator
     output_fx: list  # fx nodes (or None) returned by the step: loss, then one gradient per param
     training_modes: tuple = ()  # (module name, training flag) of every submodule when traced
     fingerprint: str = ""
@@ -210,7 +211,8 @@ class _Builder:
             fixed_names=fixed_names, spec=spec, model_inputs=model_inputs,
             placeholders=placeholders, node_fx=calls, node_getitems=node_getitems,
             value_fx=self.value_fx, value_root=value_root, value_producer=value_producer,
-            node_pure_view=pure_view, recompute_args=effects.recompute_args, output_fx=output_fx)
+            node_pure_view=pure_view, recompute_args=effects.recompute_args,
+            replayed=frozenset(effects.replayed - effects.fixed), output_fx=output_fx)
 
     def add_outputs(self, index, n, result, getitems):
         if isinstance(result, torch.Tensor):
@@ -248,7 +250,7 @@ class _Builder:
             "cost": self.cost(n, packet, kind),
             "inputs": inputs,
             "outputs": outputs,
-            "recomputable": effects.recomputable(index, kind),
+            "recomputable": effects.recomputable(index),
         }
 
     def cost(self, n, packet, kind):
