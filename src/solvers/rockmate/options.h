@@ -30,7 +30,7 @@ struct LocalOption {
 struct OptionParams {
   int32_t peak_points = 10;        // M_peak values on the grid
   int32_t save_points = 10;        // M_save values per M_peak
-  double milp_time_limit_s = 0.5;  // per MILP
+  double milp_time_limit_s = 0.1;  // per MILP
   double milp_gap = 0.02;          // relative gap at which a MILP stops (CBC -ratio)
   // Blocks whose model would have more columns get no MILP (their starts are the options):
   // Clp's presolve alone, which no time limit interrupts, took minutes on DenseNet's blocks.

@@ -26,7 +26,7 @@ struct Params {
   int32_t max_stages = 100;
   bool rotor_chain = true;  // also try Rotor's own chain (no options) and keep the better plan
   std::string budgets = "10x10";
-  double milp_time_limit_s = 0.5;
+  double milp_time_limit_s = 0.1;
   double milp_gap = 0.02;
   int64_t milp_max_columns = 100'000;
   std::string cache_dir;
@@ -40,7 +40,7 @@ const ParamTable<Params> kTable(
          integer(&Params::bins, 10, 100000)},
         {{"budgets", "10x10", "", "rk-Checkmate grid: M_peak values x M_save values (each 1..100)"},
          text(&Params::budgets, "PxS, e.g. 10x10")},
-        {{"milp_time_limit", "0.5", "s", "time limit of each rk-Checkmate MILP"},
+        {{"milp_time_limit", "0.1", "s", "time limit of each rk-Checkmate MILP"},
          real(&Params::milp_time_limit_s, 0, 3600, /*above_min=*/true)},
         {{"milp_gap", "0.02", "", "relative gap at which an rk-Checkmate MILP stops"},
          real(&Params::milp_gap, 0, 1)},
