@@ -11,7 +11,8 @@ and 40.8 %. Budgets under the memory lower bound are marked, not run; a solver t
 graph (no phases, no chain structure, too large) is "n/a". Prints peak %, CI % and seconds per
 cell, then the summary lines: the geometric mean of the cost ratio (as CI %) of `auto` at each
 budget over the models where that budget is at or above the lower bound (over-budget plans
-included), and how many of them are within budget.
+included), and how many of them are within budget. Each `auto` cell's winner and members (the
+plan's lists `auto_winner` and `auto_members`) go to stderr as HTML comments.
 
 Every figure comes from the simulator (remat.solve re-simulates). Slow on a small machine:
 narrow it with --models, --budgets, --solvers and --time-limit; --graph-cache DIR traces each
@@ -151,6 +152,10 @@ def main():
                 cells.append(f"{peak:.1f}{mark} / {ci:+.2f} / {r.wall_time_s:.1f}")
                 if solver == "auto":
                     auto[b].append((r.peak_bytes <= budget, r.cost / base_cost))
+                    lists = dict(r.lists)
+                    print(f"<!-- {m} auto {b}%: winner {', '.join(lists.get('auto_winner', []))}; "
+                          f"members: {'; '.join(lists.get('auto_members', []))} -->",
+                          file=sys.stderr, flush=True)
             print(f"| {m} | {g.num_nodes} | {lb_pct:.1f} | {solver} | " + " | ".join(cells) + " |",
                   flush=True)
         print(f"<!-- {m}: traced (or loaded) in {trace_s:.1f} s -->", file=sys.stderr)
