@@ -172,14 +172,12 @@ class Portfolio {
 
   // FastSA, last, with the time left. Cold (its own grouped stage 1) always; then:
   //  - when another member's plan fits the budget (not the default schedule), warm from it:
-  //    stage 2 from that plan. Neither start always wins: ResNet-18 at 90 %, warm from mincut's
-  //    plan +2.3 % against +6.6 % cold; MobileNet-V2 at 40 %, cold +8.4 % against +9.0 % warm
-  //    from mincut's +2389 %. Over the budget FastSA never starts from another solver's plan:
-  //    grouped stage 1 reaches lower peaks than single-node moves from it (GPT-4 at 50 %: 51.7 %
-  //    cold, 59.3 % from mincut's 60.3 %).
+  //    stage 2 from that plan. Neither start always wins (measured cases, cold and warm, in
+  //    docs/solvers/auto.md). Over the budget FastSA never starts from another solver's plan:
+  //    grouped stage 1 reaches lower peaks than single-node moves from it (measured when dropout
+  //    masks were pinned, GPT-4 at 50 %: 51.7 % cold, 59.3 % from mincut's 60.3 %).
   //  - when nothing fits after the cold run, a restart with another seed: the annealing is a
-  //    random search and one chain may miss what another finds (RegNet-Y-400MF at 40 %: seed 1
-  //    ends at 40.9 %, seed 2 fits at 39.2 %).
+  //    random search and one chain may miss what another finds (docs/solvers/auto.md).
   //  - when still nothing fits, a polish of the lowest-peak plan (below).
   // Runs are stopped by iterations (convergence), so the shares are only caps.
   void run_fastsa(double cost_floor) {
