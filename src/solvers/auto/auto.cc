@@ -171,25 +171,27 @@ class Portfolio {
   bool fits(const SolveResult& r) const { return r.eval.peak_bytes <= options_.budget.bytes; }
 
   // FastSA, last, with the time left. Cold (its own grouped stage 1) always; then:
-  //  - when another member's plan fits the budget (not the default schedule), warm from it:
-  //    stage 2 from that plan. Neither start always wins (measured cases, cold and warm, in
-  //    docs/solvers/auto.md). Over the budget FastSA never starts from another solver's plan:
-  //    grouped stage 1 reaches lower peaks than single-node moves from it (measured when dropout
-  //    masks were pinned, GPT-4 at 50 %: 51.7 % cold, 59.3 % from mincut's 60.3 %).
+  //  - when other members' plans fit the budget (not the default schedule), warm from the
+  //    cheapest and then from the second cheapest of another member: stage 2 from that plan.
+  //    Neither cold nor warm always wins, nor does the cheaper start: ResNet-50 at 50 %, warm
+  //    from rockmate's plan (+9.2 %) +7.0 %, from rotor's (+14.5 %) +5.4 % (docs/solvers/auto.md).
+  //    Over the budget FastSA never starts from another solver's plan: grouped stage 1 reaches
+  //    lower peaks than single-node moves from it (measured when dropout masks were pinned, GPT-4
+  //    at 50 %: 51.7 % cold, 59.3 % from mincut's 60.3 %).
   //  - when nothing fits after the cold run, a restart with another seed: the annealing is a
   //    random search and one chain may miss what another finds (docs/solvers/auto.md).
   //  - when still nothing fits, a polish of the lowest-peak plan (below).
   // Runs are stopped by iterations (convergence), so the shares are only caps.
   void run_fastsa(double cost_floor) {
     REMAT_CHECK(best_.has_value(), "auto: the default schedule runs before FastSA");
-    std::optional<WarmStart> warm_start;
-    if (best_name_ != "none" && fits(*best_))
-      warm_start = WarmStart{best_->plan.sequence, best_name_, options_.budget};
+    std::vector<WarmStart> starts = fitting_starts();
     const bool nothing_fits = !fits(*best_);
-    run_member("fastsa", "fastsa", warm_start || nothing_fits ? 0.5 : 1.0, {});
+    run_member("fastsa", "fastsa", !starts.empty() || nothing_fits ? 0.5 : 1.0, {});
     if (finished(cost_floor)) return;
-    if (warm_start) {
-      run_member("fastsa", "fastsa_warm", 1.0, warm_start);
+    if (!starts.empty()) {
+      run_member("fastsa", "fastsa_warm", starts.size() > 1 ? 0.5 : 1.0, starts[0]);
+      if (starts.size() > 1 && !finished(cost_floor))
+        run_member("fastsa", "fastsa_warm_2", 1.0, starts[1]);
       return;
     }
     if (fits(*best_)) return;
@@ -201,6 +203,19 @@ class Portfolio {
     // plan, with its peak as the budget, removes recomputation without raising the peak.
     run_member("fastsa", "fastsa_polish", 1.0,
                WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}});
+  }
+
+  // The plans of the members that fit the budget (the default schedule aside), the cheapest
+  // first, at most two.
+  std::vector<WarmStart> fitting_starts() const {
+    std::vector<const Fitting*> order;
+    for (const Fitting& f : fitting_) order.push_back(&f);
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Fitting* a, const Fitting* b) { return a->cost < b->cost; });
+    std::vector<WarmStart> starts;
+    for (const Fitting* f : order)
+      if (starts.size() < 2) starts.push_back(WarmStart{f->sequence, f->member, options_.budget});
+    return starts;
   }
 
   bool finished(double cost_floor) const {
@@ -259,11 +274,19 @@ class Portfolio {
     } else if (r.plan.stats.cost_lower_bound) {
       lower_bound_ = std::max(lower_bound_.value_or(0), *r.plan.stats.cost_lower_bound);
     }
+    if (member != "none" && member != "fastsa" && fits(r))
+      fitting_.push_back(Fitting{label, r.plan.sequence, r.eval.cost});
     if (!best_ || better(r.eval, best_->eval, options_.budget.bytes)) {
       best_ = std::move(r);
       best_name_ = label;
     }
   }
+
+  struct Fitting {
+    std::string member;
+    Sequence sequence;
+    double cost = 0;
+  };
 
   const Graph& g_;
   const SolveOptions& options_;
@@ -271,6 +294,7 @@ class Portfolio {
   const Deadline deadline_;
   std::optional<SolveResult> best_;
   std::string best_name_;
+  std::vector<Fitting> fitting_;  // plans of members other than none and fastsa within budget
   std::optional<double> lower_bound_;
   std::vector<std::string> outcomes_;
   std::vector<std::pair<std::string, double>> counters_;

@@ -8,8 +8,9 @@
 //   rotor, rockmate   when registered and the graph has chain structure
 //   checkmate  when registered and the graph has at most `checkmate_max_nodes` nodes (30), with
 //              at most 10 % of the time left and 5 s
-//   fastsa     cold (its own grouped stage 1); then, when another member's plan fits the
-//              budget, again warm-started from it (SolveOptions::start; recorded as fastsa_warm)
+//   fastsa     cold (its own grouped stage 1); then, when other members' plans fit the budget,
+//              warm-started from the cheapest (SolveOptions::start; recorded as fastsa_warm)
+//              and from the second cheapest (fastsa_warm_2)
 // Members are looked up in the registry by name: one that is not registered is skipped and one
 // that refuses the graph (InputError) is recorded as "not applicable: why"; neither is fatal,
 // except that a member given parameters (MEMBER.KEY=VALUE) passes its InputError on: a bad
