@@ -8,6 +8,7 @@
 #include <compare>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 namespace remat {
@@ -29,6 +30,14 @@ using NodeId = Id<struct NodeTag>;
 using ValueId = Id<struct ValueTag>;
 inline constexpr NodeId kNoNode{};
 inline constexpr ValueId kNoValue{};
+
+// The plain indices of `nodes`, for code that works on flat arrays (annealing, CP, Python).
+inline std::vector<int32_t> node_indices(std::span<const NodeId> nodes) {
+  std::vector<int32_t> out;
+  out.reserve(nodes.size());
+  for (NodeId n : nodes) out.push_back(n.value());
+  return out;
+}
 
 // A std::vector indexed by one id type.
 template <class IdType, class T>

@@ -231,13 +231,6 @@ Sequence to_sequence(const Graph& g, const std::vector<int32_t>& ids) {
   return seq;
 }
 
-std::vector<int32_t> from_sequence(const Sequence& seq) {
-  std::vector<int32_t> out;
-  out.reserve(seq.size());
-  for (NodeId n : seq) out.push_back(n.value());
-  return out;
-}
-
 // A budget is bytes (int) or text ("50%", "90MB").
 Budget to_budget(const Graph& g, const py::object& budget) {
   const bool number = !py::isinstance<py::bool_>(budget) &&
@@ -338,7 +331,7 @@ PySolveResult solve_py(const Graph& g, const py::object& budget, const std::stri
   if (relay) relay->rethrow();
   const Baseline base = baseline(g);
   PySolveResult out;
-  out.sequence = from_sequence(r.plan.sequence);
+  out.sequence = node_indices(r.plan.sequence);
   out.solver = r.plan.solver;
   out.status = std::string(to_string(r.plan.stats.status));
   out.feasible =
@@ -439,13 +432,6 @@ py::dict chain_simulate_py(const std::string& chain_json, const py::list& ops) {
   return d;
 }
 
-std::vector<int32_t> node_indices(std::span<const NodeId> ids) {
-  std::vector<int32_t> out;
-  out.reserve(ids.size());
-  for (NodeId n : ids) out.push_back(n.value());
-  return out;
-}
-
 py::dict extract_chain_py(const Graph& g, int32_t max_stages) {
   const GraphChain gc = extract_chain(g, ChainExtractOptions{.max_stages = max_stages});
   py::list stages;
@@ -507,7 +493,7 @@ std::vector<int32_t> lower_chain_py(const Graph& g, int32_t max_stages, const py
     if (!kind) throw InputError(fmt::format("python: unknown chain op '{}'", pair.first));
     runs.push_back({pair.second, *kind == ChainOpKind::kBackward});
   }
-  return from_sequence(lower_chain_plan(g, gc, runs));
+  return node_indices(lower_chain_plan(g, gc, runs));
 }
 
 py::list solver_list() {
@@ -614,7 +600,7 @@ PYBIND11_MODULE(_remat, m) {
       },
       py::arg("graph"), py::arg("sequence"), py::arg("timeline") = false);
   m.def(
-      "default_schedule", [](const Graph& g) { return from_sequence(default_schedule(g)); },
+      "default_schedule", [](const Graph& g) { return node_indices(default_schedule(g)); },
       py::arg("graph"));
   m.def(
       "baseline",

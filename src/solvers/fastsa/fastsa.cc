@@ -50,8 +50,7 @@ class Chain {
     const UnitTable nodes = node_units(g_);
     StageSettings s2 = base_settings();
     StageResult first, second;
-    std::vector<int32_t> given_start;
-    for (NodeId n : start_) given_start.push_back(n.value());
+    const std::vector<int32_t> given_start = node_indices(start_);
     if (p_.mode == Mode::kOrder) {
       s2.iterations = p_.stage1_iterations;
       s2.rotations_only = true;
@@ -146,8 +145,7 @@ class Chain {
     used = run_stage(units, units.initial_order, s1, "stage 1", context_);
     add_stage_counters(stats, "stage1", used, s1.slots);
     // Node units are numbered as the graph's nodes, so an expansion is already a unit order.
-    std::vector<int32_t> start;
-    for (NodeId n : units.expand(used.best_order)) start.push_back(n.value());
+    std::vector<int32_t> start = node_indices(units.expand(used.best_order));
     if (!may_fall_back || used.time_limit_hit) return start;
     const Evaluation grouped = simulate(g_, nodes.expand(start));
     if (grouped.peak_bytes <= options_.budget.bytes) return start;

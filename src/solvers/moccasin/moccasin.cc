@@ -262,13 +262,6 @@ std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& opti
   return best;
 }
 
-std::vector<int32_t> positions(const Sequence& sequence) {
-  std::vector<int32_t> out;
-  out.reserve(sequence.size());
-  for (NodeId id : sequence) out.push_back(id.value());
-  return out;
-}
-
 class MoccasinSolver final : public Solver {
  public:
   std::string_view name() const override { return kName; }
@@ -288,7 +281,7 @@ class MoccasinSolver final : public Solver {
     const std::optional<StartPlan> start = find_start(graph, options, p);
     const double start_s = clock.elapsed_s();
     std::vector<int32_t> start_positions;
-    if (start) start_positions = positions(start->sequence);
+    if (start) start_positions = node_indices(start->sequence);
     bool normalised = false;
     if (start && p.fixed_order) {
       std::vector<int32_t> staged = staged_form(graph.num_nodes(), start_positions);
@@ -308,7 +301,7 @@ class MoccasinSolver final : public Solver {
     std::optional<Solution> fallback;
     if (!incumbent) {
       std::string unused;
-      fallback = to_solution(inst, positions(default_schedule(graph)), unused);
+      fallback = to_solution(inst, node_indices(default_schedule(graph)), unused);
     }
     const std::optional<Solution>& first = incumbent ? incumbent : fallback;
     const bool start_fits = incumbent && incumbent->peak <= inst.capacity;

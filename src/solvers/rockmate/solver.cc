@@ -387,7 +387,7 @@ BlocksSummary describe_blocks(const Graph& g) {
     s.weight_bytes = bytes(b.weights);
     s.first = g.node(b.nodes.front()).name;
     s.last = g.node(b.nodes[static_cast<size_t>(std::max(b.num_forward, 1)) - 1]).name;
-    for (NodeId n : b.nodes) s.nodes.push_back(n.value());
+    s.nodes = node_indices(b.nodes);
     out.blocks.push_back(std::move(s));
   }
   for (const BlockClass& c : bs.classes)
