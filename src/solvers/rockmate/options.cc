@@ -230,11 +230,13 @@ struct Found {
   Sequence plan;
   int64_t peak = 0, at_loss = 0;  // simulated peak and memory at the loss step
   double cost = 0;
+  bool valid = true;  // false: the simulator rejected the plan (the figures are unset)
 };
 
 Found measure(const Graph& sub, const BlockModel& bm, Sequence plan) {
   const Evaluation e = simulate(sub, plan, {.timeline = true});
-  Found f{std::move(plan), e.peak_bytes, 0, e.cost};
+  Found f{std::move(plan), e.peak_bytes, 0, e.cost, e.valid};
+  if (!e.valid) return f;
   for (size_t i = 0; i < f.plan.size(); ++i)
     if (f.plan[i].value() == bm.loss) f.at_loss = e.timeline[i];
   return f;
@@ -318,8 +320,9 @@ std::vector<Found> greedy_drop_plans(const BlockModel& bm, const Deadline& deadl
       kept[id] = 0;
       Sequence seq = keep_only(sub, bm, kept);
       kept[id] = 1;
-      if (seq.empty() || !simulate(sub, seq).valid) continue;
+      if (seq.empty()) continue;
       Found f = measure(sub, bm, std::move(seq));
+      if (!f.valid) continue;
       const double freed = static_cast<double>(current.at_loss - f.at_loss);
       if (freed <= 0) continue;
       const double ratio = freed / std::max(f.cost - current.cost, 1e-9);
