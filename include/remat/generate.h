@@ -27,7 +27,7 @@ struct RandomLayeredParams {
   double width = 0.3;          // mean layer width = max(1, width * sqrt(num_nodes) * 2)
   double edge_density = 0.2;   // probability of an edge to each node of the previous layer
   double skip_density = 0.14;  // probability of an edge to a node of an earlier layer (scaled)
-  int32_t skip_window = 4;     // how many layers back a skip connection may reach
+  int32_t skip_window = 0;     // how many layers before the previous a skip edge may reach (0: all)
   int64_t min_size = 100;
   int64_t max_size = 5000;
   double min_cost = 1;

@@ -24,9 +24,11 @@ void register_random_layered(CLI::App& gen) {
                   "probability of an edge from each node of the previous layer")
       ->default_val(p.edge_density);
   cmd->add_option("--skip-density", p.skip_density,
-                  "probability mass of skip edges from earlier layers")
+                  "probability of a skip edge from each earlier node, times the number of layers "
+                  "in the window (every layer of the graph when the window is 0)")
       ->default_val(p.skip_density);
-  cmd->add_option("--skip-window", p.skip_window, "how many layers back a skip edge may reach")
+  cmd->add_option("--skip-window", p.skip_window,
+                  "how many layers before the previous one a skip edge may reach (0: all)")
       ->default_val(p.skip_window);
   cmd->add_option("--min-size", p.min_size, "smallest value size in bytes")
       ->default_val(p.min_size);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "remat/error.h"
 #include "remat/generate.h"
@@ -19,7 +20,8 @@ void check_params(const RandomLayeredParams& p) {
   for (double d : {p.edge_density, p.skip_density})
     if (!(d >= 0 && d <= 1))
       throw InputError(fmt::format("random-layered: densities must be in [0, 1] (got {})", d));
-  if (p.skip_window < 0) throw InputError("random-layered: --skip-window must be >= 0");
+  if (p.skip_window < 0)
+    throw InputError("random-layered: --skip-window must be >= 0 (0: every earlier layer)");
   const double nodes = p.num_nodes;
   const double layer_width = std::min(nodes, std::max(1.0, p.width * std::sqrt(nodes) * 2));
   const double expected_edges = nodes * layer_width * (p.edge_density + p.skip_density);
@@ -36,19 +38,42 @@ void check_params(const RandomLayeredParams& p) {
                                  p.min_cost, p.max_cost));
 }
 
-// Layer sizes summing to num_nodes, each around the mean width, starting with one source node.
+// Layer sizes summing to num_nodes, each around the mean width, between one source node and
+// one sink node (as in the MOCCASIN data set's graphs).
 std::vector<int32_t> layer_widths(const RandomLayeredParams& p, Rng& rng) {
   const double mean = std::max(1.0, p.width * std::sqrt(static_cast<double>(p.num_nodes)) * 2.0);
   std::vector<int32_t> widths = {1};
+  const int32_t inner_end = p.num_nodes > 1 ? p.num_nodes - 1 : 1;
   int32_t placed = 1;
-  while (placed < p.num_nodes) {
+  while (placed < inner_end) {
     const auto hi = static_cast<int64_t>(std::max(1.0, std::round(mean * 1.5)));
     const auto w =
-        static_cast<int32_t>(std::min<int64_t>(rng.between(1, hi), p.num_nodes - placed));
+        static_cast<int32_t>(std::min<int64_t>(rng.between(1, hi), inner_end - placed));
     widths.push_back(w);
     placed += w;
   }
+  if (p.num_nodes > 1) widths.push_back(1);
   return widths;
+}
+
+// Every node but the sink feeds at least one node of the next layer, as in the MOCCASIN data
+// set's graphs: a value nobody reads would be a graph output, resident to the end, and a few
+// dozen of them (the earlier generator's) put the memory lower bound at 30-40 % of the peak.
+void feed_next_layer(std::span<const int32_t> layer_start, std::vector<Node>& nodes, Rng& rng) {
+  for (size_t layer = 0; layer + 2 < layer_start.size(); ++layer) {
+    const int32_t next_begin = layer_start[layer + 1], next_end = layer_start[layer + 2];
+    std::vector<bool> feeds_next(static_cast<size_t>(next_begin - layer_start[layer]), false);
+    for (int32_t n = next_begin; n < next_end; ++n)
+      for (ValueId v : nodes[static_cast<size_t>(n)].inputs)
+        if (v.value() >= layer_start[layer] && v.value() < next_begin)
+          feeds_next[static_cast<size_t>(v.value() - layer_start[layer])] = true;
+    for (int32_t u = layer_start[layer]; u < next_begin; ++u) {
+      if (feeds_next[static_cast<size_t>(u - layer_start[layer])]) continue;
+      const auto reader =
+          next_begin + static_cast<int32_t>(rng.below(static_cast<uint64_t>(next_end - next_begin)));
+      nodes[static_cast<size_t>(reader)].inputs.push_back(ValueId{u});
+    }
+  }
 }
 
 }  // namespace
@@ -62,7 +87,6 @@ Graph generate_random_layered(const RandomLayeredParams& p) {
 
   GraphSpec spec;
   spec.name = fmt::format("random_layered_n{}_s{}", p.num_nodes, p.seed);
-  std::vector<bool> has_user(static_cast<size_t>(p.num_nodes), false);
   for (size_t layer = 0; layer < widths.size(); ++layer) {
     for (int32_t n = layer_start[layer]; n < layer_start[layer + 1]; ++n) {
       Node node;
@@ -77,21 +101,23 @@ Graph generate_random_layered(const RandomLayeredParams& p) {
           node.inputs.push_back(ValueId{
               prev_begin +
               static_cast<int32_t>(rng.below(static_cast<uint64_t>(prev_end - prev_begin)))});
-        const size_t oldest = layer >= static_cast<size_t>(p.skip_window) + 1
-                                  ? layer - static_cast<size_t>(p.skip_window) - 1
-                                  : 0;
+        // Skip edges from the window's layers before the previous one, skip_density spread
+        // over the window; with no window (0), over every layer of the graph: each earlier node
+        // equally likely, as the spans of the MOCCASIN data set's skip edges are.
+        const size_t window = p.skip_window == 0 ? layer : static_cast<size_t>(p.skip_window);
+        const size_t oldest = layer >= window + 1 ? layer - window - 1 : 0;
+        const double skip_p =
+            p.skip_density / static_cast<double>(p.skip_window == 0 ? widths.size() : window);
         for (int32_t u = layer_start[oldest]; u < prev_begin; ++u)
-          if (rng.uniform() < p.skip_density / std::max(1, p.skip_window))
-            node.inputs.push_back(ValueId{u});
+          if (rng.uniform() < skip_p) node.inputs.push_back(ValueId{u});
       }
-      for (ValueId v : node.inputs) has_user[static_cast<size_t>(v.value())] = true;
       spec.nodes.push_back(std::move(node));
       spec.values.push_back(
           Value{.name = std::to_string(n), .size_bytes = rng.between(p.min_size, p.max_size)});
     }
   }
-  for (int32_t n = 0; n < p.num_nodes; ++n)
-    spec.values[static_cast<size_t>(n)].is_output = !has_user[static_cast<size_t>(n)];
+  feed_next_layer(layer_start, spec.nodes, rng);
+  spec.values.back().is_output = true;  // the sink
   return Graph::build(std::move(spec), "random-layered");
 }
 
