@@ -185,7 +185,7 @@ void large(const Args& args) {
       "| graph | nodes | edges | lower bound % | CI % | Mem % | status | s | iterations |\n");
   fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   // `remat gen joint --nodes 6000 --seed 1`: a training graph (forward, loss, backward), the kind
-  // FastSA targets; and the dense random-layered DAG, which grouping cannot shrink as far.
+  // FastSA targets; and the random-layered DAG, which grouping cannot shrink as far.
   if (args.only != "layered") large_row(generate_joint({.num_nodes = 6000, .seed = 1}), args);
   if (args.only != "joint")
     large_row(generate_random_layered({.num_nodes = 6000, .seed = 1}), args);
