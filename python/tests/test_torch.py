@@ -96,6 +96,22 @@ def test_cnn_batch_norm_is_one_node_with_three_outputs_and_stays_recomputable():
     assert first_backward["cost"] == 2 * outputs * 27 + outputs
 
 
+def test_convolution_backward_makes_input_and_parameter_gradients_in_separate_nodes():
+    # A weight gradient is resident from when it is made to the end of the step; made apart from
+    # the input's gradient, a plan can make it later (rewrites.split_convolution_backward).
+    _, _, _, t = traced("cnn")
+    g = t.graph
+    backward = [g.node(i) for i in range(g.num_nodes)
+                if g.node(i)["op"] == "aten.convolution_backward.default"]
+    # Three convolutions: the first has no input gradient to make, the other two one node each
+    # for the input's gradient and for the weight's and bias's.
+    assert len(backward) == 5
+    made_outputs = [[g.value(v)["output"] for v in n["outputs"] if g.value(v)["size"] > 0]
+                    for n in backward]
+    assert sorted(all(made) for made in made_outputs) == [False, False, True, True, True]
+    assert all(all(made) or not any(made) for made in made_outputs)
+
+
 def test_transformer_random_calls_are_replayed_and_stay_in_order():
     _, _, _, t = traced("transformer")
     g = t.graph

@@ -118,6 +118,8 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, 
     example_tensors = spec.tensors(args, kwargs)
     captured = capture(model, spec, example_tensors, loss_fn, model_inputs, model_name)
     gm, saved_rng = captured.module, captured.rng_state
+    # Before the first run: it adds calls, which the run then records like any other.
+    rewrites.split_convolution_backward(gm)
     try:
         first = side_effects.Recorder(gm).run_all(captured.fresh_args())
         changed = rewrites.rewrite_private_inplace(gm, first)
