@@ -16,12 +16,14 @@ plan's lists `auto_winner` and `auto_members`) go to stderr as HTML comments.
 
 Every figure comes from the simulator (remat.solve re-simulates). Slow on a small machine:
 narrow it with --models, --budgets, --solvers and --time-limit; --graph-cache DIR traces each
-model once (ViT-B/16 takes several minutes and 6 GB) and reloads it on later runs.
+model once (ViT-B/16 takes several minutes and 6 GB) and reloads it on later runs of the same
+tracer (the file name carries a digest of python/remat/torch's source).
 
     PYTHONPATH=build/python:python /usr/bin/python3 bench/models_bench.py \\
         --models resnet18,gpt4 --budgets 50,25 --solvers auto,fastsa --time-limit 60
 """
 import argparse
+import hashlib
 import math
 import os
 import sys
@@ -88,12 +90,24 @@ def parse_args():
     return p.parse_args()
 
 
+def tracer_revision():
+    """A digest of the tracer's source: a cached graph traced by another tracer (before the
+    convolution_backward split, say) is traced again instead of being reused."""
+    package = os.path.dirname(os.path.abspath(rt.__file__))
+    digest = hashlib.sha256()
+    for file in sorted(f for f in os.listdir(package) if f.endswith(".py")):
+        with open(os.path.join(package, file), "rb") as source:
+            digest.update(file.encode() + b"\0" + source.read())
+    return digest.hexdigest()[:10]
+
+
 def load_or_trace(name, make, args):
     image = args.vit_image if name == "vit_b_16" else args.image
     cached = None
     if args.graph_cache:
         os.makedirs(args.graph_cache, exist_ok=True)
-        cached = os.path.join(args.graph_cache, f"{name}-b{args.batch}-i{image}.json")
+        cached = os.path.join(args.graph_cache,
+                              f"{name}-b{args.batch}-i{image}-t{tracer_revision()}.json")
         if os.path.exists(cached):
             return remat.load(cached)
     model, batch, loss = make()
