@@ -102,16 +102,57 @@ TEST(Fastsa, StatsReportStagesAndConvergence) {
         "stage1_seconds", "stage2_seconds", "time_limit_hit"})
     EXPECT_TRUE(s.counter(name).has_value()) << name;
   // Whatever stage 1 leaves unused goes to stage 2: a run is 60,000 + 20,000 iterations.
-  // (On this graph the groups cannot reach the budget: half of stage 1 runs on single nodes.)
+  // (On this graph the groups cannot reach the budget, nor can the memory pass, whose
+  // iterations then count in the total only: single nodes run on the other half of stage 1.)
   EXPECT_EQ(*s.counter("stage1_iterations"), 30000);
   ASSERT_TRUE(s.counter("stage1_fallback_iterations").has_value());
+  ASSERT_TRUE(s.counter("stage1_memory_iterations").has_value());
   EXPECT_EQ(*s.counter("stage1_iterations") + *s.counter("stage1_fallback_iterations") +
                 *s.counter("stage2_iterations"),
             80000);
-  EXPECT_EQ(s.iterations, 80000);
+  EXPECT_EQ(s.iterations, 80000 + *s.counter("stage1_memory_iterations"));
   EXPECT_EQ(*s.counter("time_limit_hit"), 0);
   ASSERT_FALSE(s.series.empty());
   EXPECT_GE(s.series[0].second.size(), 2u);
+}
+
+// Random layered, 150 nodes, at 50 %: the strict objective (C^0.6) stalls at 51 % on groups and
+// on single nodes; the memory pass (cost exponent 0) from the groups' plan reaches the budget.
+TEST(Fastsa, MemoryPassReachesTheBudgetWhereTheStrictObjectiveStalls) {
+  const Graph g = generate_random_layered({.num_nodes = 150, .seed = 3});
+  const int64_t budget = percent_of_baseline(g, 50);
+  const ParamMap params = {{"iterations_scale", "0.1"}};
+  const SolveResult with_pass = solve_and_check(g, budget, "fastsa", params, 1);
+  EXPECT_LE(with_pass.eval.peak_bytes, budget);
+  EXPECT_TRUE(with_pass.plan.stats.counter("stage1_fallback_iterations").has_value());
+  EXPECT_TRUE(with_pass.plan.stats.counter("stage1_memory_iterations").has_value());
+  ParamMap without = params;
+  without["stage1_memory_pass"] = "false";
+  const SolveResult strict_only = solve_and_check(g, budget, "fastsa", without, 1);
+  EXPECT_GT(strict_only.eval.peak_bytes, budget);
+  EXPECT_FALSE(strict_only.plan.stats.counter("stage1_memory_iterations").has_value());
+}
+
+// A memory pass that ends over budget leaves no trace but its time and counters: single nodes
+// get the iterations they get without it, from the same random stream, so the plan is the one
+// the run without the pass returns.
+TEST(Fastsa, MemoryPassOverBudgetLeavesThePlanAsWithoutIt) {
+  const Graph g = generate_random_layered({.num_nodes = 300, .seed = 3});
+  const int64_t budget = percent_of_baseline(g, 50);
+  const ParamMap params = {{"stage1_iterations", "400000"}, {"stage2_iterations", "20000"}};
+  const SolveResult with_pass = solve_and_check(g, budget, "fastsa", params, 1);
+  const SolveStats& s = with_pass.plan.stats;
+  EXPECT_GT(with_pass.eval.peak_bytes, budget);
+  ASSERT_TRUE(s.counter("stage1_memory_iterations").has_value());
+  EXPECT_GT(*s.counter("stage1_memory_iterations"), 0);
+  ParamMap without = params;
+  without["stage1_memory_pass"] = "false";
+  const SolveResult strict_only = solve_and_check(g, budget, "fastsa", without, 1);
+  EXPECT_EQ(with_pass.plan.sequence, strict_only.plan.sequence);
+  EXPECT_EQ(*s.counter("stage1_fallback_iterations"),
+            *strict_only.plan.stats.counter("stage1_fallback_iterations"));
+  EXPECT_EQ(s.iterations,
+            strict_only.plan.stats.iterations + *s.counter("stage1_memory_iterations"));
 }
 
 TEST(Fastsa, FirstStageStopsOnceBudgetIsMet) {

@@ -168,6 +168,7 @@ class Annealer {
     r.best_order = best_.order();
     r.best_peak = best_peak_;
     r.best_cost = best_cost_;
+    r.initial_temperature = h_initial;
     r.final_temperature = h_final;
     r.stop_temperature = h;
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -338,7 +339,7 @@ double ObjectiveFunction::operator()(double peak, double cost) const {
       // L(x) = budget * (1 + x / 100): L(0) = budget, L(-100) = 0.
       const double x = 100.0 * (peak / budget - 1.0);
       const double elu = x > 0 ? x : std::expm1(x);
-      return budget * (1.0 + elu / 100.0) * std::pow(cost, 0.6);
+      return budget * (1.0 + elu / 100.0) * std::pow(cost, cost_exponent);
     }
     case Objective::kMemory:
       return peak;

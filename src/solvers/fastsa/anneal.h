@@ -22,7 +22,7 @@ namespace remat::fastsa {
 
 enum class Objective {
   kProduct,  // max(budget, M) * C, equation (1)
-  kStrict,   // L(Elu(L^-1(M))) * C^0.6, footnote 2
+  kStrict,   // L(Elu(L^-1(M))) * C^e, footnote 2 (e = 0.6)
   kMemory,   // M (Appendix B.2, memory-minimising order)
 };
 
@@ -30,6 +30,9 @@ enum class Objective {
 struct ObjectiveFunction {
   Objective kind = Objective::kStrict;
   double budget = 1;
+  // kStrict's cost exponent: the paper's 0.6, or 0 where only memory matters (the memory pass
+  // of stage 1, fastsa.cc).
+  double cost_exponent = 0.6;
   double operator()(double peak, double cost) const;
 };
 
@@ -84,8 +87,9 @@ struct StageResult {
   int64_t accepted = 0;
   int64_t applied = 0;  // valid mutations (accepted or undone)
   double seconds = 0;
-  double final_temperature = 0;  // h_f of the schedule
-  double stop_temperature = 0;   // the temperature when the stage ended (early or not)
+  double initial_temperature = 0;  // h_i of the schedule
+  double final_temperature = 0;    // h_f of the schedule
+  double stop_temperature = 0;     // the temperature when the stage ended (early or not)
   bool time_limit_hit = false;
   bool converged = false;      // ended by the convergence window
   bool at_least_cost = false;  // ended within budget at StageSettings::least_cost

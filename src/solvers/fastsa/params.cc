@@ -72,6 +72,11 @@ const ParamTable<FastsaParams>& fastsa_param_table() {
             "groups get half of stage 1; if they do not reach the budget, single nodes get the "
             "other half"},
            flag(&P::stage1_fallback)},
+          {{"stage1_memory_pass", "`true`", "",
+            "before the single nodes, the groups anneal on for memory alone (cost exponent 0) "
+            "from their plan; its plan is used if it fits and the single nodes' does not (a "
+            "pass that does not fit changes nothing)"},
+           flag(&P::stage1_memory_pass)},
           {{"group_nodes", "`true`", "",
             "Algorithm 1 before stage 1 (`false`: stage 1 on single nodes)"},
            flag(&P::group_nodes)},

@@ -35,6 +35,8 @@ struct FastsaParams {
   // Groups that cannot reach the budget in half of stage 1 give way to single nodes for the
   // other half (fastsa.cc, run_first_stage).
   bool stage1_fallback = true;
+  // Before the single nodes, the groups anneal on for memory alone (fastsa.cc, run_memory_pass).
+  bool stage1_memory_pass = true;
   // Stage 2 starts at the temperature where stage 1 stopped ("stop") or at its scheduled final
   // temperature ("final"); they differ when stage 1 stops early at the budget.
   bool stage2_from_stop = true;
