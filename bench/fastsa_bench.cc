@@ -197,10 +197,10 @@ void large(const Args& args) {
 void generated(const Args& args) {
   fmt::print("## Random layered graphs, three seeds, at 70 % and 50 %\n\n");
   fmt::print(
-      "| nodes | seed | lower bound % | B % | CI % | Mem % | status | s | iterations | "
+      "| nodes | seed | lower bound % | B % | CI % | Mem % | status | s | CPU s | iterations | "
       "stopped by |\n");
-  fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
-  int within70 = 0, runs70 = 0;
+  fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  int within70 = 0, within70_cpu = 0, runs70 = 0;
   for (int32_t nodes : {1000, 3000, 6000}) {
     if (args.nodes > 0 && nodes != args.nodes) continue;
     for (uint64_t seed = 1; seed <= 3; ++seed) {
@@ -211,11 +211,15 @@ void generated(const Args& args) {
         const double lb_pct = percent(static_cast<double>(memory_lower_bound(g)),
                                       static_cast<double>(base.peak_bytes));
         if (lb_pct > pct) {
-          fmt::print("| {} | {} | {:.1f} | {} | — | — | under the lower bound | | | |\n", nodes,
+          fmt::print("| {} | {} | {:.1f} | {} | — | — | under the lower bound | | | | |\n", nodes,
                      seed, lb_pct, pct);
           continue;
         }
+        // The CPU time of this thread (chain 0 runs on it): other jobs on a shared machine
+        // stretch the wall clock, not this.
+        const double cpu_start = thread_cpu_s();
         const SolveResult r = run_solve(g, base.peak_bytes * pct / 100, args);
+        const double cpu_s = thread_cpu_s() - cpu_start;
         const SolveStats& s = r.plan.stats;
         const char* stop = s.counter("time_limit_hit").value_or(0) > 0             ? "time limit"
                            : s.counter("converged").value_or(0) > 0                ? "convergence"
@@ -223,19 +227,23 @@ void generated(const Args& args) {
                                                                                    : "iterations";
         if (pct == 70) {
           ++runs70;
-          if (r.eval.peak_bytes <= base.peak_bytes * pct / 100 && s.wall_time_s <= 30) ++within70;
+          const bool fits = r.eval.peak_bytes <= base.peak_bytes * pct / 100;
+          if (fits && s.wall_time_s <= 30) ++within70;
+          if (fits && cpu_s <= 30) ++within70_cpu;
         }
         fmt::print(
-            "| {} | {} | {:.1f} | {} | {:.2f} | {:.1f} | {} | {:.1f} | {} | {} |\n", nodes, seed,
-            lb_pct, pct, percent(r.eval.cost - base.cost, base.cost),
+            "| {} | {} | {:.1f} | {} | {:.2f} | {:.1f} | {} | {:.1f} | {:.1f} | {} | {} |\n", nodes,
+            seed, lb_pct, pct, percent(r.eval.cost - base.cost, base.cost),
             percent(static_cast<double>(r.eval.peak_bytes), static_cast<double>(base.peak_bytes)),
-            to_string(s.status), s.wall_time_s, s.iterations, stop);
+            to_string(s.status), s.wall_time_s, cpu_s, s.iterations, stop);
         std::fflush(stdout);
       }
     }
   }
-  fmt::print("\nBar: 70 % within budget in <= 30 s on every graph: {} of {}.\n\n", within70,
-             runs70);
+  fmt::print(
+      "\nBar: 70 % within budget in <= 30 s on every graph: {} of {} (wall clock), {} of {} (CPU "
+      "time of the solving thread).\n\n",
+      within70, runs70, within70_cpu, runs70);
 }
 
 Args parse_args(int argc, char** argv) {

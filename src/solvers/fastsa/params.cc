@@ -74,8 +74,8 @@ const ParamTable<FastsaParams>& fastsa_param_table() {
            flag(&P::stage1_fallback)},
           {{"stage1_memory_pass", "`true`", "",
             "before the single nodes, the groups anneal on for memory alone (cost exponent 0) "
-            "from their plan; its plan is used if it fits and the single nodes' does not (a "
-            "pass that does not fit changes nothing)"},
+            "from their plan; stage 2 starts from its plan if it fits and the single nodes' "
+            "does not, or if nothing fits and its peak is clearly lower"},
            flag(&P::stage1_memory_pass)},
           {{"group_nodes", "`true`", "",
             "Algorithm 1 before stage 1 (`false`: stage 1 on single nodes)"},
