@@ -247,10 +247,11 @@ class Annealer {
   }
 
   // Grouped units: the state's peak bounds the expanded sequence's from above. At each new
-  // lowest state peak over the budget, the simulator judges the expansion; when it fits, this
-  // state becomes the best and stage 1 may stop.
+  // lowest state peak over the budget (by StageSettings::exact_peak_step), the simulator judges
+  // the expansion; when it fits, this state becomes the best and stage 1 may stop.
   bool fits_exactly() {
-    if (!settings_.exact_peak || state_.peak() >= lowest_checked_peak_) return false;
+    if (!settings_.exact_peak || state_.peak() + settings_.exact_peak_step >= lowest_checked_peak_)
+      return false;
     lowest_checked_peak_ = state_.peak();
     const int64_t exact = settings_.exact_peak(state_.sequence());
     if (exact > context_.budget_bytes) return false;

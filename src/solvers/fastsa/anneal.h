@@ -56,6 +56,9 @@ struct StageSettings {
   // For grouped units: the simulator's peak of a unit sequence expanded to nodes (see
   // fits_exactly in anneal.cc); empty when the state's peak is exact.
   std::function<int64_t(const std::vector<int32_t>&)> exact_peak;
+  // exact_peak is called at a new lowest state peak only once it is this many bytes below the
+  // last one checked (0: at every new lowest peak).
+  int64_t exact_peak_step = 0;
   int32_t slots = 1 << 16;
   double soft_peak_scale = 0;  // > 0: objective on the log-add-exp peak (App. C.2)
   // > 0: the stage ends once the goal (within budget, then cost; over budget, peak) has not
