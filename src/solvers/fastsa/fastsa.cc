@@ -159,15 +159,17 @@ class Chain {
     add_stage_counters(stats, "stage1", used, s1.slots);
     // Node units are numbered as the graph's nodes, so an expansion is already a unit order.
     std::vector<int32_t> start = node_indices(units.expand(used.best_order));
+    if (!may_fall_back || used.time_limit_hit) return start;
     const int64_t grouped_peak = simulate(g_, nodes.expand(start)).peak_bytes;
-    if (!may_fall_back || used.time_limit_hit || grouped_peak <= options_.budget.bytes)
-      return start;
+    if (grouped_peak <= options_.budget.bytes) return start;
 
     std::optional<MemoryPlan> memory;
     auto memory_or_groups = [&] {
       if (!memory) return start;
       const double peak_drop = static_cast<double>(grouped_peak - memory->peak);
-      if (!memory->fits && peak_drop < kClearlyLowerPeak * base_peak_) return start;
+      const bool fits = memory->peak <= options_.budget.bytes;
+      if (!fits && peak_drop < kClearlyLowerPeak * static_cast<double>(baseline(g_).peak_bytes))
+        return start;
       used.stop_temperature = memory->stop_temperature;
       used.final_temperature = memory->final_temperature;
       return memory->order;
@@ -200,7 +202,6 @@ class Chain {
   struct MemoryPlan {
     std::vector<int32_t> order;  // node ids
     int64_t peak = 0;
-    bool fits = false;
     double stop_temperature = 0, final_temperature = 0;
   };
 
@@ -225,12 +226,11 @@ class Chain {
     MemoryPlan plan{.order = node_indices(units.expand(pass.best_order))};
     const Evaluation e = simulate(g_, nodes.expand(plan.order));
     plan.peak = e.peak_bytes;
-    plan.fits = e.peak_bytes <= options_.budget.bytes;
     const double strict_scale = p_.initial_temperature_pct / 100 *
                                 context_.objective(static_cast<double>(e.peak_bytes), e.cost);
     plan.stop_temperature = strict_scale * pass.stop_temperature / pass.initial_temperature;
     plan.final_temperature = strict_scale * p_.final_temperature_pct / 100;
-    if (plan.fits) {
+    if (plan.peak <= options_.budget.bytes) {
       add_work(used, pass);
     } else {
       context_.rng = rng_before;
@@ -284,7 +284,6 @@ class Chain {
   std::span<const NodeId> start_;  // empty: from the default schedule
   double least_cost_ = cost_lower_bound(g_);
   ChainContext context_;
-  double base_peak_ = static_cast<double>(baseline(g_).peak_bytes);
   StageResult over_budget_pass_;  // a memory pass that ended over budget: in the totals only
 };
 
