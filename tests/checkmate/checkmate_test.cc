@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "checkmate/formulation.h"
+#include "checkmate/milp.h"
 #include "remat/error.h"
 #include "remat/generate.h"
 #include "remat/io.h"
@@ -212,6 +213,31 @@ TEST(Checkmate, MilpBeatsFixedOrderPlansAndTheLpBoundsIt) {
       }
     }
   }
+}
+
+// The work limit ends CBC's search after a number of simplex iterations, which does not depend on
+// the machine's speed or load: two runs, one beside busy threads, end at the same iteration with
+// the same incumbent (a wall-clock limit ends them wherever the clock runs out).
+TEST(Milp, IterationLimitEndsTheSearchAtTheSamePointOnALoadedMachine) {
+  const Graph g = generate_random_layered({.num_nodes = 40, .seed = 3});
+  const auto budget = static_cast<int64_t>(0.7 * static_cast<double>(baseline(g).peak_bytes));
+  const StageModel sm = build_stage_model(g, budget);
+  constexpr int64_t kLimit = 300;
+  const milp::MilpOptions options{.time_limit_s = 120, .iteration_limit = kLimit};
+  const milp::MilpResult alone = milp::solve_milp(sm.model, options);
+  milp::MilpResult loaded;
+  {
+    const testing::BusyMachine busy;
+    loaded = milp::solve_milp(sm.model, options);
+  }
+  ASSERT_FALSE(alone.stopped_on_time || loaded.stopped_on_time);
+  EXPECT_TRUE(alone.stopped_on_iterations);
+  EXPECT_GE(alone.iterations, kLimit);
+  EXPECT_LT(alone.iterations, 2 * kLimit);  // the stop comes soon after the limit
+  EXPECT_EQ(alone.iterations, loaded.iterations);
+  EXPECT_EQ(alone.nodes, loaded.nodes);
+  EXPECT_EQ(alone.status, loaded.status);
+  EXPECT_EQ(alone.x, loaded.x);
 }
 
 TEST(Checkmate, WritesTheModelAndRejectsBadParameters) {

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -97,5 +98,16 @@ std::string temp_dir(std::string_view test_name) {
   fs::create_directories(dir);
   return dir.string();
 }
+
+BusyMachine::BusyMachine() {
+  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
+  for (unsigned i = 0; i < threads; ++i)
+    spinners_.emplace_back([this] {
+      volatile uint64_t x = 1;
+      while (!stop_.load(std::memory_order_relaxed)) x = x * 6364136223846793005u + 1;
+    });
+}
+
+BusyMachine::~BusyMachine() { stop_ = true; }
 
 }  // namespace remat::testing

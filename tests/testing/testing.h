@@ -3,10 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include "remat/graph.h"
 #include "remat/solver.h"
@@ -43,5 +46,19 @@ CommandResult run_remat(const std::string& args);
 
 // A fresh empty temporary folder for one test.
 std::string temp_dir(std::string_view test_name);
+
+// Keeps every hardware thread busy while it lives: a solve run beside it gets less of the CPU, as
+// on a loaded machine, so its wall-clock limits fall at other points of its work than alone.
+class BusyMachine {
+ public:
+  BusyMachine();
+  ~BusyMachine();
+  BusyMachine(const BusyMachine&) = delete;
+  BusyMachine& operator=(const BusyMachine&) = delete;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::vector<std::jthread> spinners_;
+};
 
 }  // namespace remat::testing

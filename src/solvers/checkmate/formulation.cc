@@ -422,13 +422,14 @@ void apply(Retention& held, const DropChoice& d, bool on) {
 }  // namespace
 
 Retention repair_retention(const Graph& g, Retention start, int64_t budget_bytes,
-                           double time_limit_s, bool* timed_out) {
+                           double time_limit_s, bool* timed_out, int64_t max_evaluations) {
   if (timed_out != nullptr) *timed_out = false;
   const Deadline clock(time_limit_s);
   Retention held = std::move(start);
   Decoded plan = decode(g, held);
   Excess now = excess(g, plan, budget_bytes);
   if (!now.valid) return held;
+  int64_t evaluations = 0;
   // Greedy: of the drops at the peak's stage, take the one that removes the most memory above the
   // budget per unit of added cost, judged by simulating each (the furthest-next-use rule alone
   // chose drops whose recomputation cascaded: RL 1 at 90 % stalled at 95.5 % with CI +261 %).
@@ -441,6 +442,8 @@ Retention repair_retention(const Graph& g, Retention start, int64_t budget_bytes
     Excess chosen_excess;
     double chosen_score = -1;
     for (const DropChoice& drop : candidate_drops(g, plan, held, now.peak_step)) {
+      if (max_evaluations > 0 && evaluations == max_evaluations) return held;
+      ++evaluations;
       apply(held, drop, false);
       const Excess after = excess(g, decode(g, held), budget_bytes);
       apply(held, drop, true);

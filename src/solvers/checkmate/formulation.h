@@ -79,11 +79,13 @@ Sequence sequence_from_retention(const Graph& graph, const Retention& held);
 // first computations do not follow the node order.
 std::optional<Retention> retention_from_sequence(const Graph& graph, const Sequence& sequence);
 // Fixed-order repair (spec §5): from `start`, while the simulated peak exceeds the budget, drop
-// from S the value live at the peak whose next use is furthest. Returns the retention of the
-// lowest-peak plan, preferring plans within budget by cost. `*timed_out` (when given) says whether
-// the time limit ended it before a plan fitted.
+// from S the value live at the peak's stage that removes the most memory above the budget per unit
+// of added cost (each drop judged by simulating it). Returns the retention reached. `*timed_out`
+// (when given) says whether the time limit ended it before a plan fitted. `max_evaluations` > 0
+// ends it after that many simulated drops: a limit that stops at the same point on any machine.
 Retention repair_retention(const Graph& graph, Retention start, int64_t budget_bytes,
-                           double time_limit_s, bool* timed_out = nullptr);
+                           double time_limit_s, bool* timed_out = nullptr,
+                           int64_t max_evaluations = 0);
 // Local search from a retention within budget: removes recomputations (their outputs held instead,
 // the rest repaired back into the budget) while that lowers the cost, one at a time, then several
 // at random (`seed`) until 200 tries in a row gain nothing. Returns the cheapest retention found;

@@ -72,15 +72,23 @@ void load(const MilpModel& m, OsiClpSolverInterface& osi, bool integers) {
       if (m.is_integer[static_cast<size_t>(j)]) osi.setInteger(j);
 }
 
-// The wall-clock stop shared by CBC's and Clp's event handlers (COIN clones handlers, so they
-// hold it by pointer). CBC's own time limit is read only between nodes and cut passes; the root LP
-// of a large model alone may run past it, hence the check on every simplex iteration too.
+// The stops shared by CBC's and Clp's event handlers (COIN clones handlers, so they hold them by
+// pointer): the wall clock and the work limit. CBC's own time limit is read only between nodes
+// and cut passes; the root LP of a large model alone may run past it, hence the check on every
+// simplex iteration too. The work limit counts simplex iterations over every LP of the search
+// (heuristics' sub-searches included, their solvers are clones) and ends the search at the first
+// CBC event past it: iterations and events do not depend on the machine's speed, so a search
+// stopped there gives the same plan on a loaded machine as on an idle one.
 // Clp's solves and CbcMain1 put their own SIGINT handlers in place of the caller's unless told not
 // to (both are told): a Ctrl-C then stopped only the LP or sub-search running, and the CLI's
 // interrupt was lost (measured: SIGINT 1.8 s into a 60 s run on 100 nodes, and it ran 60 s). The
 // handlers also put the caller's handler back should anything else have replaced it.
 struct WallStop {
-  explicit WallStop(double seconds) : deadline(seconds), lp_deadline(seconds * 1.03 + 0.05) {
+  WallStop(double seconds, int64_t iteration_limit)
+      : deadline(seconds),
+        lp_deadline(seconds * 1.03 + 0.05),
+        iteration_limit(iteration_limit),
+        lp_iteration_limit(iteration_limit + iteration_limit / 4) {
     sigaction(SIGINT, nullptr, &caller_sigint);
   }
   void restore_caller_sigint() const {
@@ -88,17 +96,23 @@ struct WallStop {
     sigaction(SIGINT, nullptr, &now);
     if (now.sa_handler != caller_sigint.sa_handler) sigaction(SIGINT, &caller_sigint, nullptr);
   }
+  bool out_of_work() const { return iteration_limit > 0 && iterations >= iteration_limit; }
+  // A single LP that would run far past the work limit is ended too (as past the deadline).
+  bool lp_out_of_work() const { return iteration_limit > 0 && iterations >= lp_iteration_limit; }
+
   Deadline deadline;  // also expires on the CLI's SIGINT (remat/interrupt.h)
   // A little later: CBC normally stops between nodes first and keeps its bound; this one ends an
   // LP that alone would overrun.
   Deadline lp_deadline;
+  int64_t iteration_limit = 0;  // 0: none
+  int64_t lp_iteration_limit = 0;
   bool lp_aborted = false;
   int64_t iterations = 0;
   struct sigaction caller_sigint {};
 };
 
-// Ends the search once the deadline passed the way CBC's own Ctrl-C handler does
-// (sayEventHappened: CBC stops at its next check, as on its time limit). Answering `stop` from
+// Ends the search once the deadline passed or the work is spent, the way CBC's own Ctrl-C handler
+// does (sayEventHappened: CBC stops at its next check, as on its time limit). Answering `stop` from
 // the handler, or CBC's -maxNodes, made CbcMain1 2.10.8 crash in its final resolve when the stop
 // came inside a heuristic's small search (the feasibility pump's mini branch and bound, which ran
 // for whole time limits on generated graphs of 60 nodes). CBC's own limit counts elapsed time
@@ -108,7 +122,8 @@ class CbcStop : public CbcEventHandler {
   explicit CbcStop(std::shared_ptr<WallStop> stop) : stop_(std::move(stop)) {}
   CbcAction event(CbcEvent) override {
     stop_->restore_caller_sigint();
-    if (stop_->deadline.expired()) const_cast<CbcModel*>(getModel())->sayEventHappened();
+    if (stop_->deadline.expired() || stop_->out_of_work())
+      const_cast<CbcModel*>(getModel())->sayEventHappened();
     return noAction;
   }
   CbcEventHandler* clone() const override { return new CbcStop(*this); }
@@ -125,7 +140,7 @@ class ClpStop : public ClpEventHandler {
   int event(Event which) override {
     if (which != endOfIteration) return -1;
     if (++stop_->iterations % 64 == 1) stop_->restore_caller_sigint();
-    if (!stop_->lp_deadline.expired()) return -1;
+    if (!stop_->lp_deadline.expired() && !stop_->lp_out_of_work()) return -1;
     stop_->lp_aborted = true;
     return 0;
   }
@@ -185,7 +200,7 @@ double MilpModel::objective_value(std::span<const double> x) const {
 }
 
 MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
-  const auto stop = std::make_shared<WallStop>(options.time_limit_s);
+  const auto stop = std::make_shared<WallStop>(options.time_limit_s, options.iteration_limit);
   LogRouter router(options.log);
   OsiClpSolverInterface osi;
   osi.passInMessageHandler(&router);
@@ -238,6 +253,8 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
   MilpResult result;
   result.nodes = cbc.getNodeCount();
   result.stopped_on_time = stop->deadline.expired();
+  result.stopped_on_iterations = !result.stopped_on_time && stop->out_of_work();
+  result.iterations = stop->iterations;
   // A proof needs every LP of the search solved: after an aborted one, neither the bound nor an
   // optimality or infeasibility claim is trusted.
   const bool trusted = !stop->lp_aborted;
@@ -255,7 +272,7 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
 }
 
 MilpResult solve_lp(const MilpModel& model, const MilpOptions& options) {
-  const auto stop = std::make_shared<WallStop>(options.time_limit_s);
+  const auto stop = std::make_shared<WallStop>(options.time_limit_s, /*iteration_limit=*/0);
   LogRouter router(options.log);
   OsiClpSolverInterface osi;
   osi.passInMessageHandler(&router);

@@ -49,6 +49,10 @@ enum class MilpStatus {
 
 struct MilpOptions {
   double time_limit_s = 60;  // wall clock, checked on every node and simplex iteration
+  // Simplex iterations over the whole search (every LP, heuristics' included); the search stops
+  // at the first node or solution event past it. 0: none. Unlike the wall clock, a run stopped
+  // here ends at the same point on any machine (MILP only).
+  int64_t iteration_limit = 0;
   int threads = 1;
   uint64_t seed = 1;
   // Stop once the incumbent is within this fraction of the bound (CBC -ratio); 0: prove optimal.
@@ -64,7 +68,9 @@ struct MilpResult {
   double objective = 0;
   double bound = -kInf;  // best proven lower bound on the objective (minimisation)
   int64_t nodes = 0;
-  bool stopped_on_time = false;  // the wall-clock limit (or an interrupt) ended the run
+  bool stopped_on_time = false;        // the wall-clock limit (or an interrupt) ended the run
+  bool stopped_on_iterations = false;  // iteration_limit ended it (and the wall clock did not)
+  int64_t iterations = 0;              // simplex iterations of the search
 };
 
 MilpResult solve_milp(const MilpModel& model, const MilpOptions& options);

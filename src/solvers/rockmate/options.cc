@@ -221,9 +221,11 @@ LocalOption to_option(const Graph& g, const Block& b, const BlockModel& bm, cons
 struct ClassResult {
   std::vector<Sequence> plans;  // sub-graph sequences found, in grid order
   int64_t runs = 0, feasible = 0, reused = 0;
-  int64_t from_start = 0;  // points whose MILP found nothing in time: their warm start kept
-  int64_t greedy = 0;      // plans of greedy_drop_plans
-  bool too_large = false;  // past milp_max_columns: no MILP ran, the starts are the options
+  int64_t from_start = 0;        // points whose MILP found nothing: their warm start kept
+  int64_t greedy = 0;            // plans of greedy_drop_plans
+  bool too_large = false;        // past milp_max_columns: no MILP ran, the starts are the options
+  int64_t wall_clock_stops = 0;  // MILPs and repairs the wall clock ended (see OptionStats)
+  int64_t work_limit_stops = 0;  // MILPs that milp_iterations ended
 };
 
 struct Found {
@@ -343,13 +345,23 @@ int32_t u_column(const checkmate::StageModel& sm, int32_t t, int32_t k) {
       .u;
 }
 
+// The repair of keep-all that seeds each M_peak row simulates one plan per candidate drop, each in
+// time about quadratic in the block's nodes (measured on DenseNet-121's blocks of 140, 309 and 759
+// nodes: 2.4-2.9 ns per drop and node squared). Its work limit is about 25 ms of that, the wall
+// clock limit it had before, counted in drops so that it stops at the same point on any machine.
+int64_t repair_evaluations(int32_t nodes) {
+  constexpr double kRepairWork = 1e7;  // simulated drops x nodes^2
+  const double n = std::max(1, nodes);
+  return std::max<int64_t>(1, static_cast<int64_t>(kRepairWork / (n * n)));
+}
+
 // The grid of one class, M_peak descending and, within each, M_save descending ([R] §4.2). A plan
 // the MILP found for a looser point that fits a tighter one is optimal there too (within the gap):
 // it is reused without a solve. Otherwise the MILP runs, warm-started from the cheapest known plan
 // that fits the point: a MILP plan, keep-all, keep-nothing, or checkmate's fixed-order repair of
 // keep-all at M_peak. When that start runs every node once it is optimal: no MILP. When the MILP
-// finds nothing in time, its start (which fits the point) is the point's option. A point tighter
-// in both budgets than one where neither the MILP nor a start gave a plan is skipped.
+// finds nothing within its work limit, its start (which fits the point) is the point's option. A
+// point tighter in both budgets than one where neither the MILP nor a start gave a plan is skipped.
 ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, int32_t save_points,
                         const OptionParams& params, const Deadline& deadline, uint64_t seed) {
   ClassResult out;
@@ -385,12 +397,14 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
   int64_t failed_save = -1;
   for (size_t p = grid.size(); p-- > 0 && !deadline.expired();) {
     const int64_t m_peak = grid[p];
-    if (!cheapest_fit(m_peak, m_peak) && all)
-      seeds.push_back(
-          measure(sub, bm,
-                  checkmate::sequence_from_retention(
-                      sub, checkmate::repair_retention(
-                               sub, *all, m_peak, std::min(0.2, params.milp_time_limit_s / 4)))));
+    if (!cheapest_fit(m_peak, m_peak) && all) {
+      bool repair_timed_out = false;
+      const checkmate::Retention repaired =
+          checkmate::repair_retention(sub, *all, m_peak, params.milp_time_limit_s,
+                                      &repair_timed_out, repair_evaluations(sub.num_nodes()));
+      out.wall_clock_stops += repair_timed_out ? 1 : 0;
+      seeds.push_back(measure(sub, bm, checkmate::sequence_from_retention(sub, repaired)));
+    }
     for (int32_t j = save_points - 1; j >= 0 && !deadline.expired(); --j) {
       const int64_t m_save =
           save_points == 1 ? m_peak : bm.save_low + (m_peak - bm.save_low) * j / (save_points - 1);
@@ -415,6 +429,7 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
         sm.model.add_row(-milp::kInf, cap, save_row);
         milp::MilpOptions mo;
         mo.time_limit_s = std::min(params.milp_time_limit_s, 1e9);
+        mo.iteration_limit = params.milp_iterations;
         mo.threads = 1;
         mo.seed = seed;
         mo.relative_gap = params.milp_gap;
@@ -423,6 +438,8 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
           if (x && sm.model.max_violation(*x) < 1e-6) mo.start = std::move(*x);
         }
         const milp::MilpResult r = milp::solve_milp(sm.model, mo);
+        out.wall_clock_stops += r.stopped_on_time ? 1 : 0;
+        out.work_limit_stops += r.stopped_on_iterations ? 1 : 0;
         ++out.runs;
         if (!r.x.empty()) plan = checkmate::sequence_from_retention(sub, sm.retention(r.x));
       }
@@ -459,11 +476,11 @@ std::map<std::string, std::vector<LocalOption>>& memory_cache() {
 }
 
 std::string cache_key(uint64_t hash, const std::string& form, const OptionParams& p) {
-  // "-3": since options also come from greedy_drop_plans ("-2": from the starts where a MILP
-  // finds nothing in time).
-  return fmt::format("{:016x}-{:016x}-{}x{}-{}-{}-{}-3", hash, std::hash<std::string>{}(form),
-                     p.peak_points, p.save_points, p.milp_time_limit_s, p.milp_gap,
-                     p.milp_max_columns);
+  // "-4": since MILPs and repairs stop on work limits ("-3": options also from
+  // greedy_drop_plans; "-2": from the starts where a MILP finds nothing).
+  return fmt::format("{:016x}-{:016x}-{}x{}-{}-{}-{}-{}-4", hash, std::hash<std::string>{}(form),
+                     p.peak_points, p.save_points, p.milp_iterations, p.milp_time_limit_s,
+                     p.milp_gap, p.milp_max_columns);
 }
 
 std::filesystem::path cache_file(const OptionParams& p, const std::string& key) {
@@ -614,6 +631,8 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
     stats.options_from_start += w.result.from_start;
     stats.options_greedy += w.result.greedy;
     stats.classes_too_large += w.result.too_large ? 1 : 0;
+    stats.wall_clock_stops += w.result.wall_clock_stops;
+    stats.work_limit_stops += w.result.work_limit_stops;
     for (const Sequence& plan : w.result.plans) {
       LocalOption o = to_option(graph, rep, w.model, plan);
       if (std::find(list.begin(), list.end(), o) == list.end()) list.push_back(std::move(o));

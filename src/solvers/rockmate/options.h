@@ -28,10 +28,13 @@ struct LocalOption {
 };
 
 struct OptionParams {
-  int32_t peak_points = 10;        // M_peak values on the grid
-  int32_t save_points = 10;        // M_save values per M_peak
-  double milp_time_limit_s = 0.1;  // per MILP
-  double milp_gap = 0.02;          // relative gap at which a MILP stops (CBC -ratio)
+  int32_t peak_points = 10;  // M_peak values on the grid
+  int32_t save_points = 10;  // M_save values per M_peak
+  // Per MILP: the work limit, which stops it at the same point on any machine, and a wall-clock
+  // backstop (also for the repair of keep-all that seeds each M_peak row).
+  int64_t milp_iterations = 1000;  // simplex iterations (milp::MilpOptions::iteration_limit)
+  double milp_time_limit_s = 1;
+  double milp_gap = 0.02;  // relative gap at which a MILP stops (CBC -ratio)
   // Blocks whose model would have more columns get no MILP (their starts are the options):
   // Clp's presolve alone, which no time limit interrupts, took minutes on DenseNet's blocks.
   int64_t milp_max_columns = 100'000;
@@ -44,11 +47,15 @@ struct OptionStats {
   int64_t milp_runs = 0;           // MILPs solved (all classes)
   int64_t milp_feasible = 0;       // with a plan
   int64_t milp_reused = 0;         // grid points served by the plan of a looser point (no MILP)
-  int64_t options_from_start = 0;  // MILPs that found nothing in time: their start kept
+  int64_t options_from_start = 0;  // MILPs that found nothing: their start kept
   int64_t options_greedy = 0;      // plans from the greedy drops (before duplicates and dominance)
   int64_t classes_too_large = 0;   // classes past milp_max_columns: no MILP
   int64_t memory_hits = 0, disk_hits = 0;  // classes served from the caches
   bool timed_out = false;  // the grid stopped at the deadline (its options are not cached)
+  // MILPs and repairs that the wall clock ended instead of their work limit: where it is not 0
+  // the options, and so the plan, may differ on a faster or less loaded machine.
+  int64_t wall_clock_stops = 0;
+  int64_t work_limit_stops = 0;  // MILPs that milp_iterations ended (the same on any machine)
   std::vector<int64_t> runs_per_class;  // MILPs per class (0 when cached)
 };
 

@@ -26,7 +26,8 @@ struct Params {
   int32_t max_stages = 100;
   bool rotor_chain = true;  // also try Rotor's own chain (no options) and keep the better plan
   std::string budgets = "10x10";
-  double milp_time_limit_s = 0.1;
+  int64_t milp_iterations = 1000;
+  double milp_time_limit_s = 1;
   double milp_gap = 0.02;
   int64_t milp_max_columns = 100'000;
   std::string cache_dir;
@@ -40,7 +41,12 @@ const ParamTable<Params> kTable(
          integer(&Params::bins, 10, 100000)},
         {{"budgets", "10x10", "", "rk-Checkmate grid: M_peak values x M_save values (each 1..100)"},
          text(&Params::budgets, "PxS, e.g. 10x10")},
-        {{"milp_time_limit", "0.1", "s", "time limit of each rk-Checkmate MILP"},
+        {{"milp_iterations", "1000", "iterations",
+          "work limit of each rk-Checkmate MILP: simplex iterations over its whole search (the "
+          "same options, and plan, on any machine)"},
+         integer(&Params::milp_iterations, 1)},
+        {{"milp_time_limit", "1", "s",
+          "wall-clock backstop of each rk-Checkmate MILP (counter milp_wall_clock_stops)"},
          real(&Params::milp_time_limit_s, 0, 3600, /*above_min=*/true)},
         {{"milp_gap", "0.02", "", "relative gap at which an rk-Checkmate MILP stops"},
          real(&Params::milp_gap, 0, 1)},
@@ -77,6 +83,7 @@ OptionParams option_params(const Params& p, int threads) {
     throw_bad_param(kName, "budgets", p.budgets, "PxS, e.g. 10x10, each in [1, 100]");
   o.peak_points = static_cast<int32_t>(peak);
   o.save_points = static_cast<int32_t>(save);
+  o.milp_iterations = p.milp_iterations;
   o.milp_time_limit_s = p.milp_time_limit_s;
   o.milp_gap = p.milp_gap;
   o.milp_max_columns = p.milp_max_columns;
@@ -331,6 +338,8 @@ class RockmateSolver : public Solver {
     st.add_counter("options_greedy", static_cast<double>(ostats.options_greedy));
     st.add_counter("classes_too_large", static_cast<double>(ostats.classes_too_large));
     st.add_counter("options_timed_out", ostats.timed_out ? 1 : 0);
+    st.add_counter("milp_work_limit_stops", static_cast<double>(ostats.work_limit_stops));
+    st.add_counter("milp_wall_clock_stops", static_cast<double>(ostats.wall_clock_stops));
     st.add_counter("options_cache_memory_hits", static_cast<double>(ostats.memory_hits));
     st.add_counter("options_cache_disk_hits", static_cast<double>(ostats.disk_hits));
     st.add_counter("options_kept", static_cast<double>(options_kept));
