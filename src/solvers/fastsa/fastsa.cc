@@ -77,7 +77,7 @@ class Chain {
         // recomputations cannot be expressed as groups). Stage 2 then starts at the initial
         // temperature scale of the start's objective, as stage 1 would.
         start = given_start;
-        if (simulate(g_, start_).peak_bytes > options_.budget.bytes) {
+        if (!within_budget(simulate(g_, start_).peak_bytes)) {
           StageSettings s1 = base_settings();
           s1.iterations = p_.stage1_iterations;
           s1.stop_when_feasible = p_.stop_at_budget;
@@ -161,14 +161,14 @@ class Chain {
     std::vector<int32_t> start = node_indices(units.expand(used.best_order));
     if (!may_fall_back || used.time_limit_hit) return start;
     const int64_t grouped_peak = simulate(g_, nodes.expand(start)).peak_bytes;
-    if (grouped_peak <= options_.budget.bytes) return start;
+    if (within_budget(grouped_peak)) return start;
 
     std::optional<MemoryPlan> memory;
     auto memory_or_groups = [&] {
       if (!memory) return start;
       const double peak_drop = static_cast<double>(grouped_peak - memory->peak);
-      const bool fits = memory->peak <= options_.budget.bytes;
-      if (!fits && peak_drop < kClearlyLowerPeak * static_cast<double>(baseline(g_).peak_bytes))
+      if (!within_budget(memory->peak) &&
+          peak_drop < kClearlyLowerPeak * static_cast<double>(baseline(g_).peak_bytes))
         return start;
       used.stop_temperature = memory->stop_temperature;
       used.final_temperature = memory->final_temperature;
@@ -230,7 +230,7 @@ class Chain {
                                 context_.objective(static_cast<double>(e.peak_bytes), e.cost);
     plan.stop_temperature = strict_scale * pass.stop_temperature / pass.initial_temperature;
     plan.final_temperature = strict_scale * p_.final_temperature_pct / 100;
-    if (plan.peak <= options_.budget.bytes) {
+    if (within_budget(plan.peak)) {
       add_work(used, pass);
     } else {
       context_.rng = rng_before;
@@ -240,8 +240,9 @@ class Chain {
     return plan;
   }
 
+  bool within_budget(int64_t peak) const { return peak <= options_.budget.bytes; }
   bool fits(const UnitTable& nodes, std::span<const int32_t> order) const {
-    return simulate(g_, nodes.expand(order)).peak_bytes <= options_.budget.bytes;
+    return within_budget(simulate(g_, nodes.expand(order)).peak_bytes);
   }
 
   // Adds the iterations and time of a later part of stage 1 to `used`.
