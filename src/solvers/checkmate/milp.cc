@@ -46,7 +46,7 @@ double finite_or(double v, double big) {
 }
 
 // Loads the model into a Clp interface; COIN uses its own infinity. Clp's interrupt handling is
-// off: it would take the caller's SIGINT handler while it solves (see WallStop).
+// off: it would take the caller's SIGINT handler while it solves (see SearchStop).
 void load(const MilpModel& m, OsiClpSolverInterface& osi, bool integers) {
   ClpSolve solve_options;
   solve_options.setSpecialOption(2, 1);
@@ -83,8 +83,8 @@ void load(const MilpModel& m, OsiClpSolverInterface& osi, bool integers) {
 // to (both are told): a Ctrl-C then stopped only the LP or sub-search running, and the CLI's
 // interrupt was lost (measured: SIGINT 1.8 s into a 60 s run on 100 nodes, and it ran 60 s). The
 // handlers also put the caller's handler back should anything else have replaced it.
-struct WallStop {
-  WallStop(double seconds, int64_t iteration_limit)
+struct SearchStop {
+  SearchStop(double seconds, int64_t iteration_limit)
       : deadline(seconds),
         lp_deadline(seconds * 1.03 + 0.05),
         iteration_limit(iteration_limit),
@@ -119,7 +119,7 @@ struct WallStop {
 // ("-timeMode elapsed") but knows nothing of the CLI's interrupt, hence this handler.
 class CbcStop : public CbcEventHandler {
  public:
-  explicit CbcStop(std::shared_ptr<WallStop> stop) : stop_(std::move(stop)) {}
+  explicit CbcStop(std::shared_ptr<SearchStop> stop) : stop_(std::move(stop)) {}
   CbcAction event(CbcEvent) override {
     stop_->restore_caller_sigint();
     if (stop_->deadline.expired() || stop_->out_of_work())
@@ -129,14 +129,14 @@ class CbcStop : public CbcEventHandler {
   CbcEventHandler* clone() const override { return new CbcStop(*this); }
 
  private:
-  std::shared_ptr<WallStop> stop_;
+  std::shared_ptr<SearchStop> stop_;
 };
 
 // Stops a simplex run past the deadline. Inside CBC an aborted LP makes the search bound
 // unreliable, so `lp_aborted` tells the caller to discard it.
 class ClpStop : public ClpEventHandler {
  public:
-  explicit ClpStop(std::shared_ptr<WallStop> stop) : stop_(std::move(stop)) {}
+  explicit ClpStop(std::shared_ptr<SearchStop> stop) : stop_(std::move(stop)) {}
   int event(Event which) override {
     if (which != endOfIteration) return -1;
     if (++stop_->iterations % 64 == 1) stop_->restore_caller_sigint();
@@ -147,7 +147,7 @@ class ClpStop : public ClpEventHandler {
   ClpEventHandler* clone() const override { return new ClpStop(*this); }
 
  private:
-  std::shared_ptr<WallStop> stop_;
+  std::shared_ptr<SearchStop> stop_;
 };
 
 std::string column_name(int32_t j) { return fmt::format("x{}", j); }
@@ -200,7 +200,7 @@ double MilpModel::objective_value(std::span<const double> x) const {
 }
 
 MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
-  const auto stop = std::make_shared<WallStop>(options.time_limit_s, options.iteration_limit);
+  const auto stop = std::make_shared<SearchStop>(options.time_limit_s, options.iteration_limit);
   LogRouter router(options.log);
   OsiClpSolverInterface osi;
   osi.passInMessageHandler(&router);
@@ -272,7 +272,7 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
 }
 
 MilpResult solve_lp(const MilpModel& model, const MilpOptions& options) {
-  const auto stop = std::make_shared<WallStop>(options.time_limit_s, /*iteration_limit=*/0);
+  const auto stop = std::make_shared<SearchStop>(options.time_limit_s, /*iteration_limit=*/0);
   LogRouter router(options.log);
   OsiClpSolverInterface osi;
   osi.passInMessageHandler(&router);
