@@ -9,9 +9,9 @@ parameters and gradients, hold most of the peak, as in the FastSA paper (batch 5
 ResNet-18's lower bound is 64.7 % and ViT-B/16's (at 64 x 64) 99.9 %; at batch 32 they are 49.4 %
 and 40.8 %. Budgets under the memory lower bound are marked, not run; a solver that refuses the
 graph (no phases, no chain structure, too large) is "n/a". Prints peak %, CI % and seconds per
-cell, then the summary lines: the geometric mean of the cost ratio (as CI %) of `auto` at each
-budget over the models where that budget is at or above the lower bound (over-budget plans
-included), and how many of them are within budget. Each `auto` cell's winner and members (the
+cell, then the summary lines, one per solver and budget: the geometric mean of the cost ratio (as
+CI %) over the models where that budget is at or above the lower bound and the solver took the
+graph (over-budget plans included), and how many of them are within budget. Each `auto` cell's winner and members (the
 plan's lists `auto_winner` and `auto_members`) go to stderr as HTML comments.
 
 Every figure comes from the simulator (remat.solve re-simulates). Slow on a small machine:
@@ -118,9 +118,20 @@ def load_or_trace(name, make, args):
 
 
 def geomean_ci(ratios):
-    if not ratios:
-        return float("nan")
     return 100.0 * (math.exp(sum(math.log(r) for r in ratios) / len(ratios)) - 1.0)
+
+
+def summary_line(solver, budget, cells, not_applicable, num_models):
+    """One summary line: how many solved models fit `budget`, and their geomean CI."""
+    within = sum(1 for ok, _ in cells if ok)
+    under_lb = num_models - len(cells) - not_applicable
+    skipped = [f"{under_lb} under the lower bound"] if under_lb else []
+    if not_applicable:
+        skipped.append(f"{not_applicable} not applicable")
+    geomean = (f"geomean CI {geomean_ci([r for _, r in cells]):+.2f} %" if cells
+               else "no geomean (no model solved)")
+    return (f"{solver} at {budget} %: {within} of {len(cells)} models within budget "
+            f"(of {num_models}" + "".join(f"; {x}" for x in skipped) + f"); {geomean}")
 
 
 def main():
@@ -139,7 +150,9 @@ def main():
     print("| model | nodes | lower bound % | solver | " +
           " | ".join(f"{b} %: peak / CI / s" for b in budgets) + " |")
     print("| --- | --- | --- | --- | " + " | ".join("---" for _ in budgets) + " |")
-    auto = {b: [] for b in budgets}  # (feasible, cost ratio) of auto per budget
+    # (within budget, cost ratio) per solver and budget, for the summary lines
+    results = {(s, b): [] for s in solvers for b in budgets}
+    not_applicable = {(s, b): 0 for s in solvers for b in budgets}
     for m in models:
         t0 = time.perf_counter()
         g = load_or_trace(m, table[m], args)
@@ -158,14 +171,15 @@ def main():
                     r = remat.solve(g, budget, solver, time_limit=args.time_limit)
                 except ValueError as e:
                     cells.append("n/a")
+                    not_applicable[solver, b] += 1
                     print(f"<!-- {m} {solver} {b}%: {e} -->", file=sys.stderr)
                     continue
                 peak = 100.0 * r.peak_bytes / base_peak
                 ci = 100.0 * (r.cost - base_cost) / base_cost
                 mark = "" if r.peak_bytes <= budget else " (over)"
                 cells.append(f"{peak:.1f}{mark} / {ci:+.2f} / {r.wall_time_s:.1f}")
+                results[solver, b].append((r.peak_bytes <= budget, r.cost / base_cost))
                 if solver == "auto":
-                    auto[b].append((r.peak_bytes <= budget, r.cost / base_cost))
                     lists = dict(r.lists)
                     print(f"<!-- {m} auto {b}%: winner {', '.join(lists.get('auto_winner', []))}; "
                           f"members: {'; '.join(lists.get('auto_members', []))} -->",
@@ -174,12 +188,10 @@ def main():
                   flush=True)
         print(f"<!-- {m}: traced (or loaded) in {trace_s:.1f} s -->", file=sys.stderr)
     print()
-    for b in budgets:
-        cells = auto[b]
-        within = sum(1 for ok, _ in cells if ok)
-        print(f"auto at {b} %: {within} of {len(cells)} models within budget (of {len(models)}; "
-              f"the others are under the lower bound); geomean CI {geomean_ci([r for _, r in cells]):+.2f} %")
-
+    for solver in solvers:
+        for b in budgets:
+            print(summary_line(solver, b, results[solver, b], not_applicable[solver, b],
+                               len(models)))
 
 if __name__ == "__main__":
     main()
