@@ -59,6 +59,39 @@ def recompute_sequence(graph, keep_every=3):
     return sequence
 
 
+def two_pass_sequence(graph):
+    """A valid plan in two passes, the shape of `auto`'s fastsa_two_pass (src/solvers/auto/
+    two_pass.h): the default schedule without the nodes whose outputs are all graph outputs read
+    by no other node (weight gradients), then those nodes, each after everything they need that
+    the first pass did not leave resident (graph inputs, outputs, values of non-recomputable
+    nodes), recomputed once, in the default order."""
+    readers = {}
+    for n in range(graph.num_nodes):
+        for v in graph.node(n)["inputs"]:
+            readers.setdefault(v, []).append(n)
+    deferred = {n for n in range(graph.num_nodes)
+                if graph.node(n)["recomputable"] and graph.node(n)["outputs"]
+                and all(graph.value(v)["output"] and not readers.get(v)
+                        for v in graph.node(n)["outputs"])}
+    first = [n for n in range(graph.num_nodes) if n not in deferred]
+
+    def left_resident(v):
+        p = graph.producer(v)
+        return p is None or graph.value(v)["output"] or not graph.node(p)["recomputable"]
+
+    needed, stack = set(deferred), list(deferred)
+    while stack:
+        for v in graph.node(stack.pop())["inputs"]:
+            p = graph.producer(v)
+            if not left_resident(v) and p not in needed:
+                needed.add(p)
+                stack.append(p)
+    sequence = first + sorted(needed)
+    evaluation = remat.simulate(graph, sequence)
+    assert evaluation.valid, evaluation.error
+    return sequence
+
+
 def lowest_peak_recompute_sequence(graph):
     """The recompute_sequence (over a few checkpoint spacings) with the lowest simulated peak."""
     candidates = [recompute_sequence(graph, k) for k in range(2, 9)]

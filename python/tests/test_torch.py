@@ -17,7 +17,7 @@ import torch.nn.functional as F
 import remat
 import remat.torch as rt
 from helpers import (eager_step, lowest_peak_recompute_sequence, planned_step,
-                     recomputing_solver)
+                     recomputing_solver, two_pass_sequence)
 from models import MODELS, DataDependent, TiedEmbedding, silu_cnn
 
 SEED = 1234
@@ -185,6 +185,16 @@ def test_none_plan_gives_eager_gradients(name):
 def test_recomputing_plan_gives_eager_gradients(name):
     _, _, _, t = traced(name)
     sequence = lowest_peak_recompute_sequence(t.graph)
+    assert len(sequence) > t.graph.num_nodes  # it recomputes
+    run_plan(name, sequence)
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_two_pass_plan_gives_eager_gradients(name):
+    # The weight gradients made in a second pass, after the forward and the backward they need
+    # are recomputed (auto's fastsa_two_pass): every gradient still equals eager's, bitwise.
+    _, _, _, t = traced(name)
+    sequence = two_pass_sequence(t.graph)
     assert len(sequence) > t.graph.num_nodes  # it recomputes
     run_plan(name, sequence)
 

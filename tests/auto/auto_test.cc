@@ -60,8 +60,9 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
   EXPECT_TRUE(not_worse(r.eval.peak_bytes, r.eval.cost, base.peak_bytes, base.cost, budget));
   // Every member that ran left its simulated peak and cost; auto's plan beats or equals each.
   int ran = 0;
-  for (std::string_view member : {"none", "mincut", "rotor", "rockmate", "checkmate", "fastsa",
-                                  "fastsa_warm", "fastsa_warm_2", "fastsa_polish"}) {
+  for (std::string_view member :
+       {"none", "mincut", "rotor", "rockmate", "checkmate", "fastsa", "fastsa_warm",
+        "fastsa_warm_2", "fastsa_restart", "fastsa_two_pass", "fastsa_polish"}) {
     const auto peak = r.plan.stats.counter(fmt::format("{}_peak_bytes", member));
     const auto cost = r.plan.stats.counter(fmt::format("{}_cost", member));
     if (!peak) continue;
@@ -85,8 +86,8 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
   EXPECT_EQ(r.plan.sequence, again.plan.sequence);
   ASSERT_EQ(list_of(r.plan.stats, "auto_winner").size(), 1u);
   // One line per member, plus one for each further FastSA run: warm from another member's plan
-  // that fits, or (when nothing fits) a restart with another seed and then a polish of the
-  // lowest-peak plan.
+  // that fits, or (when nothing fits) a restart with another seed, a two-pass plan (a line
+  // whether it ran or not: two_pass.h) and then a polish of the lowest-peak plan.
   const auto ran_as = [&](std::string_view label) {
     return r.plan.stats.counter(fmt::format("{}_cost", label)).has_value();
   };
@@ -95,8 +96,13 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
   EXPECT_FALSE(warm && (restart || polish));
   EXPECT_TRUE(!warm_2 || warm) << "the second warm run comes after the first";
   EXPECT_TRUE(!polish || restart) << "the polish comes after the restart";
-  const size_t lines = list_of(r.plan.stats, "auto_members").size();
-  EXPECT_EQ(lines, 6u + warm + warm_2 + restart + polish);
+  const std::vector<std::string> lines = list_of(r.plan.stats, "auto_members");
+  const bool two_pass = std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.starts_with("fastsa_two_pass: ");
+  });
+  EXPECT_TRUE(!two_pass || restart) << "the two-pass run comes after the restart";
+  EXPECT_TRUE(!polish || two_pass) << "the polish comes after the two-pass run";
+  EXPECT_EQ(lines.size(), 6u + warm + warm_2 + restart + two_pass + polish);
 }
 
 INSTANTIATE_TEST_SUITE_P(Graphs, AutoProperty,
@@ -170,8 +176,8 @@ TEST(Auto, PolishOfTheLowestPeakPlanKeepsItsPeak) {
     EXPECT_GT(*polish_peak, static_cast<double>(budget)) << "polish runs only when nothing fits";
     // The plan it started from: the lowest peak (then the least cost) of the members before it.
     double start_peak = 0, start_cost = 0;
-    for (std::string_view member :
-         {"none", "mincut", "rotor", "rockmate", "checkmate", "fastsa", "fastsa_restart"}) {
+    for (std::string_view member : {"none", "mincut", "rotor", "rockmate", "checkmate", "fastsa",
+                                    "fastsa_restart", "fastsa_two_pass"}) {
       const auto peak = r.plan.stats.counter(fmt::format("{}_peak_bytes", member));
       const auto cost = r.plan.stats.counter(fmt::format("{}_cost", member));
       if (!peak) continue;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "auto/two_pass.h"
 #include "remat/error.h"
 #include "remat/toolkit.h"
 
@@ -19,6 +20,7 @@ constexpr std::string_view kName = "auto";
 struct AutoParams {
   std::vector<std::string> members;  // in portfolio order
   int64_t checkmate_max_nodes = kCheckmateMaxNodes;
+  bool two_pass = true;  // FastSA on two passes when nothing else fits (two_pass.h)
   std::map<std::string, ParamMap> member_params;  // "fastsa.slots=..." -> member_params["fastsa"]
 };
 
@@ -64,6 +66,11 @@ const ParamTable<AutoParams>& auto_param_table() {
                  {{"checkmate_max_nodes", "30", "nodes",
                    "checkmate runs only on graphs with at most this many nodes"},
                   integer(&AutoParams::checkmate_max_nodes, 0)},
+                 {{"two_pass", "`true`", "",
+                   "when nothing fits after FastSA's cold run and restart, FastSA on a plan "
+                   "that makes the outputs filling the last steps' memory (weight gradients) in "
+                   "a second pass"},
+                  flag(&AutoParams::two_pass)},
              });
   return table;
 }
@@ -86,6 +93,7 @@ AutoParams parse_auto_params(const ParamMap& params) {
   const AutoParams own_params = auto_param_table().parse(own);
   p.members = own_params.members;
   p.checkmate_max_nodes = own_params.checkmate_max_nodes;
+  p.two_pass = own_params.two_pass;
   if (p.members.empty()) p.members.assign(std::begin(kMembers), std::end(kMembers));
   return p;
 }
@@ -180,7 +188,8 @@ class Portfolio {
   //    at 50 %: 51.7 % cold, 59.3 % from mincut's 60.3 %).
   //  - when nothing fits after the cold run, a restart with another seed: the annealing is a
   //    random search and one chain may miss what another finds (docs/solvers/auto.md).
-  //  - when still nothing fits, a polish of the lowest-peak plan (below).
+  //  - when still nothing fits, a plan in two passes (run_two_pass, unless two_pass=false),
+  //  - and then a polish of the lowest-peak plan (below).
   // Runs are stopped by iterations (convergence), so the shares are only caps.
   void run_fastsa(double cost_floor) {
     REMAT_CHECK(best_.has_value(), "auto: the default schedule runs before FastSA");
@@ -199,12 +208,55 @@ class Portfolio {
     if (fits(*best_)) return;
     run_member("fastsa", "fastsa_restart", 0.6, {}, derive_seed(options_.seed, 1));
     if (finished(cost_floor) || fits(*best_)) return;
+    if (params_.two_pass) {
+      run_two_pass();
+      if (finished(cost_floor) || fits(*best_)) return;
+    }
     // Nothing fits: the plan returned is the lowest peak found, whatever its cost (mincut's
     // memory objective reaches low peaks by recomputing nearly everything: EfficientNet-B0 at
     // 25 %, 30.6 % at +3342 % against FastSA's 32.3 % at +7.9 %). FastSA's stage 2 from that
     // plan, with its peak as the budget, removes recomputation without raising the peak.
     run_member("fastsa", "fastsa_polish", 1.0,
                WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}});
+  }
+
+  // Nothing fits after FastSA's cold run and restart. Where the graph outputs made early (a
+  // training graph's weight gradients) fill the memory that later steps need, a plan that makes
+  // them in a second pass may fit (two_pass.h; ResNet-18 at 50 %: one pass 56.3 %, two passes
+  // within budget). FastSA plans the first pass on the graph without them (half the time left),
+  // and then runs on the whole graph from that plan followed by the second pass.
+  void run_two_pass() {
+    constexpr std::string_view kLabel = "fastsa_two_pass";
+    const std::optional<DeferredOutputs> d = defer_outputs(g_, options_.budget.bytes);
+    if (!d) {
+      const double floor = static_cast<double>(estimate_first_pass_floor(g_, {}));
+      skip(kLabel, floor <= static_cast<double>(options_.budget.bytes)
+                       ? "not applicable: the graph outputs made in the default order leave room "
+                         "for every step"
+                       : "not applicable: deferring every output that can wait still leaves a "
+                         "step over budget");
+      return;
+    }
+    SolveOptions o = member_options("fastsa", 0.5);
+    o.params.erase("init");  // a start plan given for the whole graph is not one of the first pass
+    const SolveResult first = solve(d->first_pass, "fastsa", o);
+    counters_.emplace_back("fastsa_two_pass_deferred_outputs",
+                           static_cast<double>(d->deferred.size()));
+    counters_.emplace_back("fastsa_two_pass_first_pass_seconds", first.plan.stats.wall_time_s);
+    const double base_peak = static_cast<double>(std::max<int64_t>(1, baseline(g_).peak_bytes));
+    const double first_peak = 100.0 * static_cast<double>(first.eval.peak_bytes) / base_peak;
+    if (!fits(first)) {
+      skip(kLabel, fmt::format("first pass over budget: peak {:.1f}% with {} outputs deferred, "
+                               "{:.3f} s",
+                               first_peak, d->deferred.size(), first.plan.stats.wall_time_s));
+      return;
+    }
+    run_member("fastsa", std::string(kLabel), 0.5,
+               WarmStart{two_pass_sequence(g_, *d, first.plan.sequence),
+                         fmt::format("two passes: {} outputs deferred, first pass {:.1f}% in "
+                                     "{:.3f} s",
+                                     d->deferred.size(), first_peak, first.plan.stats.wall_time_s),
+                         options_.budget});
   }
 
   // The plans of the members that fit the budget (the default schedule aside), the cheapest
@@ -224,10 +276,10 @@ class Portfolio {
     return deadline_.expired() || (fits(*best_) && best_->eval.cost <= cost_floor);
   }
 
-  // Runs `member` through the judged solve(), recording it as `label`, with `share` of the time
-  // left, from `warm` when given, with `seed` instead of the user's when given.
-  void run_member(const std::string& member, const std::string& label, double share,
-                  const std::optional<WarmStart>& warm, std::optional<uint64_t> seed = {}) {
+  // The options of a run of `member`: the user's budget, seed (or `seed`), threads and progress,
+  // `share` of the member's slice of the time left, and the parameters given to it.
+  SolveOptions member_options(const std::string& member, double share,
+                              std::optional<uint64_t> seed = {}) const {
     SolveOptions o;
     o.budget = options_.budget;
     o.seed = seed.value_or(options_.seed);
@@ -237,6 +289,14 @@ class Portfolio {
     o.time_limit_s = std::max(1e-3, time_slice(member, left) * share);
     if (const auto it = params_.member_params.find(member); it != params_.member_params.end())
       o.params = it->second;
+    return o;
+  }
+
+  // Runs `member` through the judged solve(), recording it as `label`, with `share` of the time
+  // left, from `warm` when given, with `seed` instead of the user's when given.
+  void run_member(const std::string& member, const std::string& label, double share,
+                  const std::optional<WarmStart>& warm, std::optional<uint64_t> seed = {}) {
+    SolveOptions o = member_options(member, share, seed);
     if (warm) {
       o.start = warm->sequence;
       o.budget = warm->budget;

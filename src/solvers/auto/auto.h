@@ -10,15 +10,18 @@
 //              at most 10 % of the time left and 5 s
 //   fastsa     cold (its own grouped stage 1); then, when other members' plans fit the budget,
 //              warm-started from the cheapest (SolveOptions::start; recorded as fastsa_warm)
-//              and from the second cheapest (fastsa_warm_2)
+//              and from the second cheapest (fastsa_warm_2); when nothing fits, a restart
+//              with another seed (fastsa_restart), a plan in two passes (fastsa_two_pass,
+//              two_pass.h: weight gradients made after a second forward and backward), and a
+//              polish of the lowest-peak plan at its own peak (fastsa_polish)
 // Members are looked up in the registry by name: one that is not registered is skipped and one
 // that refuses the graph (InputError) is recorded as "not applicable: why"; neither is fatal,
 // except that a member given parameters (MEMBER.KEY=VALUE) passes its InputError on: a bad
 // parameter is the user's to fix, never silently dropped.
 // The plan's stats record the winner (lists "auto_winner") and every member's outcome (lists
 // "auto_members"; counters "<member>_peak_bytes", "<member>_cost", "<member>_seconds").
-// Parameters (docs/solvers/auto.md): members=a,b,c (which to try), checkmate_max_nodes=N, and
-// MEMBER.KEY=VALUE, passed to that member.
+// Parameters (docs/solvers/auto.md): members=a,b,c (which to try), checkmate_max_nodes=N,
+// two_pass=true|false, and MEMBER.KEY=VALUE, passed to that member.
 //   SolveResult r = solve(graph, "auto", options);
 #pragma once
 

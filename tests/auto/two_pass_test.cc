@@ -1,0 +1,152 @@
+// Two-pass plans (src/solvers/auto/two_pass.h): which outputs can wait, the first pass's floor
+// estimate, the fewest deferrals that bring it within a budget, and a second pass the simulator
+// accepts; then `auto` on a traced ResNet-18 at 50 %, where no one-pass plan fits and the two-pass
+// one does.
+#include "auto/two_pass.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "remat/io.h"
+#include "remat/simulate.h"
+#include "testing/testing.h"
+
+namespace remat::auto_solver {
+namespace {
+
+using remat::testing::count_runs;
+using remat::testing::solve_and_check;
+
+// A 4-layer CNN-shaped training step: activations shrink (a1 100 .. a4 10 bytes) while weights
+// grow (w1 1 .. w4 60), so the weight gradients made first in the backward (dw4, dw3) are
+// resident when the first layers' backward needs room. t4 is a view of dw4, itself an output.
+Graph toy_cnn(bool f1_recomputable = true) {
+  GraphSpec spec;
+  auto value = [&](std::string name, int64_t size, bool output = false) {
+    spec.values.push_back({.name = std::move(name), .size_bytes = size, .is_output = output});
+    return ValueId{static_cast<int32_t>(spec.values.size() - 1)};
+  };
+  auto node = [&](std::string name, std::vector<ValueId> in, std::vector<ValueId> out,
+                  Phase phase) {
+    spec.nodes.push_back({.name = std::move(name),
+                          .cost = 10,
+                          .inputs = std::move(in),
+                          .outputs = std::move(out),
+                          .phase = phase});
+  };
+  const int64_t act[] = {10, 100, 50, 20, 10}, weight[] = {0, 1, 10, 30, 60};
+  std::vector<ValueId> a = {value("x", act[0])}, w = {kNoValue}, g(5), dw(5);
+  for (int i = 1; i <= 4; ++i) w.push_back(value(fmt::format("w{}", i), weight[i]));
+  for (int i = 1; i <= 4; ++i) a.push_back(value(fmt::format("a{}", i), act[i]));
+  const ValueId loss = value("loss", 1, true);
+  for (int i = 4; i >= 1; --i) g[i] = value(fmt::format("g{}", i), act[i]);
+  for (int i = 4; i >= 1; --i) dw[i] = value(fmt::format("dw{}", i), weight[i], true);
+  const ValueId dw4_t = value("dw4_t", 0, true);
+  spec.values.back().alias_of = dw[4];
+  for (int i = 1; i <= 4; ++i)
+    node(fmt::format("f{}", i), {a[i - 1], w[i]}, {a[i]}, Phase::kForward);
+  spec.nodes[0].recomputable = f1_recomputable;
+  node("loss", {a[4]}, {loss}, Phase::kForward);
+  node("dloss", {loss, a[4]}, {g[4]}, Phase::kBackward);
+  for (int i = 4; i >= 1; --i) {
+    node(fmt::format("wgrad{}", i), {a[i - 1], g[i]}, {dw[i]}, Phase::kBackward);
+    if (i == 4) node("t4", {dw[4]}, {dw4_t}, Phase::kBackward);
+    if (i > 1)
+      node(fmt::format("igrad{}", i), {g[i], w[i], a[i - 1]}, {g[i - 1]}, Phase::kBackward);
+  }
+  return Graph::build(std::move(spec), "toy cnn");
+}
+
+std::vector<std::string> names(const Graph& g, std::span<const NodeId> nodes) {
+  std::vector<std::string> out;
+  for (NodeId n : nodes) out.push_back(g.node(n).name);
+  return out;
+}
+
+TEST(TwoPass, DeferrableOutputsAreTheWeightGradientsAndTheirViews) {
+  const Graph g = toy_cnn();
+  EXPECT_EQ(names(g, deferrable_outputs(g)),
+            (std::vector<std::string>{"wgrad4", "t4", "wgrad3", "wgrad2", "wgrad1"}));
+}
+
+TEST(TwoPass, FloorEstimateCountsTheOutputsMadeBefore) {
+  const Graph g = toy_cnn();
+  // At igrad2 (g2, a1 -> g1): weights and x 111, outputs made 101 (loss, dw4, dw3, dw2), g2 50,
+  // a1 100, g1 100.
+  EXPECT_EQ(estimate_first_pass_floor(g, {}), 462);
+  // Without dw4 (and its view) and dw3 there: 462 - 90.
+  const std::vector<NodeId> deferred = {*g.find_node("wgrad4"), *g.find_node("t4"),
+                                        *g.find_node("wgrad3")};
+  EXPECT_EQ(estimate_first_pass_floor(g, deferred), 372);
+  EXPECT_GE(estimate_first_pass_floor(g, deferred), memory_lower_bound(g));
+}
+
+TEST(TwoPass, DefersTheFewestOutputsThatBringTheFloorWithinBudget) {
+  const Graph g = toy_cnn();
+  // dw4 alone (with its view, which reads it) leaves 402 > 400; dw4 and dw3 give 372.
+  const std::optional<DeferredOutputs> d = defer_outputs(g, 400);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(names(g, d->deferred), (std::vector<std::string>{"wgrad4", "t4", "wgrad3"}));
+  EXPECT_EQ(d->first_pass_floor, 372);
+  EXPECT_EQ(d->first_pass.num_nodes(), g.num_nodes() - 3);
+  EXPECT_EQ(d->first_pass.num_values(), g.num_values() - 3);
+  EXPECT_FALSE(d->first_pass.find_node("wgrad4").has_value());
+  // Not needed (the floor already fits) and not enough (deferring all leaves the lower bound).
+  EXPECT_FALSE(defer_outputs(g, 462).has_value());
+  EXPECT_FALSE(defer_outputs(g, memory_lower_bound(g) - 1).has_value());
+}
+
+TEST(TwoPass, SecondPassRecomputesWhatTheDeferredOutputsNeed) {
+  const Graph g = toy_cnn();
+  const std::optional<DeferredOutputs> d = defer_outputs(g, 400);
+  ASSERT_TRUE(d.has_value());
+  const Sequence plan = two_pass_sequence(g, *d, default_schedule(d->first_pass));
+  const Evaluation e = simulate(g, plan);
+  ASSERT_TRUE(e.valid) << e.error;
+  // The first pass as given, then what dw4 and dw3 need that it did not leave resident (the loss
+  // is an output, so dloss reads it from the first pass), in the default order.
+  EXPECT_EQ(names(g, std::span(plan).subspan(static_cast<size_t>(d->first_pass.num_nodes()))),
+            (std::vector<std::string>{"f1", "f2", "f3", "f4", "dloss", "wgrad4", "t4", "igrad4",
+                                      "wgrad3"}));
+  EXPECT_EQ(count_runs(g, plan, "loss"), 1);
+  EXPECT_EQ(count_runs(g, plan, "wgrad4"), 1);
+}
+
+TEST(TwoPass, ANonRecomputableValueIsKeptFromItsOneRun) {
+  const Graph g = toy_cnn(/*f1_recomputable=*/false);
+  const std::optional<DeferredOutputs> d = defer_outputs(g, 400);
+  ASSERT_TRUE(d.has_value());
+  const Sequence plan = two_pass_sequence(g, *d, default_schedule(d->first_pass));
+  const Evaluation e = simulate(g, plan);
+  ASSERT_TRUE(e.valid) << e.error;
+  EXPECT_EQ(count_runs(g, plan, "f1"), 1);
+  EXPECT_EQ(count_runs(g, plan, "f2"), 2);
+}
+
+// The traced ResNet-18 of bench/models_bench.py (batch 32, 128 px): at 50 % only 1.8 MB is free
+// at the stem's batch-norm backward, where one-pass plans hold weight gradients (FastSA: 56.3 %).
+TEST(TwoPass, AutoFitsResNet18AtHalfItsPeakOnlyWithTwoPasses) {
+  const Graph g =
+      read_graph_file(std::string(REMAT_SOURCE_DIR) + "/tests/data/resnet18_b32_i128.json");
+  const int64_t budget = baseline(g).peak_bytes / 2;
+  ASSERT_GE(budget, memory_lower_bound(g));
+  const ParamMap quick = {{"members", "none,fastsa"}, {"fastsa.iterations_scale", "0.05"}};
+  ParamMap one_pass = quick;
+  one_pass["two_pass"] = "false";
+  const SolveResult without = solve_and_check(g, budget, "auto", one_pass);
+  EXPECT_GT(without.eval.peak_bytes, budget);
+  const SolveResult with = solve_and_check(g, budget, "auto", quick);
+  EXPECT_LE(with.eval.peak_bytes, budget);
+  const auto winner = std::find_if(with.plan.stats.lists.begin(), with.plan.stats.lists.end(),
+                                   [](const auto& list) { return list.first == "auto_winner"; });
+  ASSERT_NE(winner, with.plan.stats.lists.end());
+  EXPECT_EQ(winner->second, std::vector<std::string>{"fastsa_two_pass"});
+  EXPECT_GT(*with.plan.stats.counter("fastsa_two_pass_deferred_outputs"), 0);
+}
+
+}  // namespace
+}  // namespace remat::auto_solver
