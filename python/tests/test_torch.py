@@ -181,20 +181,15 @@ def test_none_plan_gives_eager_gradients(name):
     assert_same_step(eager_step(model, batch, loss_fn, SEED), got)
 
 
+@pytest.mark.parametrize("make_plan", [lowest_peak_recompute_sequence, two_pass_sequence],
+                         ids=["recompute", "two_pass"])
 @pytest.mark.parametrize("name", list(MODELS))
-def test_recomputing_plan_gives_eager_gradients(name):
+def test_recomputing_plan_gives_eager_gradients(name, make_plan):
+    # Forward values recomputed before their backward use; or (two_pass: auto's fastsa_two_pass)
+    # the weight gradients made in a second pass, after the forward and the backward they need
+    # are recomputed. Either way every gradient equals eager's, bitwise.
     _, _, _, t = traced(name)
-    sequence = lowest_peak_recompute_sequence(t.graph)
-    assert len(sequence) > t.graph.num_nodes  # it recomputes
-    run_plan(name, sequence)
-
-
-@pytest.mark.parametrize("name", list(MODELS))
-def test_two_pass_plan_gives_eager_gradients(name):
-    # The weight gradients made in a second pass, after the forward and the backward they need
-    # are recomputed (auto's fastsa_two_pass): every gradient still equals eager's, bitwise.
-    _, _, _, t = traced(name)
-    sequence = two_pass_sequence(t.graph)
+    sequence = make_plan(t.graph)
     assert len(sequence) > t.graph.num_nodes  # it recomputes
     run_plan(name, sequence)
 
