@@ -124,7 +124,11 @@ bool fixed_order_member(std::string_view member) { return member == "checkmate";
 class Portfolio {
  public:
   Portfolio(const Graph& g, const SolveOptions& options, const AutoParams& params)
-      : g_(g), options_(options), params_(params), deadline_(options.time_limit_s) {}
+      : g_(g),
+        options_(options),
+        params_(params),
+        deadline_(options.time_limit_s),
+        baseline_(baseline(g)) {}
 
   Plan run() {
     const double cost_floor = cost_lower_bound(g_);
@@ -175,6 +179,12 @@ class Portfolio {
     std::string from;  // the member that found it
     Budget budget;     // the budget of this run: the user's, or the start's own peak (polish)
   };
+
+  // For the outcome lines: a peak as % of the default schedule's.
+  double percent_of_baseline_peak(int64_t peak_bytes) const {
+    return 100.0 * static_cast<double>(peak_bytes) /
+           static_cast<double>(std::max<int64_t>(1, baseline_.peak_bytes));
+  }
 
   bool fits(const SolveResult& r) const { return r.eval.peak_bytes <= options_.budget.bytes; }
 
@@ -243,8 +253,7 @@ class Portfolio {
     counters_.emplace_back("fastsa_two_pass_deferred_outputs",
                            static_cast<double>(d->deferred.size()));
     counters_.emplace_back("fastsa_two_pass_first_pass_seconds", first.plan.stats.wall_time_s);
-    const double base_peak = static_cast<double>(std::max<int64_t>(1, baseline(g_).peak_bytes));
-    const double first_peak = 100.0 * static_cast<double>(first.eval.peak_bytes) / base_peak;
+    const double first_peak = percent_of_baseline_peak(first.eval.peak_bytes);
     if (!fits(first)) {
       skip(kLabel, fmt::format("first pass over budget: peak {:.1f}% with {} outputs deferred, "
                                "{:.3f} s",
@@ -313,12 +322,11 @@ class Portfolio {
     // A polish ran at its start's peak: its status is the user's budget's.
     if (warm && warm->budget.bytes != options_.budget.bytes)
       r.plan.stats.status = fits(r) ? SolveStatus::kFeasible : SolveStatus::kOverBudget;
-    const double base_peak = static_cast<double>(std::max<int64_t>(1, baseline(g_).peak_bytes));
-    const double base_cost = std::max(1e-300, baseline(g_).cost);
     outcomes_.push_back(fmt::format(
         "{}: {}, peak {:.1f}%, CI {:+.2f}%, {:.3f} s{}", label, to_string(r.plan.stats.status),
-        100.0 * static_cast<double>(r.eval.peak_bytes) / base_peak,
-        100.0 * (r.eval.cost - baseline(g_).cost) / base_cost, r.plan.stats.wall_time_s,
+        percent_of_baseline_peak(r.eval.peak_bytes),
+        100.0 * (r.eval.cost - baseline_.cost) / std::max(1e-300, baseline_.cost),
+        r.plan.stats.wall_time_s,
         warm ? fmt::format(" (started from {}{})", warm->from,
                            warm->budget.bytes == options_.budget.bytes ? "" : ", at its peak")
              : ""));
@@ -354,6 +362,7 @@ class Portfolio {
   const SolveOptions& options_;
   const AutoParams& params_;
   const Deadline deadline_;
+  const Baseline baseline_;  // the default schedule's figures, for the outcome lines
   std::optional<SolveResult> best_;
   std::string best_name_;
   std::vector<Fitting> fitting_;  // plans of members other than none and fastsa within budget
