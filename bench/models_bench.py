@@ -11,8 +11,9 @@ and 40.8 %. Budgets under the memory lower bound are marked, not run; a solver t
 graph (no phases, no chain structure, too large) is "n/a". Prints peak %, CI % and seconds per
 cell, then the summary lines, one per solver and budget: the geometric mean of the cost ratio (as
 CI %) over the models where that budget is at or above the lower bound and the solver took the
-graph (over-budget plans included), and how many of them are within budget. Each `auto` cell's winner and members (the
-plan's lists `auto_winner` and `auto_members`) go to stderr as HTML comments.
+graph (over-budget plans included), and how many of them are within budget. Each `auto` cell's
+winner and members (the plan's lists `auto_winner` and `auto_members`) go to stderr as HTML
+comments.
 
 Every figure comes from the simulator (remat.solve re-simulates). Slow on a small machine:
 narrow it with --models, --budgets, --solvers and --time-limit; --graph-cache DIR traces each
