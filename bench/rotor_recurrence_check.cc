@@ -13,8 +13,8 @@
 
 #include "remat/generate.h"
 #include "remat/solver.h"
-#include "rotor/chain_arrays.h"
-#include "rotor/dp_kernels.h"
+#include "rotor_dp/chain_arrays.h"
+#include "rotor_dp/dp_kernels.h"
 
 namespace {
 

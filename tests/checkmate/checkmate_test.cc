@@ -10,8 +10,8 @@
 #include <string>
 #include <tuple>
 
-#include "checkmate/formulation.h"
-#include "checkmate/milp.h"
+#include "checkmate_model/formulation.h"
+#include "milp/milp.h"
 #include "remat/error.h"
 #include "remat/generate.h"
 #include "remat/io.h"

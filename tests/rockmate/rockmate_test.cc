@@ -11,9 +11,9 @@
 #include "remat/io.h"
 #include "remat/lower.h"
 #include "remat/simulate.h"
-#include "rockmate/blocks.h"
-#include "rotor/chain_arrays.h"
-#include "rotor/dp.h"
+#include "blocks/blocks.h"
+#include "rotor_dp/chain_arrays.h"
+#include "rotor_dp/dp.h"
 #include "testing/testing.h"
 
 namespace remat::rockmate {

@@ -1,4 +1,4 @@
-#include "formulation.h"
+#include "checkmate_model/formulation.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 
 #include "remat/error.h"
 #include "remat/simulate.h"
-#include "remat/solver.h"
+#include "remat/toolkit.h"
 
 namespace remat::checkmate {
 namespace {

@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "milp.h"
+#include "milp/milp.h"
 #include "remat/graph.h"
 #include "remat/plan.h"
 

@@ -1,4 +1,4 @@
-#include "milp.h"
+#include "milp/milp.h"
 
 #include <fmt/format.h>
 #include <signal.h>
@@ -18,7 +18,7 @@
 #include <string>
 
 #include "remat/error.h"
-#include "remat/solver.h"
+#include "remat/toolkit.h"
 
 namespace remat::milp {
 namespace {

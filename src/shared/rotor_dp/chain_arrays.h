@@ -1,5 +1,5 @@
 // chain_arrays.h — a chain as flat arrays indexed the paper's way (ℓ = 0..L+1), in bytes or in
-// memory bins, for the dynamic programs (internal to src/solvers/rotor/).
+// memory bins, for the dynamic programs (dp.h).
 // Options (Rockmate rk-Rotor, specs/checkmate-moccasin-rockmate.md §4.5): a stage may carry more
 // ways to run F_all^ℓ .. B^ℓ than the one in the arrays, each with its own times, kept bytes and
 // overheads (F_ck and F_∅ always use the arrays). The persistent DP takes the best option in its

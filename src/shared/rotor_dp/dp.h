@@ -1,4 +1,4 @@
-// dp.h — Rotor's dynamic programs (internal to src/solvers/rotor/).
+// dp.h — Rotor's dynamic programs, shared by rotor (src/solvers/rotor) and rockmate's rk-Rotor.
 //   persistent_dp  Algorithm 3 + 4 (Theorem 4.8): the optimal memory-persistent sequence, O(S L^3).
 //                  Family kRevolve keeps only F_all right before B (the Griewank–Walther strategy
 //                  for the AD model, made valid as in §5.4).

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "checkmate.h"
-#include "formulation.h"
-#include "milp.h"
+#include "checkmate_model/formulation.h"
+#include "milp/milp.h"
 #include "remat/error.h"
 #include "remat/params.h"
 #include "remat/simulate.h"

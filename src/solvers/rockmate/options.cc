@@ -21,8 +21,8 @@
 #include <thread>
 
 #ifdef REMAT_HAVE_CBC
-#include "checkmate/formulation.h"
-#include "checkmate/milp.h"
+#include "checkmate_model/formulation.h"
+#include "milp/milp.h"
 #endif
 #include "remat/error.h"
 #include "remat/simulate.h"

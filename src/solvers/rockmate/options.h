@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "blocks.h"
+#include "blocks/blocks.h"
 #include "remat/solver.h"
 #include "remat/toolkit.h"
 

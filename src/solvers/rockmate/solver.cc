@@ -4,14 +4,14 @@
 #include <algorithm>
 #include <cstdlib>
 
-#include "blocks.h"
+#include "blocks/blocks.h"
 #include "options.h"
 #include "remat/error.h"
 #include "remat/lower.h"
 #include "remat/params.h"
 #include "remat/simulate.h"
 #include "rockmate.h"
-#include "rotor/dp.h"
+#include "rotor_dp/dp.h"
 
 namespace remat::rockmate {
 namespace {

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "chain_family.h"
-#include "dp.h"
+#include "rotor_dp/dp.h"
 #include "remat/error.h"
 #include "rotor/rotor.h"
 
