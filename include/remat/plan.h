@@ -3,6 +3,7 @@
 // they come from simulate() (simulate.h), the one judge of a plan.
 #pragma once
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -24,8 +25,21 @@ enum class SolveStatus {
 std::string_view to_string(SolveStatus status);
 std::optional<SolveStatus> parse_solve_status(std::string_view text);
 
+// Why the search stopped, from the least to the most machine-dependent. A plan from a search that
+// converged or hit a work limit is the same on any machine; one the clock stopped depends on how
+// far the search got.
+enum class StopReason {
+  kConverged,    // it finished: converged, proved, or ran its schedule to the end
+  kWorkLimit,    // a work limit (iterations, simplex iterations) ended part of it
+  kTimeLimit,    // the wall clock ended part of it
+  kInterrupted,  // the user interrupted it (the CLI's first SIGINT, remat/interrupt.h)
+};
+std::string_view to_string(StopReason reason);  // "converged", "work_limit", ...
+std::optional<StopReason> parse_stop_reason(std::string_view text);
+
 struct SolveStats {
   SolveStatus status = SolveStatus::kFeasible;
+  StopReason stop_reason = StopReason::kConverged;
   double wall_time_s = 0;
   int64_t iterations = 0;
   std::optional<double> cost_lower_bound;      // proven, when the solver has one
@@ -40,6 +54,9 @@ struct SolveStats {
     counters.emplace_back(std::move(name), value);
   }
   std::optional<double> counter(std::string_view name) const;
+  // Records that part of the search stopped for `reason`; the stats keep the most
+  // machine-dependent reason of all parts.
+  void stopped(StopReason reason) { stop_reason = std::max(stop_reason, reason); }
 };
 
 struct Plan {
