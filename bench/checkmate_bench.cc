@@ -19,7 +19,7 @@
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 
 namespace fs = std::filesystem;
 using namespace remat;

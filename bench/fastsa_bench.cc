@@ -26,7 +26,7 @@
 #include "remat/io.h"
 #include "remat/random.h"
 #include "remat/simulate.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 
 namespace remat {
 namespace {

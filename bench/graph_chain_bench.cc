@@ -11,7 +11,7 @@
 #include "remat/io.h"
 #include "remat/lower.h"
 #include "remat/simulate.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 #include "timing.h"
 
 namespace {

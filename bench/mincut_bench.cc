@@ -15,7 +15,7 @@
 #include "mincut/mincut.h"
 #include "remat/generate.h"
 #include "remat/simulate.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 #include "timing.h"
 
 namespace {

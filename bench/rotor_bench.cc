@@ -13,7 +13,7 @@
 #include <string>
 
 #include "remat/generate.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <tuple>
 
 #include "remat/generate.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 #include "rotor_dp/chain_arrays.h"
 #include "rotor_dp/dp_kernels.h"
 

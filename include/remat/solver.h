@@ -1,30 +1,23 @@
-// solver.h — the interface every solver implements, the one registry, and the judged solve.
-// A solver turns (graph, options) into a Plan, or (chain, options) into a ChainPlan; its registry
-// row says which problem kinds it accepts. solve() below is how callers run one, for both kinds
-// with one policy: it rejects budgets under the memory lower bound at once (graphs), runs the
-// solver, re-simulates the sequence (simulate / simulate_chain) and sets the status from the
-// simulator's peak, never from the solver's own estimate. A plan worse than the default schedule
-// (store-all on a chain; by better_plan, remat/toolkit.h) is replaced by it (counter
-// "replaced_by_default_schedule"): over budget always, within budget when the solver minimises
-// cost (Solver::minimises_cost). Seed, threads, progress and the time limit are the
-// same options on both sides; results have the same field names and units (a chain's cost is its
-// makespan).
-//   SolveOptions options;  options.budget = parse_budget("50%", baseline(g).peak_bytes);
-//   SolveResult r = solve(g, "fastsa", options);
-//   fmt::print("{} peak {} cost {}\n", to_string(r.plan.stats.status), r.eval.peak_bytes,
-//   r.eval.cost);
-//   ChainSolveResult c = solve(chain, "rotor", options);  // c.plan.sequence, c.eval.cost
+// solver.h — the interface every solver implements and the registry row that describes it, in
+// remat_core so that a solver library needs nothing above the core. A solver turns (graph,
+// options) into a Plan, or (chain, options) into a ChainPlan. Its row (SolverEntry) is the data
+// other code asks about it: what it accepts, its parameter table, whether it takes a start plan,
+// minimises cost or keeps the default order, its place in `auto`'s portfolio. The registry over
+// every row and the judged solve() that runs one live above the solvers (remat/registry.h); a
+// solver that runs other solvers (auto, moccasin's warm start, checkmate's annealing) gets them
+// through the SolverDirectory its factory receives, never by linking the registry.
+//   std::unique_ptr<Solver> s = row.make(directory);
+//   Plan p = s->solve(graph, options);  // then judged: simulate(graph, p.sequence)
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
-#include <map>
+#include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "remat/chain.h"
 #include "remat/graph.h"
@@ -65,9 +58,10 @@ struct SolveOptions {
   int threads = 1;  // 1..kMaxThreads
   ParamMap params;  // solver-specific, documented per solver
   std::function<void(const Progress&)> on_progress;
-  // A plan to start the search from (a warm start, e.g. the best plan another solver found).
-  // Empty: none. Only solvers whose accepts_start() is true take one; solve() rejects it for the
-  // others and rejects a sequence the simulator finds invalid, so it is never silently ignored.
+  // A plan to start the search from (a warm start, e.g. the best plan another solver found, or a
+  // plan file a front end read). Empty: none. Only rows with accepts_start take one; the judged
+  // solve rejects it for the others and rejects a sequence the simulator finds invalid, so it is
+  // never silently ignored.
   Sequence start;
 };
 
@@ -80,62 +74,106 @@ struct ChainPlan {
 
 class Solver {
  public:
-  virtual ~Solver() = default;
-  virtual std::string_view name() const = 0;
-  // Each throws InputError unless the solver accepts that kind (its registry row's Accepts).
+  virtual ~Solver();
+  // Each throws InputError unless the solver accepts that kind (its row's Accepts); the judged
+  // solve checks the row before calling.
   virtual Plan solve(const Graph& graph, const SolveOptions& options);
   virtual ChainPlan solve_chain(const Chain& chain, const SolveOptions& options);
-  // True when the solver starts from SolveOptions::start (see there).
-  virtual bool accepts_start() const { return false; }
-  // Its parameter table's rows (remat/params.h), for --help and the docs check.
-  virtual std::span<const ParamInfo> params() const { return {}; }
-  // True when the solver's objective is the least cost within the budget: the judge then replaces
-  // a plan costlier than a default schedule that fits. False for the named fixed schemes (the
-  // baselines, mincut's saved set for a fusing compiler): their plan is what the user asked for,
-  // and only an over-budget plan with a higher peak than the default schedule gives way.
-  virtual bool minimises_cost() const { return true; }
 };
 
-// What a registry row accepts: the problem kinds it solves and its preconditions on a graph.
-// The registry property suite (tests/solvers/registry_property_test.cc) generates inputs from it.
+// What a row accepts: the problem kinds it solves and its preconditions on a graph. The judged
+// solve checks them before running the solver (not_applicable below); the registry property suite
+// (tests/solvers/registry_property_test.cc) generates inputs from them.
 struct Accepts {
   bool graph = true;
   bool chain = false;
-  bool needs_phases = false;  // graph nodes carry forward/backward phases (joint training graphs)
+  // Every node forward or backward (a joint training graph).
+  bool needs_phases = false;
+  // A chain of stages (extract_chain, remat/lower.h). Finding one is the solver's own first step,
+  // so the judge does not repeat it: the solver throws UnsupportedGraph when there is none.
+  bool needs_chain_structure = false;
 };
 
+// A row's part in `auto`'s portfolio (src/solvers/auto/auto.h).
+enum class PortfolioRole {
+  kNone,      // not a member
+  kBaseline,  // the default schedule: always runs first, so `auto` is never worse than it
+  kMember,    // runs once, in registry order, with its share of the time left
+  // Runs last with the time left: cold, then warm-started from the members' plans (it must accept
+  // a start), restarted, on two passes and as a polish (auto.h).
+  kFinisher,
+};
+struct PortfolioPlace {
+  PortfolioRole role = PortfolioRole::kNone;
+  double share = 0.2;  // of the time left (kMember)
+  double max_seconds = std::numeric_limits<double>::infinity();
+  int64_t max_nodes = 0;  // > 0: graphs with more nodes skip it (auto's checkmate_max_nodes)
+};
+
+class SolverDirectory;
+
+// One registry row: the solver's name and everything other code asks about it.
 struct SolverEntry {
   std::string_view name;
   std::string_view description;
-  std::unique_ptr<Solver> (*make)();
+  std::unique_ptr<Solver> (*make)(const SolverDirectory& others);
   Accepts accepts;
+  // Its parameter table's rows (remat/params.h), for --help and the docs check; nullptr: none.
+  std::span<const ParamInfo> (*params)() = nullptr;
+  bool accepts_start = false;  // takes SolveOptions::start
+  // The objective is the least cost within the budget: the judge then replaces a plan costlier
+  // than a default schedule that fits. False for the named fixed schemes (the baselines, mincut's
+  // saved set for a fusing compiler): their plan is what the user asked for, and only an
+  // over-budget plan with a higher peak than the default schedule gives way.
+  bool minimises_cost = true;
+  // Every plan keeps the default order of first computations: its bounds and proofs hold over
+  // that class of plans only (a reordering solver may go below them).
+  bool keeps_default_order = false;
+  // The parameter (KEY=VALUE) under which its plans keep the default order; empty: none, or
+  // keeps_default_order holds without it.
+  std::string_view fixed_order_param;
+  // Same graph, options and seed give the same plan on any machine: its search ends on work
+  // (iterations, a DP, a proof), with the time limit only a safety net (SolveStats::stop_reason
+  // says when that net fired).
+  bool deterministic = true;
+  // It gives solvers over the default order their first plan (MOCCASIN's warm=auto), on graphs of
+  // at most warm_start_max_nodes nodes (0: any).
+  bool warm_starts = false;
+  int64_t warm_start_max_nodes = 0;
+  PortfolioPlace portfolio;
+  // The row that solves this one's problem on a chain of opaque blocks (rockmate: rotor), for
+  // front ends that only have a chain; empty: this row itself.
+  std::string_view on_chain;
 };
-// Every registered solver, in registry order.
-std::span<const SolverEntry> solver_registry();
-// Throws InputError listing the known names.
-std::unique_ptr<Solver> make_solver(std::string_view name);
+
+// Why `row` cannot take this problem (its Accepts), or nullopt when it can.
+std::optional<std::string> not_applicable(const SolverEntry& row, const Graph& graph);
+std::optional<std::string> not_applicable(const SolverEntry& row, const Chain& chain);
 
 struct SolveResult {
   Plan plan;
   Evaluation eval;  // the simulator's verdict on plan.sequence
 };
-// Runs the named solver and judges its plan (see the header comment). A budget below
-// memory_lower_bound() returns the default schedule with status kInfeasible without solving.
-SolveResult solve(const Graph& graph, std::string_view solver, const SolveOptions& options);
-// The same judge for a solver object that is not (or not yet) in the registry, e.g. in tests.
-SolveResult solve(const Graph& graph, Solver& solver, const SolveOptions& options);
 
 struct ChainSolveResult {
   ChainPlan plan;
   ChainEvaluation eval;  // the chain simulator's verdict on plan.sequence
 };
-// The judged solve on a chain (same policy; the chain has no lower bound of its own, so a solver
-// that proves a budget infeasible says so with status kInfeasible and stats.min_feasible_budget).
-// Throws InputError for a solver whose row does not accept chains, naming those that do.
-ChainSolveResult solve(const Chain& chain, std::string_view solver, const SolveOptions& options);
-ChainSolveResult solve(const Chain& chain, Solver& solver, const SolveOptions& options);
 
-// The registry row of `name`; throws InputError listing the known names.
-const SolverEntry& solver_entry(std::string_view name);
+// The solvers a solver may run: the rows of this build and the judged solve of each, by name.
+// The registry (remat/registry.h) is one; a test may pass its own.
+class SolverDirectory {
+ public:
+  virtual ~SolverDirectory();
+  virtual std::span<const SolverEntry> rows() const = 0;
+  // The judged solve of the row named `solver` (remat/registry.h); InputError for an unknown name.
+  virtual SolveResult solve(const Graph& graph, std::string_view solver,
+                            const SolveOptions& options) const = 0;
+  virtual ChainSolveResult solve(const Chain& chain, std::string_view solver,
+                                 const SolveOptions& options) const = 0;
+
+  // The row named `name`, or nullptr when this build has none.
+  const SolverEntry* find(std::string_view name) const;
+};
 
 }  // namespace remat

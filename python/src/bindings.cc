@@ -21,8 +21,8 @@
 #include "remat/io.h"
 #include "remat/lower.h"
 #include "remat/simulate.h"
-#include "remat/solver.h"
-#include "rockmate/rockmate.h"
+#include "remat/registry.h"
+#include "blocks/summary.h"
 
 namespace py = pybind11;
 
@@ -311,9 +311,10 @@ class ProgressRelay {
 
 PySolveResult solve_py(const Graph& g, const py::object& budget, const std::string& solver,
                        double time_limit, uint64_t seed, int threads, const py::dict& params,
-                       const py::object& progress) {
+                       const py::object& progress, const std::optional<std::vector<int32_t>>& start) {
   SolveOptions options;
   options.budget = to_budget(g, budget);
+  if (start) options.start = to_sequence(g, *start);
   options.time_limit_s = time_limit;
   options.seed = seed;
   options.threads = threads;
@@ -656,5 +657,6 @@ PYBIND11_MODULE(_remat, m) {
         py::arg("ops"));
   m.def("solve", &solve_py, py::arg("graph"), py::arg("budget"), py::arg("solver"),
         py::arg("time_limit"), py::arg("seed"), py::arg("threads"), py::arg("params"),
-        py::arg("progress") = py::none());
+        py::arg("progress") = py::none(), py::arg("start") = py::none(),
+        "The judged solve; `start`: node ids of a plan to start from (rows with accepts_start).");
 }

@@ -69,6 +69,9 @@ ParamMap parse_params(const std::vector<std::string>& entries, std::string_view 
       throw InputError(
           fmt::format("invalid --param '{}' (expected KEY=VALUE or SOLVER.KEY=VALUE)", entry));
     std::string key = entry.substr(0, eq);
+    if (key == "init" || key.ends_with(".init"))
+      throw InputError(fmt::format(
+          "--param {}: a plan to start from is given with --start PLAN.json (remat solve)", key));
     const size_t dot = key.find('.');
     if (dot != std::string::npos) {
       const std::string_view prefix = std::string_view(key).substr(0, dot);

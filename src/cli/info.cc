@@ -7,7 +7,7 @@
 #include "problem.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
-#include "rockmate/rockmate.h"
+#include "blocks/summary.h"
 
 namespace remat::cli {
 namespace {

@@ -34,10 +34,9 @@ Problem read_problem(const std::string& path) {
 }
 
 std::optional<std::string> refusal(const Problem& problem, std::string_view solver) {
-  const SolverEntry& entry = solver_entry(solver);
-  if (problem.chain() ? entry.accepts.chain : entry.accepts.graph) return std::nullopt;
-  return fmt::format("solver '{}' takes {}, not {}s", solver, problem.chain() ? "graphs" : "chains",
-                     problem.kind());
+  const SolverEntry& row = solver_entry(solver);
+  return problem.chain() ? not_applicable(row, *problem.chain())
+                         : not_applicable(row, *problem.graph());
 }
 
 Outcome solve_problem(const Problem& problem, std::string_view solver,

@@ -12,7 +12,7 @@
 #include "common.h"
 #include "remat/chain.h"
 #include "remat/graph.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 
 namespace remat::cli {
 
@@ -30,7 +30,7 @@ struct Problem {
 };
 Problem read_problem(const std::string& path);
 
-// Why `solver` cannot take this kind of problem (its registry row), or nullopt when it can.
+// Why `solver` cannot take this problem (its registry row's Accepts), or nullopt when it can.
 // Throws InputError for an unknown solver.
 std::optional<std::string> refusal(const Problem& problem, std::string_view solver);
 

@@ -14,9 +14,18 @@ struct SolveArgs {
   std::string budget = "100%";
   std::string solver = "auto";
   std::string output;
+  std::string start;  // a plan file to start from (SolveOptions::start)
   bool json = false;
   SolverArgs solver_args;
 };
+
+// The plan file given with --start, for a graph (its steps checked against the graph); a chain
+// takes none.
+Sequence read_start(const Problem& problem, const std::string& path) {
+  if (problem.graph() == nullptr)
+    throw InputError(fmt::format("--start: a start plan is a graph plan; {} is a chain", problem.path));
+  return read_plan_file(*problem.graph(), path).sequence;
+}
 
 std::string summary(const Problem& problem, const Outcome& r, Budget budget) {
   const auto base_peak = static_cast<double>(problem.baseline_peak);
@@ -61,6 +70,7 @@ void run_solve(const SolveArgs& args) {
     budget = {least.stats.min_feasible_budget.value_or(least.peak_bytes)};
   }
   SolveOptions options = make_solve_options(args.solver_args, budget, args.solver);
+  if (!args.start.empty()) options.start = read_start(problem, args.start);
   ProgressBar bar(args.solver);
   options.on_progress = bar.callback();
   const Outcome result = solve_problem(problem, args.solver, options);
@@ -96,6 +106,13 @@ void register_solve(CLI::App& app) {
       ->default_val("100%");
   cmd->add_option("--solver,-s", args->solver, "solver name (listed below)")->default_val("auto");
   cmd->add_option("--output,-o", args->output, "write the plan JSON here");
+  std::vector<std::string_view> starters;
+  for (const SolverEntry& e : solver_registry())
+    if (e.accepts_start) starters.push_back(e.name);
+  cmd->add_option("--start", args->start,
+                  fmt::format("a plan JSON for the same graph to start the search from (solvers "
+                              "that take a start: {})",
+                              fmt::join(starters, ", ")));
   cmd->add_flag("--json", args->json, "print the plan JSON instead of a summary");
   add_solver_options(*cmd, args->solver_args);
   std::string solvers;
@@ -104,7 +121,8 @@ void register_solve(CLI::App& app) {
                            !e.accepts.graph  ? " [chain only]"
                            : e.accepts.chain ? " [chain]"
                                              : "",
-                           params_help(e.make()->params(), "      --param "));
+                           params_help(e.params ? e.params() : std::span<const ParamInfo>{},
+                                       "      --param "));
   cmd->footer("Solvers (those marked [chain] also take chain files, [chain only] only them):" +
               solvers);
   cmd->callback([args] { run_solve(*args); });

@@ -1,5 +1,9 @@
-// The solver registry: one line per solver (name, one-line description, factory, what it accepts).
+// The solver registry: one row per solver (solver.h's SolverEntry), the data every other part
+// of remat asks about a solver by: what it accepts, its parameters, its properties and its place
+// in `auto`'s portfolio.
 #include <fmt/format.h>
+
+#include <vector>
 
 #include "auto/auto.h"
 #include "baseline/baseline.h"
@@ -12,74 +16,168 @@
 #include "moccasin/moccasin.h"
 #endif
 #include "remat/error.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 #include "rockmate/rockmate.h"
 #include "rotor/rotor.h"
 
 namespace remat {
 namespace {
 
-constexpr SolverEntry kSolvers[] = {
-    {"auto",
-     "the best plan of every applicable solver (portfolio; the default)",
-     auto_solver::make,
-     {.chain = true}},
-    {"none",
-     "default schedule, no recomputation (the baseline; store-all on a chain)",
-     baseline_solver::make,
-     {.chain = true}},
-    {"fastsa", "simulated annealing over sequences with grouping (FastSA), any DAG", fastsa::make},
-    {"mincut",
-     "fusion-aware min-cut of saved activations (joint graphs)",
-     mincut::make,
-     {.needs_phases = true}},
-    {"rotor",
-     "Rotor's optimal persistent chain DP (persistence=weak: Algorithm 1); on a joint graph, "
-     "on its chain of stages",
-     rotor::make_rotor,
-     {.chain = true, .needs_phases = true}},
-    {"revolve",
-     "Griewank-Walther revolve on a chain, or on a joint graph's chain of stages",
-     rotor::make_revolve,
-     {.chain = true, .needs_phases = true}},
-    {"sequential",
-     "PyTorch checkpoint_sequential (best k segments) on a chain, or on a joint graph's chain",
-     rotor::make_sequential,
-     {.chain = true, .needs_phases = true}},
-    {"store-all",
-     "no recomputation on a chain: F_all every stage, then every B",
-     rotor::make_store_all,
-     {.graph = false, .chain = true}},
-    {"rockmate",
-     "Rockmate: per-block MILP options and rk-Rotor over the blocks (joint graphs)",
-     rockmate::make_rockmate,
-     {.needs_phases = true}},
-// Rows of solvers behind an optional library sit inside its guard (REMAT_HAVE_CBC,
-// REMAT_HAVE_GECODE; see src/solvers/CMakeLists.txt).
+// `auto` gives most members a fifth of the time left (auto.h).
+constexpr PortfolioPlace kMember = {.role = PortfolioRole::kMember, .share = 0.2};
+
+std::vector<SolverEntry> make_rows() {
+  std::vector<SolverEntry> rows = {
+      {.name = "auto",
+       .description = "the best plan of every applicable solver (portfolio; the default)",
+       .make = auto_solver::make,
+       .accepts = {.chain = true},
+       .params = auto_solver::params,
+       // Its members stop on their shares of the wall clock.
+       .deterministic = false},
+      {.name = "none",
+       .description = "default schedule, no recomputation (the baseline; store-all on a chain)",
+       .make = baseline_solver::make,
+       .accepts = {.chain = true},
+       .minimises_cost = false,  // the default schedule itself
+       .portfolio = {.role = PortfolioRole::kBaseline}},
+      {.name = "fastsa",
+       .description = "simulated annealing over sequences with grouping (FastSA), any DAG",
+       .make = fastsa::make,
+       .params = fastsa::params,
+       .accepts_start = true,
+       .fixed_order_param = "mode=fixed-order",
+       .warm_starts = true,
+       // The rest of the time: it works on any graph and improves on the others' plans.
+       .portfolio = {.role = PortfolioRole::kFinisher, .share = 1.0}},
+      {.name = "mincut",
+       .description = "fusion-aware min-cut of saved activations (joint graphs)",
+       .make = mincut::make,
+       .accepts = {.needs_phases = true},
+       .params = mincut::params,
+       // Its objective is the saved set for a fusing compiler, not the simulator's cost.
+       .minimises_cost = false,
+       .portfolio = kMember},
+      {.name = "rotor",
+       .description =
+           "Rotor's optimal persistent chain DP (persistence=weak: Algorithm 1); on a joint graph, "
+           "on its chain of stages",
+       .make = rotor::make_rotor,
+       .accepts = {.chain = true, .needs_phases = true, .needs_chain_structure = true},
+       .params = rotor::rotor_params,
+       .portfolio = kMember},
+      {.name = "revolve",
+       .description = "Griewank-Walther revolve on a chain, or on a joint graph's chain of stages",
+       .make = rotor::make_revolve,
+       .accepts = {.chain = true, .needs_phases = true, .needs_chain_structure = true},
+       .params = rotor::revolve_params,
+       .minimises_cost = false},  // the binomial scheme, as named
+      {.name = "sequential",
+       .description =
+           "PyTorch checkpoint_sequential (best k segments) on a chain, or on a joint graph's "
+           "chain",
+       .make = rotor::make_sequential,
+       .accepts = {.chain = true, .needs_phases = true, .needs_chain_structure = true},
+       .params = rotor::sequential_params,
+       .minimises_cost = false},  // checkpoint_sequential, as named
+      {.name = "store-all",
+       .description = "no recomputation on a chain: F_all every stage, then every B",
+       .make = rotor::make_store_all,
+       .accepts = {.graph = false, .chain = true},
+       .minimises_cost = false},  // the default schedule itself
+      {.name = "rockmate",
+       .description =
+           "Rockmate: per-block MILP options and rk-Rotor over the blocks (joint graphs)",
+       .make = rockmate::make_rockmate,
+       .accepts = {.needs_phases = true, .needs_chain_structure = true},
+       .params = rockmate::params,
+       // Its MILPs have a wall-clock backstop beside their work limit.
+       .deterministic = false,
+       .portfolio = kMember,
+       // On opaque blocks every block has keep-all and keep-nothing only: Rotor's DP.
+       .on_chain = "rotor"},
+  };
+  // Rows of solvers behind an optional library sit inside its guard (REMAT_HAVE_CBC,
+  // REMAT_HAVE_GECODE; see src/solvers/CMakeLists.txt).
 #ifdef REMAT_HAVE_GECODE
-    {"moccasin", "MOCCASIN retention-interval CP on Gecode, fixed order (optimal within C_v)",
-     moccasin::make},
+  rows.push_back(
+      {.name = "moccasin",
+       .description = "MOCCASIN retention-interval CP on Gecode, fixed order (optimal within C_v)",
+       .make = moccasin::make,
+       .params = moccasin::params,
+       .accepts_start = true,
+       .fixed_order_param = "order=fixed",  // the default; order=free reorders
+       // Its LNS runs on until its share of the time limit unless it proves the optimum.
+       .deterministic = false});
 #endif
 #ifdef REMAT_HAVE_CBC
-    {"checkmate", "Checkmate MILP over the default order (CBC), optimal or with a gap",
-     checkmate::make_milp},
-    {"checkmate-lp", "Checkmate LP relaxation (Clp) with rounding; LP value as lower bound",
-     checkmate::make_lp},
+  rows.push_back(
+      {.name = "checkmate",
+       .description = "Checkmate MILP over the default order (CBC), optimal or with a gap",
+       .make = checkmate::make_milp,
+       .params = checkmate::milp_params,
+       .keeps_default_order = true,
+       .deterministic = false,  // CBC stops on the time limit without a proof
+       // Its MILP has O(n^2) binaries over a fixed order: up to 30 nodes CBC usually proves the
+       // optimum within a few seconds; above it (already at 40 random layered nodes) it often runs
+       // to its time limit, which is better spent on FastSA. So it gets at most 10 % of the time
+       // left, at most 5 s, on graphs of at most 30 nodes.
+       .portfolio = {.role = PortfolioRole::kMember,
+                     .share = 0.1,
+                     .max_seconds = 5.0,
+                     .max_nodes = 30}});
+  rows.push_back(
+      {.name = "checkmate-lp",
+       .description = "Checkmate LP relaxation (Clp) with rounding; LP value as lower bound",
+       .make = checkmate::make_lp,
+       .params = checkmate::lp_params,
+       .keeps_default_order = true,
+       .deterministic = false,  // Clp and the roundings stop on the time limit
+       .warm_starts = true,
+       // Its LP has O(n^2) variables: on RL1 (100 nodes) it takes 1.5 s, on RL2 (250) the whole
+       // 60 s of a MOCCASIN run (CI 2.85 % where MOCCASIN alone reaches 0.90 %).
+       .warm_start_max_nodes = 150});
 #endif
+  return rows;
+}
+
+class Registry final : public SolverDirectory {
+ public:
+  std::span<const SolverEntry> rows() const override { return rows_; }
+  SolveResult solve(const Graph& graph, std::string_view solver,
+                    const SolveOptions& options) const override {
+    return remat::solve(graph, solver, options);
+  }
+  ChainSolveResult solve(const Chain& chain, std::string_view solver,
+                         const SolveOptions& options) const override {
+    return remat::solve(chain, solver, options);
+  }
+
+ private:
+  const std::vector<SolverEntry> rows_ = make_rows();
 };
+
+const Registry& registry() {
+  static const Registry instance;
+  return instance;
+}
 
 }  // namespace
 
-std::span<const SolverEntry> solver_registry() { return kSolvers; }
+std::span<const SolverEntry> solver_registry() { return registry().rows(); }
+
+const SolverDirectory& registry_directory() { return registry(); }
 
 const SolverEntry& solver_entry(std::string_view name) {
-  for (const SolverEntry& entry : kSolvers)
-    if (entry.name == name) return entry;
+  if (const SolverEntry* row = registry().find(name)) return *row;
   std::vector<std::string_view> names;
-  for (const SolverEntry& entry : kSolvers) names.push_back(entry.name);
-  throw InputError(fmt::format("unknown solver '{}' (known: {})", name, fmt::join(names, ", ")));
+  for (const SolverEntry& row : solver_registry()) names.push_back(row.name);
+  throw InputError(fmt::format("unknown solver '{}' (known: {})", shorten(name, 80),
+                               fmt::join(names, ", ")));
 }
 
-std::unique_ptr<Solver> make_solver(std::string_view name) { return solver_entry(name).make(); }
+std::unique_ptr<Solver> make_solver(std::string_view name) {
+  return solver_entry(name).make(registry_directory());
+}
 
 }  // namespace remat

@@ -1,17 +1,20 @@
-// The judged solve (solver.h): one status policy for graphs and chains.
+// The judged solve (registry.h): one status policy for graphs and chains.
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
+#include <type_traits>
 
 #include "remat/error.h"
-#include "remat/solver.h"
+#include "remat/interrupt.h"
+#include "remat/registry.h"
 
 namespace remat {
 
 namespace {
 
-void check_options(const Solver& solver, const SolveOptions& options) {
+void check_options(const SolverEntry& solver, const SolveOptions& options) {
   if (options.budget.bytes < 0)
     throw InputError(fmt::format("budget must be >= 0 bytes (got {})", options.budget.bytes));
   if (!(options.time_limit_s > 0))
@@ -19,8 +22,8 @@ void check_options(const Solver& solver, const SolveOptions& options) {
   if (options.threads < 1 || options.threads > kMaxThreads)
     throw InputError(
         fmt::format("threads must be in [1, {}] (got {})", kMaxThreads, options.threads));
-  if (!options.start.empty() && !solver.accepts_start())
-    throw InputError(fmt::format("solver '{}' takes no start sequence", solver.name()));
+  if (!options.start.empty() && !solver.accepts_start)
+    throw InputError(fmt::format("solver '{}' takes no start sequence", solver.name));
 }
 
 // The names of the rows that accept the kind, for the error of a row that does not.
@@ -29,6 +32,24 @@ std::string rows_accepting(bool chain) {
   for (const SolverEntry& e : solver_registry())
     if (chain ? e.accepts.chain : e.accepts.graph) names.push_back(e.name);
   return fmt::format("{}", fmt::join(names, ", "));
+}
+
+// A problem the row does not accept is an error of that row only (compare marks it and goes on).
+template <class Problem>
+void check_accepts(const SolverEntry& row, const Problem& problem) {
+  constexpr bool chain = std::is_same_v<Problem, Chain>;
+  if (const std::optional<std::string> why = not_applicable(row, problem))
+    throw UnsupportedGraph(
+        (chain ? row.accepts.chain : row.accepts.graph)
+            ? *why
+            : fmt::format("{} ({} solvers: {})", *why, chain ? "chain" : "graph",
+                          rows_accepting(chain)));
+}
+
+// A search the clock stopped because the user interrupted it says so.
+void note_interrupt(SolveStats& stats) {
+  if (stats.stop_reason == StopReason::kTimeLimit && interrupt_requested())
+    stats.stopped(StopReason::kInterrupted);
 }
 
 // The status policy, the same for both kinds. A plan the better-plan rule ranks below the default
@@ -61,30 +82,18 @@ void judge(Result& result, int64_t budget, bool minimises_cost, MakeDefault make
 
 }  // namespace
 
-Plan Solver::solve(const Graph&, const SolveOptions&) {
-  throw InputError(fmt::format("solver '{}' takes chains, not graphs (graph solvers: {})", name(),
-                               rows_accepting(false)));
+SolveResult solve(const Graph& graph, std::string_view solver, const SolveOptions& options) {
+  return solve(graph, solver_entry(solver), options);
 }
 
-ChainPlan Solver::solve_chain(const Chain&, const SolveOptions&) {
-  throw InputError(fmt::format("solver '{}' takes graphs, not chains (chain solvers: {})", name(),
-                               rows_accepting(true)));
-}
-
-SolveResult solve(const Graph& graph, std::string_view solver_name, const SolveOptions& options) {
-  const SolverEntry& entry = solver_entry(solver_name);
-  std::unique_ptr<Solver> solver = entry.make();
-  if (!entry.accepts.graph) solver->Solver::solve(graph, options);  // throws, naming the kinds
-  return solve(graph, *solver, options);
-}
-
-SolveResult solve(const Graph& graph, Solver& solver, const SolveOptions& options) {
-  check_options(solver, options);
+SolveResult solve(const Graph& graph, const SolverEntry& row, const SolveOptions& options) {
+  check_options(row, options);
+  check_accepts(row, graph);
   if (!options.start.empty()) {
     const Evaluation start = simulate(graph, options.start);
     if (!start.valid)
       throw InputError(
-          fmt::format("start sequence for '{}' is invalid: {}", solver.name(), start.error));
+          fmt::format("start sequence for '{}' is invalid: {}", row.name, start.error));
   }
   SolveResult result;
   const int64_t lower_bound = memory_lower_bound(graph);
@@ -94,14 +103,15 @@ SolveResult solve(const Graph& graph, Solver& solver, const SolveOptions& option
     result.plan.stats.min_feasible_budget = lower_bound;
   } else {
     const Deadline clock(options.time_limit_s);
-    result.plan = solver.solve(graph, options);
+    result.plan = row.make(registry_directory())->solve(graph, options);
     result.plan.stats.wall_time_s = clock.elapsed_s();
+    note_interrupt(result.plan.stats);
   }
-  result.plan.solver = std::string(solver.name());
+  result.plan.solver = std::string(row.name);
   result.eval = simulate(graph, result.plan.sequence);
   REMAT_CHECK(result.eval.valid, fmt::format("solver '{}' returned an invalid sequence: {}",
-                                             solver.name(), result.eval.error));
-  judge(result, options.budget.bytes, solver.minimises_cost(), [&] {
+                                             row.name, result.eval.error));
+  judge(result, options.budget.bytes, row.minimises_cost, [&] {
     Sequence fallback = default_schedule(graph);
     Evaluation fallback_eval = simulate(graph, fallback);
     return std::pair{std::move(fallback), std::move(fallback_eval)};
@@ -109,31 +119,28 @@ SolveResult solve(const Graph& graph, Solver& solver, const SolveOptions& option
   return result;
 }
 
-ChainSolveResult solve(const Chain& chain, std::string_view solver_name,
-                       const SolveOptions& options) {
-  const SolverEntry& entry = solver_entry(solver_name);
-  std::unique_ptr<Solver> solver = entry.make();
-  if (!entry.accepts.chain) solver->Solver::solve_chain(chain, options);  // throws
-  return solve(chain, *solver, options);
+ChainSolveResult solve(const Chain& chain, std::string_view solver, const SolveOptions& options) {
+  return solve(chain, solver_entry(solver), options);
 }
 
-ChainSolveResult solve(const Chain& chain, Solver& solver, const SolveOptions& options) {
-  check_options(solver, options);
+ChainSolveResult solve(const Chain& chain, const SolverEntry& row, const SolveOptions& options) {
+  check_options(row, options);
+  check_accepts(row, chain);
   if (!options.start.empty())
     throw InputError(
-        fmt::format("solver '{}': a start sequence is a graph sequence; chains take "
-                    "none",
-                    solver.name()));
+        fmt::format("solver '{}': a start sequence is a graph sequence; chains take none",
+                    row.name));
   validate_chain(chain, chain.name.empty() ? "chain" : chain.name);
   ChainSolveResult result;
   const Deadline clock(options.time_limit_s);
-  result.plan = solver.solve_chain(chain, options);
+  result.plan = row.make(registry_directory())->solve_chain(chain, options);
   result.plan.stats.wall_time_s = clock.elapsed_s();
-  result.plan.solver = std::string(solver.name());
+  note_interrupt(result.plan.stats);
+  result.plan.solver = std::string(row.name);
   result.eval = simulate_chain(chain, result.plan.sequence);
   REMAT_CHECK(result.eval.valid, fmt::format("chain solver '{}' returned an invalid sequence: {}",
-                                             solver.name(), result.eval.error));
-  judge(result, options.budget.bytes, solver.minimises_cost(), [&] {
+                                             row.name, result.eval.error));
+  judge(result, options.budget.bytes, row.minimises_cost, [&] {
     ChainSequence fallback = store_all_sequence(chain);
     ChainEvaluation fallback_eval = simulate_chain(chain, fallback);
     return std::pair{std::move(fallback), std::move(fallback_eval)};

@@ -190,6 +190,27 @@ TEST(Cli, ScopedParamsReachOnlyTheirSolver) {
       << scoped.err;
 }
 
+// A plan file to start from is read by the front end (--start), for the solvers whose row takes
+// a start; the former solver parameter `init` points there.
+TEST(Cli, StartPlanFileIsReadByTheCommand) {
+  const std::string dir = testing::temp_dir("cli_start");
+  const std::string plan = dir + "/plan.json";
+  ASSERT_EQ(run_remat("solve " + kLateUse + " --budget 100% --solver none -o " + plan).exit_code, 0);
+  const testing::CommandResult started =
+      run_remat("solve " + kLateUse + " --budget 100% --solver fastsa --start " + plan);
+  EXPECT_EQ(started.exit_code, 0) << started.err;
+  const std::vector<std::pair<std::string, std::string>> errors = {
+      {"--solver fastsa --start " + dir + "/missing.json", "missing.json"},
+      {"--solver none --start " + plan, "takes no start sequence"},
+      {"--solver fastsa --param init=" + plan, "--start PLAN.json"},
+  };
+  for (const auto& [args, expected] : errors) {
+    const testing::CommandResult r = run_remat("solve " + kLateUse + " --budget 100% " + args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.err.find(expected), std::string::npos) << args << ": " << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace remat
 

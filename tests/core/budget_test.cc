@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "remat/error.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 #include "testing/testing.h"
 
 namespace remat {

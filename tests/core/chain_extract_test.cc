@@ -6,7 +6,7 @@
 #include "remat/generate.h"
 #include "remat/lower.h"
 #include "remat/simulate.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 
 namespace remat {
 namespace {

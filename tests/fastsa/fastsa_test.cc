@@ -344,7 +344,7 @@ TEST(FastsaConvergence, Rl1At80PercentStopsEarlyAtTheFixedSchedulesCi) {
   EXPECT_EQ(converged.plan.stats.counter("time_limit_hit"), 0.0);
 }
 
-// A start plan (SolveOptions::start, or init=PLAN.json) begins stage 2 when it fits: the result
+// A start plan (SolveOptions::start; `remat solve --start PLAN.json`) begins stage 2 when it fits: the result
 // is never worse than the start, and the stats say it started from a plan.
 TEST(FastsaStart, WarmStartFromAPlanNeverEndsWorse) {
   const Graph g = generate_random_layered({.num_nodes = 80, .seed = 11});
@@ -360,29 +360,17 @@ TEST(FastsaStart, WarmStartFromAPlanNeverEndsWorse) {
   EXPECT_EQ(warm.plan.stats.counter("started_from_plan"), 1.0);
   EXPECT_LE(warm.eval.peak_bytes, budget);
   EXPECT_LE(warm.eval.cost, first.eval.cost);
-  // The same through a plan file.
-  const std::string dir = remat::testing::temp_dir("fastsa_init");
+  // The same through a plan file, as the CLI reads one for --start.
+  const std::string dir = remat::testing::temp_dir("fastsa_start_file");
   write_plan_file(dir + "/p.json", g, first, options.budget);
-  options.start.clear();
-  options.params["init"] = dir + "/p.json";
+  options.start = read_plan_file(g, dir + "/p.json").sequence;
   const SolveResult from_file = solve(g, "fastsa", options);
   EXPECT_EQ(from_file.plan.sequence, warm.plan.sequence);
   // An over-budget start goes through stage 1 first (single nodes from the start).
-  options.params.erase("init");
   options.start = default_schedule(g);
   const SolveResult from_default = solve(g, "fastsa", options);
   EXPECT_GT(from_default.plan.stats.counter("stage1_iterations").value_or(0), 0);
-  // Both at once, a missing file, a solver that takes no start: one clear error each.
-  options.start = first.plan.sequence;
-  options.params["init"] = dir + "/p.json";
-  EXPECT_NE(remat::testing::input_error_of([&] {
-              solve(g, "fastsa", options);
-            }).find("'init' and a start sequence"),
-            std::string::npos);
-  options.params = {{"init", dir + "/missing.json"}};
-  options.start.clear();
-  EXPECT_NE(remat::testing::input_error_of([&] { solve(g, "fastsa", options); }).find("missing"),
-            std::string::npos);
+  // A solver that takes no start: one clear error.
   options.params.clear();
   options.start = first.plan.sequence;
   EXPECT_NE(remat::testing::input_error_of([&] {

@@ -4,7 +4,7 @@
 
 #include "fuzz_common.h"
 #include "remat/graph.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   remat::fuzz::expect_value_or_input_error([&] {

@@ -6,7 +6,7 @@
 
 #include "remat/io.h"
 #include "remat/simulate.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 #include "testing/testing.h"
 
 namespace remat {

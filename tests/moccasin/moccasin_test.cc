@@ -11,7 +11,7 @@
 #include "remat/graph.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 #include "testing/testing.h"
 
 namespace remat {
@@ -242,8 +242,9 @@ TEST(Moccasin, NeverWorseThanItsStart) {
   }
 }
 
-// The warm start by default, and `init` = a plan file; `init` with a start sequence is an error.
-TEST(Moccasin, WarmStartAndInitPlan) {
+// The warm start by default, or the caller's start plan (SolveOptions::start, e.g. a plan file
+// that `remat solve --start` read).
+TEST(Moccasin, WarmStartOrAStartPlan) {
   const Graph g = fig3_graph(10);
   const SolveResult warm = testing::solve_and_check(g, 11, "moccasin");
   const auto& lists = warm.plan.stats.lists;
@@ -255,21 +256,12 @@ TEST(Moccasin, WarmStartAndInitPlan) {
   const SolveResult none = testing::solve_and_check(g, 11, "moccasin", {{"warm", "none"}});
   EXPECT_EQ(none.plan.stats.lists.back().second, std::vector<std::string>{"none"});
 
-  const std::string plan_path = testing::temp_dir("moccasin_init") + "/plan.json";
-  write_plan_file(plan_path, g, warm, Budget{11});
-  const SolveResult from_file = testing::solve_and_check(g, 11, "moccasin", {{"init", plan_path}});
-  EXPECT_TRUE(from_file.plan.stats.lists.back().second.at(0).starts_with("init: "));
-  EXPECT_EQ(from_file.eval.cost, 5);
-  SolveOptions both;
-  both.budget = Budget{11};
-  both.params = {{"init", plan_path}};
-  both.start = warm.plan.sequence;
-  EXPECT_NE(testing::input_error_of([&] { solve(g, "moccasin", both); }).find("both"),
-            std::string::npos);
-  EXPECT_NE(testing::input_error_of([&] {
-              testing::solve_and_check(g, 11, "moccasin", {{"init", plan_path + ".absent"}});
-            }).find(".absent"),
-            std::string::npos);
+  SolveOptions from_plan;
+  from_plan.budget = Budget{11};
+  from_plan.start = warm.plan.sequence;
+  const SolveResult started = solve(g, "moccasin", from_plan);
+  EXPECT_TRUE(started.plan.stats.lists.back().second.at(0).starts_with("start: "));
+  EXPECT_EQ(started.eval.cost, 5);
   EXPECT_NE(testing::input_error_of([&] {
               testing::solve_and_check(g, 11, "moccasin", {{"warm", "rotor"}});
             }).find("warm"),

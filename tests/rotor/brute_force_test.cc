@@ -10,7 +10,7 @@
 
 #include "remat/generate.h"
 #include "remat/random.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 
 namespace remat::rotor {
 namespace {

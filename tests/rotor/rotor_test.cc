@@ -9,7 +9,7 @@
 #include "remat/error.h"
 #include "remat/generate.h"
 #include "remat/io.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 
 namespace remat::rotor {
 namespace {

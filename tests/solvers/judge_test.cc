@@ -5,7 +5,7 @@
 
 #include "remat/generate.h"
 #include "remat/simulate.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 #include "remat/toolkit.h"
 
 namespace remat {
@@ -26,7 +26,6 @@ TEST(BetterPlan, WithinBudgetCheaperElseLowerPeak) {
 // peak and cost than the default schedule.
 class WorseThanDefault final : public Solver {
  public:
-  std::string_view name() const override { return "worse"; }
   Plan solve(const Graph& graph, const SolveOptions&) override {
     Plan plan;
     plan.sequence = default_schedule(graph);
@@ -37,6 +36,13 @@ class WorseThanDefault final : public Solver {
     return plan;
   }
 };
+
+const SolverEntry kWorseRow = {
+    .name = "worse",
+    .description = "the default schedule, then every node twice more",
+    .make = [](const SolverDirectory&) -> std::unique_ptr<Solver> {
+      return std::make_unique<WorseThanDefault>();
+    }};
 
 TEST(JudgedSolve, OverBudgetPlanNeverWorseThanTheDefaultSchedule) {
   const Graph g = generate_random_layered({.num_nodes = 30, .seed = 3});
@@ -49,7 +55,7 @@ TEST(JudgedSolve, OverBudgetPlanNeverWorseThanTheDefaultSchedule) {
   SolveOptions options;
   options.budget.bytes = memory_lower_bound(g);  // feasible in principle, far below both peaks
   ASSERT_LT(options.budget.bytes, base.peak_bytes);
-  const SolveResult r = solve(g, solver, options);
+  const SolveResult r = solve(g, kWorseRow, options);
   EXPECT_EQ(r.plan.stats.status, SolveStatus::kOverBudget);
   EXPECT_EQ(r.plan.sequence, default_schedule(g));
   EXPECT_EQ(r.eval.peak_bytes, base.peak_bytes);
@@ -62,7 +68,7 @@ TEST(JudgedSolve, OverBudgetPlanNeverWorseThanTheDefaultSchedule) {
   // (issue 15, D7: fastsa cut short returned plans 35-100 % costlier at a 100 % budget).
   options.budget.bytes = bad.peak_bytes;
   ASSERT_GE(options.budget.bytes, base.peak_bytes);
-  const SolveResult fits = solve(g, solver, options);
+  const SolveResult fits = solve(g, kWorseRow, options);
   EXPECT_EQ(fits.plan.stats.status, SolveStatus::kFeasible);
   EXPECT_EQ(fits.plan.sequence, default_schedule(g));
   EXPECT_EQ(fits.eval.cost, base.cost);

@@ -11,7 +11,7 @@
 
 #include "remat/error.h"
 #include "remat/params.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 
 namespace remat {
 namespace {
@@ -36,7 +36,7 @@ void expect_documented(std::string_view name, std::span<const ParamInfo> params)
 
 TEST(ParamsDocs, EverySolverTableIsInItsDocsPage) {
   for (const SolverEntry& entry : solver_registry())
-    expect_documented(entry.name, entry.make()->params());
+    if (entry.params != nullptr) expect_documented(entry.name, entry.params());
 }
 
 enum class Shape { kRound, kSquare };

@@ -14,7 +14,7 @@
 
 #include "remat/error.h"
 #include "remat/generate.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 
 namespace remat {
 namespace {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "remat/graph.h"
-#include "remat/solver.h"
+#include "remat/registry.h"
 
 namespace remat::testing {
 

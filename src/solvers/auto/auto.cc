@@ -24,12 +24,6 @@ struct AutoParams {
   std::map<std::string, ParamMap> member_params;  // "fastsa.slots=..." -> member_params["fastsa"]
 };
 
-bool registered(std::string_view name) {
-  for (const SolverEntry& e : solver_registry())
-    if (e.name == name) return true;
-  return false;
-}
-
 bool is_member(std::string_view name) {
   return std::find(std::begin(kMembers), std::end(kMembers), name) != std::end(kMembers);
 }
@@ -123,8 +117,10 @@ bool fixed_order_member(std::string_view member) { return member == "checkmate";
 
 class Portfolio {
  public:
-  Portfolio(const Graph& g, const SolveOptions& options, const AutoParams& params)
-      : g_(g),
+  Portfolio(const Graph& g, const SolveOptions& options, const AutoParams& params,
+            const SolverDirectory& others)
+      : others_(others),
+        g_(g),
         options_(options),
         params_(params),
         deadline_(options.time_limit_s),
@@ -160,7 +156,7 @@ class Portfolio {
 
  private:
   std::optional<std::string> not_applicable(std::string_view member) const {
-    if (!registered(member)) return "not registered in this build";
+    if (others_.find(member) == nullptr) return "not registered in this build";
     if (member == "mincut" && !has_phases(g_))
       return "not applicable: the graph has no forward/backward phases";
     if (member == "checkmate" && g_.num_nodes() > params_.checkmate_max_nodes)
@@ -248,8 +244,7 @@ class Portfolio {
       return;
     }
     SolveOptions o = member_options("fastsa", 0.5);
-    o.params.erase("init");  // a start plan given for the whole graph is not one of the first pass
-    const SolveResult first = solve(d->first_pass, "fastsa", o);
+    const SolveResult first = others_.solve(d->first_pass, "fastsa", o);
     counters_.emplace_back("fastsa_two_pass_deferred_outputs",
                            static_cast<double>(d->deferred.size()));
     counters_.emplace_back("fastsa_two_pass_first_pass_seconds", first.plan.stats.wall_time_s);
@@ -312,7 +307,7 @@ class Portfolio {
     }
     SolveResult r;
     try {
-      r = solve(g_, member, o);
+      r = others_.solve(g_, member, o);
     } catch (const InputError& e) {
       // With parameters the user gave this member, its error is most likely theirs to fix.
       if (!o.params.empty()) throw;
@@ -358,6 +353,7 @@ class Portfolio {
     double cost = 0;
   };
 
+  const SolverDirectory& others_;
   const Graph& g_;
   const SolveOptions& options_;
   const AutoParams& params_;
@@ -373,9 +369,7 @@ class Portfolio {
 
 class AutoSolver final : public Solver {
  public:
-  std::string_view name() const override { return kName; }
-  // MEMBER.KEY parameters go to that member (docs/solvers/auto.md), beside these rows.
-  std::span<const ParamInfo> params() const override { return auto_param_table().info(); }
+  explicit AutoSolver(const SolverDirectory& others) : others_(others) {}
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const AutoParams params = parse_auto_params(options.params);
@@ -383,7 +377,7 @@ class AutoSolver final : public Solver {
     // The default schedule always runs first: `auto` is never worse than it.
     if (std::find(params.members.begin(), params.members.end(), "none") == params.members.end())
       with_baseline.members.insert(with_baseline.members.begin(), "none");
-    Portfolio portfolio(graph, options, with_baseline);
+    Portfolio portfolio(graph, options, with_baseline, others_);
     return portfolio.run();
   }
 
@@ -394,7 +388,8 @@ class AutoSolver final : public Solver {
     const AutoParams params = parse_auto_params(options.params);
     std::vector<std::string> members = {"none"};
     for (const std::string& member : params.members)
-      if (member != "none" && registered(member) && solver_entry(member).accepts.chain)
+      if (const SolverEntry* row = others_.find(member);
+          member != "none" && row != nullptr && row->accepts.chain)
         members.push_back(member);
     const Deadline deadline(options.time_limit_s);
     std::optional<ChainSolveResult> best;
@@ -406,7 +401,7 @@ class AutoSolver final : public Solver {
         o.params = it->second;
       const double left = std::max(1e-3, options.time_limit_s - deadline.elapsed_s());
       o.time_limit_s = std::max(1e-3, left / static_cast<double>(members.size() - i));
-      ChainSolveResult r = remat::solve(chain, members[i], o);
+      ChainSolveResult r = others_.solve(chain, members[i], o);
       outcomes.push_back(fmt::format("{}: {}, peak {} bytes, cost {:.10g}, {:.3f} s", members[i],
                                      to_string(r.plan.stats.status), r.eval.peak_bytes, r.eval.cost,
                                      r.plan.stats.wall_time_s));
@@ -419,10 +414,18 @@ class AutoSolver final : public Solver {
     plan.stats.lists.emplace_back("auto_members", std::move(outcomes));
     return plan;
   }
+
+ private:
+  const SolverDirectory& others_;
 };
 
 }  // namespace
 
-std::unique_ptr<Solver> make() { return std::make_unique<AutoSolver>(); }
+std::unique_ptr<Solver> make(const SolverDirectory& others) {
+  return std::make_unique<AutoSolver>(others);
+}
+
+// MEMBER.KEY parameters go to that member (docs/solvers/auto.md), beside these rows.
+std::span<const ParamInfo> params() { return auto_param_table().info(); }
 
 }  // namespace remat::auto_solver

@@ -43,6 +43,8 @@ inline constexpr std::string_view kMembers[] = {"none",     "mincut",    "rotor"
 inline constexpr int64_t kCheckmateMaxNodes = 30;
 inline constexpr double kCheckmateMaxSeconds = 5.0;
 
-std::unique_ptr<Solver> make();
+// The members run through `others` (the registry's judged solve).
+std::unique_ptr<Solver> make(const SolverDirectory& others);
+std::span<const ParamInfo> params();
 
 }  // namespace remat::auto_solver

@@ -8,9 +8,6 @@ const ParamTable<NoParams> kNoParams("none", {});
 
 class BaselineSolver final : public Solver {
  public:
-  std::string_view name() const override { return "none"; }
-  bool minimises_cost() const override { return false; }  // the default schedule itself
-
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     kNoParams.parse(options.params);  // none: any key is unknown
     Plan plan;
@@ -39,6 +36,6 @@ class BaselineSolver final : public Solver {
 
 }  // namespace
 
-std::unique_ptr<Solver> make() { return std::make_unique<BaselineSolver>(); }
+std::unique_ptr<Solver> make(const SolverDirectory&) { return std::make_unique<BaselineSolver>(); }
 
 }  // namespace remat::baseline_solver

@@ -9,6 +9,6 @@
 
 namespace remat::baseline_solver {
 
-std::unique_ptr<Solver> make();
+std::unique_ptr<Solver> make(const SolverDirectory& others);
 
 }  // namespace remat::baseline_solver

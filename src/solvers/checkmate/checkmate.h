@@ -3,12 +3,16 @@
 // relaxation (Clp) rounded into plans. Parameters are documented in docs/solvers/checkmate.md.
 #pragma once
 #include <memory>
+#include <span>
 
 #include "remat/solver.h"
 
 namespace remat::checkmate {
 
-std::unique_ptr<Solver> make_milp();
-std::unique_ptr<Solver> make_lp();
+// `checkmate` warm-starts from fastsa's fixed-order annealing, run through `others`.
+std::unique_ptr<Solver> make_milp(const SolverDirectory& others);
+std::unique_ptr<Solver> make_lp(const SolverDirectory& others);
+std::span<const ParamInfo> milp_params();
+std::span<const ParamInfo> lp_params();
 
 }  // namespace remat::checkmate

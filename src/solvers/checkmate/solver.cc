@@ -116,14 +116,14 @@ void report_progress(const SolveOptions& options, std::string_view stage, double
 // at 90 %, 2.30 % at 80 %) in under a second, where the repair heuristics stop at +6.28 % at 80 %
 // and CBC improves neither. It stops on convergence; `seconds` is a safety net.
 SolveResult offer_fixed_order_annealing(const Graph& g, const SolveOptions& options, double seconds,
-                                        BestPlan& best) {
+                                        const SolverDirectory& others, BestPlan& best) {
   SolveOptions annealing;
   annealing.budget = options.budget;
   annealing.time_limit_s = seconds;
   annealing.seed = options.seed;
   annealing.on_progress = options.on_progress;
   annealing.params = {{"mode", "fixed-order"}};
-  const SolveResult r = solve(g, "fastsa", annealing);
+  const SolveResult r = others.solve(g, "fastsa", annealing);
   // Offered as the MILP's stages (its values held at each first computation, the cheapest R
   // realising that): fastsa may run a node twice between two first computations, which the
   // model cannot, and a plan outside the model's class would break the bound and the proof.
@@ -176,12 +176,11 @@ Plan finish(const BestPlan& best, SolveStatus status_if_fits) {
 
 class MilpSolver : public Solver {
  public:
-  std::string_view name() const override { return "checkmate"; }
-  std::span<const ParamInfo> params() const override { return milp_table().info(); }
+  explicit MilpSolver(const SolverDirectory& others) : others_(others) {}
 
   Plan solve(const Graph& g, const SolveOptions& options) override {
     const CheckmateParams params = milp_table().parse(options.params);
-    guard_size(name(), g, params.max_columns);
+    guard_size(milp_table().solver(), g, params.max_columns);
     const Deadline clock(options.time_limit_s);
     const int64_t budget = options.budget.bytes;
     const StageModel sm = build_stage_model(g, budget);
@@ -193,8 +192,8 @@ class MilpSolver : public Solver {
     best.offer(g, default_schedule(g));
     std::optional<SolveResult> annealed;
     if (params.anneal)
-      annealed =
-          offer_fixed_order_annealing(g, options, std::max(0.1, options.time_limit_s * 0.25), best);
+      annealed = offer_fixed_order_annealing(
+          g, options, std::max(0.1, options.time_limit_s * 0.25), others_, best);
     const bool anneal_timed_out =
         annealed && annealed->plan.stats.counter("time_limit_hit").value_or(0) > 0;
     const Retention kept_all = *retention_from_sequence(g, default_schedule(g));
@@ -249,16 +248,16 @@ class MilpSolver : public Solver {
     if (!result.x.empty()) stats.add_counter("milp_objective", objective_cost);
     return plan;
   }
+
+ private:
+  const SolverDirectory& others_;
 };
 
 class LpSolver : public Solver {
  public:
-  std::string_view name() const override { return "checkmate-lp"; }
-  std::span<const ParamInfo> params() const override { return lp_table().info(); }
-
   Plan solve(const Graph& g, const SolveOptions& options) override {
     const CheckmateParams params = lp_table().parse(options.params);
-    guard_size(name(), g, params.max_columns);
+    guard_size(lp_table().solver(), g, params.max_columns);
     const int64_t samples = params.samples;
     const Deadline clock(options.time_limit_s);
     const int64_t budget = options.budget.bytes;
@@ -334,7 +333,12 @@ class LpSolver : public Solver {
 
 }  // namespace
 
-std::unique_ptr<Solver> make_milp() { return std::make_unique<MilpSolver>(); }
-std::unique_ptr<Solver> make_lp() { return std::make_unique<LpSolver>(); }
+std::unique_ptr<Solver> make_milp(const SolverDirectory& others) {
+  return std::make_unique<MilpSolver>(others);
+}
+std::unique_ptr<Solver> make_lp(const SolverDirectory&) { return std::make_unique<LpSolver>(); }
+
+std::span<const ParamInfo> milp_params() { return milp_table().info(); }
+std::span<const ParamInfo> lp_params() { return lp_table().info(); }
 
 }  // namespace remat::checkmate

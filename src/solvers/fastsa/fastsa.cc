@@ -11,7 +11,6 @@
 #include "anneal.h"
 #include "params.h"
 #include "remat/error.h"
-#include "remat/io.h"
 #include "units.h"
 
 namespace remat::fastsa {
@@ -308,22 +307,10 @@ void check_default_order(const Graph& graph, std::span<const NodeId> start) {
 
 class FastsaSolver final : public Solver {
  public:
-  std::string_view name() const override { return "fastsa"; }
-  std::span<const ParamInfo> params() const override { return fastsa_param_table().info(); }
-  bool accepts_start() const override { return true; }
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const FastsaParams params = parse_fastsa_params(options.params);
-    Sequence start = options.start;
-    if (!params.init_plan_path.empty()) {
-      if (!start.empty())
-        throw InputError("fastsa: parameter 'init' and a start sequence were both given");
-      start = read_plan_file(graph, params.init_plan_path).sequence;
-      const Evaluation e = simulate(graph, start);
-      if (!e.valid)
-        throw InputError(fmt::format("fastsa: init plan '{}' is invalid for this graph: {}",
-                                     params.init_plan_path, e.error));
-    }
+    const Sequence& start = options.start;
     if (params.mode == Mode::kFixedOrder) check_default_order(graph, start);
     const Deadline deadline(options.time_limit_s);
     const int chains = std::max(1, options.threads);
@@ -382,6 +369,8 @@ class FastsaSolver final : public Solver {
 
 }  // namespace
 
-std::unique_ptr<Solver> make() { return std::make_unique<FastsaSolver>(); }
+std::unique_ptr<Solver> make(const SolverDirectory&) { return std::make_unique<FastsaSolver>(); }
+
+std::span<const ParamInfo> params() { return fastsa_param_table().info(); }
 
 }  // namespace remat::fastsa

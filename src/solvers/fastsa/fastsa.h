@@ -14,6 +14,8 @@
 
 namespace remat::fastsa {
 
-std::unique_ptr<Solver> make();
+std::unique_ptr<Solver> make(const SolverDirectory& others);
+// Its parameter table's rows (params.h).
+std::span<const ParamInfo> params();
 
 }  // namespace remat::fastsa

@@ -104,8 +104,6 @@ const ParamTable<FastsaParams>& fastsa_param_table() {
             "iterations without a new best plan or objective that end a stage; auto: max(1 M, "
             "500 × units)"},
            integer(&P::convergence_window, 0)},
-          {{"init", "none", "", "a plan JSON to start from (see Warm start)"},
-           text(&P::init_plan_path, "a plan JSON file")},
           {{"peak_tree", "`max`", "",
             "`logaddexp`: the objective uses the log-add-exp smooth peak (App. C.2); the max tree "
             "is kept beside it for the true peak"},

@@ -58,8 +58,6 @@ struct FastsaParams {
   // load; the time limit is only a safety net (counter time_limit_hit says when it fired).
   bool converge = true;
   int64_t convergence_window = 0;  // iterations; 0: window_for(units) (see there)
-  // A plan file (plan JSON) to start from instead of the default schedule; see fastsa.h.
-  std::string init_plan_path;
 };
 
 // The automatic convergence window: 1 M iterations, or 500 per unit on larger graphs.

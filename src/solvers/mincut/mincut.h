@@ -123,6 +123,7 @@ Lowered lower_cut(const Graph& graph, const JointAnalysis& analysis, std::span<c
                   Lowering lowering, int64_t max_steps = INT64_MAX,
                   const Deadline* deadline = nullptr);
 
-std::unique_ptr<Solver> make();
+std::unique_ptr<Solver> make(const SolverDirectory& others);
+std::span<const ParamInfo> params();
 
 }  // namespace remat::mincut

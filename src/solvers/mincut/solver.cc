@@ -98,10 +98,6 @@ std::vector<Rung> fallback_ladder(const MincutParams& asked) {
 
 class MincutSolver final : public Solver {
  public:
-  std::string_view name() const override { return kName; }
-  // Its objective is the saved set for a fusing compiler, not the simulator's cost.
-  bool minimises_cost() const override { return false; }
-  std::span<const ParamInfo> params() const override { return mincut_param_table().info(); }
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const MincutParams params = parse_mincut_params(options.params);
@@ -211,6 +207,8 @@ MincutParams parse_mincut_params(const ParamMap& params) {
   return mincut_param_table().parse(params);
 }
 
-std::unique_ptr<Solver> make() { return std::make_unique<MincutSolver>(); }
+std::unique_ptr<Solver> make(const SolverDirectory&) { return std::make_unique<MincutSolver>(); }
+
+std::span<const ParamInfo> params() { return mincut_param_table().info(); }
 
 }  // namespace remat::mincut

@@ -14,7 +14,6 @@
 #include "moccasin/incumbent.h"
 #include "moccasin/instance.h"
 #include "remat/error.h"
-#include "remat/io.h"
 #include "remat/params.h"
 
 namespace remat::moccasin {
@@ -131,7 +130,6 @@ struct MoccasinParams {
   bool phase1 = true;
   Warm warm = Warm::kAuto;
   double warm_fraction = 0.25;
-  std::string init_plan_path;
 };
 
 const ParamTable<MoccasinParams>& param_table() {
@@ -172,17 +170,8 @@ const ParamTable<MoccasinParams>& param_table() {
           {{"warm_fraction", "0.25", "share",
             "share of the time limit the warm-start solver may use, in (0, 0.95]"},
            real(&P::warm_fraction, 0.0, 0.95, /*above_min=*/true)},
-          {{"init", "none", "",
-            "a plan JSON to start from instead of a warm-start solver (see Warm start)"},
-           text(&P::init_plan_path, "a plan JSON file")},
       });
   return table;
-}
-
-bool registered(std::string_view name) {
-  for (const SolverEntry& entry : solver_registry())
-    if (entry.name == name) return true;
-  return false;
 }
 
 // checkmate-lp's LP has O(n²) variables: on RL1 (100 nodes) it takes 1.5 s, on RL2 (250) the
@@ -191,7 +180,8 @@ constexpr int32_t kWarmLpMaxNodes = 150;
 
 // The warm-start solvers to run, in order: (registry name, its parameters).
 std::vector<std::pair<std::string, ParamMap>> warm_solvers(Warm warm, const Graph& graph,
-                                                           bool fixed_order) {
+                                                           bool fixed_order,
+                                                           const SolverDirectory& others) {
   const std::pair<std::string, ParamMap> fixed{"fastsa", {{"mode", "fixed-order"}}};
   switch (warm) {
     case Warm::kNone:
@@ -208,40 +198,31 @@ std::vector<std::pair<std::string, ParamMap>> warm_solvers(Warm warm, const Grap
   // FastSA's default mode reorders: in the fixed order its plans are not expressible.
   if (!fixed_order) return {{"fastsa", {}}};
   std::vector<std::pair<std::string, ParamMap>> solvers = {fixed};
-  if (registered("checkmate-lp") && graph.num_nodes() <= kWarmLpMaxNodes)
+  if (others.find("checkmate-lp") != nullptr && graph.num_nodes() <= kWarmLpMaxNodes)
     solvers.push_back({"checkmate-lp", {}});
   return solvers;
 }
 
-// A plan to start from and where it came from ("init", "start", a solver's name).
+// A plan to start from and where it came from ("start", a solver's name).
 struct StartPlan {
   Sequence sequence;
   std::string from;
 };
 
-// The user's start (SolveOptions::start or `init`), else the warm-start solver's judged plan,
-// else nothing. The warm solver gets `warm_fraction` of the time limit.
+// The caller's start (SolveOptions::start: a plan file the front end read, or another solver's
+// plan), else the warm-start solver's judged plan, else nothing. The warm solver gets
+// `warm_fraction` of the time limit.
 std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& options,
-                                    const MoccasinParams& p) {
-  if (!p.init_plan_path.empty()) {
-    if (!options.start.empty())
-      throw InputError("moccasin: parameter 'init' and a start sequence were both given");
-    StartPlan start{read_plan_file(graph, p.init_plan_path).sequence, "init"};
-    const Evaluation e = simulate(graph, start.sequence);
-    if (!e.valid)
-      throw InputError(fmt::format("moccasin: init plan '{}' is invalid for this graph: {}",
-                                   p.init_plan_path, e.error));
-    return start;
-  }
+                                    const MoccasinParams& p, const SolverDirectory& others) {
   if (!options.start.empty()) return StartPlan{options.start, "start"};
   // The warm-start solvers share `warm_fraction` of the time limit; the better plan is the start.
   const Deadline warm_clock(options.time_limit_s * p.warm_fraction);
-  const auto solvers = warm_solvers(p.warm, graph, p.fixed_order);
+  const auto solvers = warm_solvers(p.warm, graph, p.fixed_order, others);
   std::optional<StartPlan> best;
   PlanScore best_score{};
   for (size_t k = 0; k < solvers.size(); ++k) {
     const auto& [solver, params] = solvers[k];
-    if (!registered(solver))
+    if (others.find(solver) == nullptr)
       throw InputError(fmt::format("moccasin: warm={} is not registered in this build", solver));
     SolveOptions warm;
     warm.budget = options.budget;
@@ -251,7 +232,7 @@ std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& opti
     const double left = options.time_limit_s * p.warm_fraction - warm_clock.elapsed_s();
     warm.time_limit_s = std::max(1e-3, left / static_cast<double>(solvers.size() - k));
     warm.on_progress = options.on_progress;
-    SolveResult r = solve(graph, solver, warm);
+    SolveResult r = others.solve(graph, solver, warm);
     const PlanScore score{r.eval.peak_bytes, r.eval.cost};
     if (!best || better_plan(score, best_score, options.budget.bytes)) {
       best = StartPlan{std::move(r.plan.sequence),
@@ -264,10 +245,7 @@ std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& opti
 
 class MoccasinSolver final : public Solver {
  public:
-  std::string_view name() const override { return kName; }
-
-  std::span<const ParamInfo> params() const override { return param_table().info(); }
-  bool accepts_start() const override { return true; }
+  explicit MoccasinSolver(const SolverDirectory& others) : others_(others) {}
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const MoccasinParams p = param_table().parse(options.params);
@@ -278,7 +256,7 @@ class MoccasinSolver final : public Solver {
     plan.stats.status = SolveStatus::kFeasible;
     if (graph.num_nodes() == 0) return plan;
 
-    const std::optional<StartPlan> start = find_start(graph, options, p);
+    const std::optional<StartPlan> start = find_start(graph, options, p, others_);
     const double start_s = clock.elapsed_s();
     std::vector<int32_t> start_positions;
     if (start) start_positions = node_indices(start->sequence);
@@ -403,10 +381,16 @@ class MoccasinSolver final : public Solver {
     stats.add_counter("start_used", used ? 1 : 0);
     stats.add_counter("returned_start", returned ? 1 : 0);
   }
+
+  const SolverDirectory& others_;
 };
 
 }  // namespace
 
-std::unique_ptr<Solver> make() { return std::make_unique<MoccasinSolver>(); }
+std::unique_ptr<Solver> make(const SolverDirectory& others) {
+  return std::make_unique<MoccasinSolver>(others);
+}
+
+std::span<const ParamInfo> params() { return param_table().info(); }
 
 }  // namespace remat::moccasin

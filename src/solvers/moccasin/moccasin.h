@@ -5,11 +5,14 @@
 #pragma once
 
 #include <memory>
+#include <span>
 
 #include "remat/solver.h"
 
 namespace remat::moccasin {
 
-std::unique_ptr<Solver> make();
+// Its warm start runs other solvers through `others` (docs/solvers/moccasin.md, Warm start).
+std::unique_ptr<Solver> make(const SolverDirectory& others);
+std::span<const ParamInfo> params();
 
 }  // namespace remat::moccasin

@@ -280,9 +280,6 @@ std::string describe_ops(std::span<const ChainOp> ops, std::span<const int32_t> 
 
 class RockmateSolver : public Solver {
  public:
-  std::string_view name() const override { return kName; }
-  std::span<const ParamInfo> params() const override { return kTable.info(); }
-
   Plan solve(const Graph& g, const SolveOptions& options) override {
     const Params params = kTable.parse(options.params);
     const OptionParams option_settings = option_params(params, options.threads);
@@ -375,33 +372,10 @@ class RockmateSolver : public Solver {
 
 }  // namespace
 
-std::unique_ptr<Solver> make_rockmate() { return std::make_unique<RockmateSolver>(); }
-
-BlocksSummary describe_blocks(const Graph& g) {
-  const BlockStructure bs = build_blocks(g);
-  BlocksSummary out;
-  auto bytes = [&](std::span<const ValueId> vs) {
-    int64_t sum = 0;
-    for (ValueId v : vs) sum += g.value(v).size_bytes;
-    return sum;
-  };
-  for (const Block& b : bs.blocks) {
-    BlockSummary s;
-    s.stage = b.stage;
-    s.class_id = b.class_id;
-    s.forward_nodes = b.num_forward;
-    s.backward_nodes = static_cast<int32_t>(b.nodes.size()) - b.num_forward;
-    s.input_bytes = bytes(b.inputs);
-    s.output_bytes = bytes(b.outputs);
-    s.weight_bytes = bytes(b.weights);
-    s.first = g.node(b.nodes.front()).name;
-    s.last = g.node(b.nodes[static_cast<size_t>(std::max(b.num_forward, 1)) - 1]).name;
-    s.nodes = node_indices(b.nodes);
-    out.blocks.push_back(std::move(s));
-  }
-  for (const BlockClass& c : bs.classes)
-    out.classes.push_back({fmt::format("{:016x}", c.canonical_hash), c.members});
-  return out;
+std::unique_ptr<Solver> make_rockmate(const SolverDirectory&) {
+  return std::make_unique<RockmateSolver>();
 }
+
+std::span<const ParamInfo> params() { return kTable.info(); }
 
 }  // namespace remat::rockmate

@@ -48,13 +48,10 @@ constexpr ParamInfo kMaxStagesInfo = {
 
 }  // namespace
 
-std::span<const ParamInfo> ChainFamilySolver::params() const {
-  if (params_.empty()) {
-    const std::span<const ParamInfo> chain_rows = chain_params();
-    params_.assign(chain_rows.begin(), chain_rows.end());
-    params_.push_back(kMaxStagesInfo);
-  }
-  return params_;
+std::vector<ParamInfo> with_max_stages(std::span<const ParamInfo> chain_rows) {
+  std::vector<ParamInfo> rows(chain_rows.begin(), chain_rows.end());
+  rows.push_back(kMaxStagesInfo);
+  return rows;
 }
 
 Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {

@@ -7,7 +7,7 @@
 // rotor, revolve and sequential take chains and graphs: on a graph they extract its chain
 // (remat/lower.h), solve it under the budget less the bytes the chain does not see, lower the
 // chain plan to a sequence and let the graph simulator judge it (docs/solvers/rotor.md).
-//   ChainSolveResult r = solve(chain, "rotor", options);   // through the registry (solver.h)
+//   ChainSolveResult r = solve(chain, "rotor", options);   // through the registry (registry.h)
 #pragma once
 
 #include <memory>
@@ -16,9 +16,14 @@
 
 namespace remat::rotor {
 
-std::unique_ptr<Solver> make_rotor();
-std::unique_ptr<Solver> make_revolve();
-std::unique_ptr<Solver> make_sequential();
-std::unique_ptr<Solver> make_store_all();
+std::unique_ptr<Solver> make_rotor(const SolverDirectory& others);
+std::unique_ptr<Solver> make_revolve(const SolverDirectory& others);
+std::unique_ptr<Solver> make_sequential(const SolverDirectory& others);
+std::unique_ptr<Solver> make_store_all(const SolverDirectory& others);
+// Each row's parameter table: its chain parameters, then `max_stages` (graphs only). store-all
+// takes none.
+std::span<const ParamInfo> rotor_params();
+std::span<const ParamInfo> revolve_params();
+std::span<const ParamInfo> sequential_params();
 
 }  // namespace remat::rotor

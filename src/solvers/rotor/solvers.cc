@@ -177,8 +177,7 @@ const ParamTable<SequentialParams> kSequentialParams(
 
 class RotorSolver : public ChainFamilySolver {
  public:
-  std::string_view name() const override { return "rotor"; }
-  std::span<const ParamInfo> chain_params() const override { return kRotorParams.info(); }
+  RotorSolver() : ChainFamilySolver("rotor", rotor_params()) {}
   ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     const RotorParams p = kRotorParams.parse(options.params);
     return solve_family(p.weak ? kWeak : kPersistent, p.bins, chain, options);
@@ -187,9 +186,7 @@ class RotorSolver : public ChainFamilySolver {
 
 class RevolveSolver : public ChainFamilySolver {
  public:
-  std::string_view name() const override { return "revolve"; }
-  bool minimises_cost() const override { return false; }  // the binomial scheme, as named
-  std::span<const ParamInfo> chain_params() const override { return kRevolveParams.info(); }
+  RevolveSolver() : ChainFamilySolver("revolve", revolve_params()) {}
   ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     return solve_family(kRevolve, kRevolveParams.parse(options.params).bins, chain, options);
   }
@@ -197,8 +194,6 @@ class RevolveSolver : public ChainFamilySolver {
 
 class StoreAllSolver : public Solver {
  public:
-  std::string_view name() const override { return "store-all"; }
-  bool minimises_cost() const override { return false; }  // the default schedule itself
   ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     kStoreAllParams.parse(options.params);  // none: any key is unknown
     ChainPlan plan;
@@ -230,9 +225,7 @@ ChainSequence sequential_sequence(int length, int segments) {
 
 class SequentialSolver : public ChainFamilySolver {
  public:
-  std::string_view name() const override { return "sequential"; }
-  bool minimises_cost() const override { return false; }  // checkpoint_sequential, as named
-  std::span<const ParamInfo> chain_params() const override { return kSequentialParams.info(); }
+  SequentialSolver() : ChainFamilySolver("sequential", sequential_params()) {}
   ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     const int length = chain.length();
     const int64_t fixed = kSequentialParams.parse(options.params).segments;
@@ -270,9 +263,30 @@ class SequentialSolver : public ChainFamilySolver {
 
 }  // namespace
 
-std::unique_ptr<Solver> make_rotor() { return std::make_unique<RotorSolver>(); }
-std::unique_ptr<Solver> make_revolve() { return std::make_unique<RevolveSolver>(); }
-std::unique_ptr<Solver> make_sequential() { return std::make_unique<SequentialSolver>(); }
-std::unique_ptr<Solver> make_store_all() { return std::make_unique<StoreAllSolver>(); }
+std::unique_ptr<Solver> make_rotor(const SolverDirectory&) {
+  return std::make_unique<RotorSolver>();
+}
+std::unique_ptr<Solver> make_revolve(const SolverDirectory&) {
+  return std::make_unique<RevolveSolver>();
+}
+std::unique_ptr<Solver> make_sequential(const SolverDirectory&) {
+  return std::make_unique<SequentialSolver>();
+}
+std::unique_ptr<Solver> make_store_all(const SolverDirectory&) {
+  return std::make_unique<StoreAllSolver>();
+}
+
+std::span<const ParamInfo> rotor_params() {
+  static const std::vector<ParamInfo> rows = with_max_stages(kRotorParams.info());
+  return rows;
+}
+std::span<const ParamInfo> revolve_params() {
+  static const std::vector<ParamInfo> rows = with_max_stages(kRevolveParams.info());
+  return rows;
+}
+std::span<const ParamInfo> sequential_params() {
+  static const std::vector<ParamInfo> rows = with_max_stages(kSequentialParams.info());
+  return rows;
+}
 
 }  // namespace remat::rotor
