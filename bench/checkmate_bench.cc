@@ -18,8 +18,8 @@
 #include "moccasin_data.h"
 #include "remat/error.h"
 #include "remat/io.h"
-#include "remat/simulate.h"
 #include "remat/registry.h"
+#include "remat/simulate.h"
 
 namespace fs = std::filesystem;
 using namespace remat;

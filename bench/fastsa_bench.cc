@@ -25,8 +25,8 @@
 #include "remat/generate.h"
 #include "remat/io.h"
 #include "remat/random.h"
-#include "remat/simulate.h"
 #include "remat/registry.h"
+#include "remat/simulate.h"
 
 namespace remat {
 namespace {
@@ -221,7 +221,7 @@ void generated(const Args& args) {
         const SolveResult r = run_solve(g, base.peak_bytes * pct / 100, args);
         const double cpu_s = thread_cpu_s() - cpu_start;
         const SolveStats& s = r.plan.stats;
-        const char* stop = s.counter("time_limit_hit").value_or(0) > 0             ? "time limit"
+        const char* stop = s.stop_reason == StopReason::kTimeLimit                 ? "time limit"
                            : s.counter("converged").value_or(0) > 0                ? "convergence"
                            : s.counter("reached_cost_lower_bound").value_or(0) > 0 ? "least cost"
                                                                                    : "iterations";

@@ -10,8 +10,8 @@
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/lower.h"
-#include "remat/simulate.h"
 #include "remat/registry.h"
+#include "remat/simulate.h"
 #include "timing.h"
 
 namespace {

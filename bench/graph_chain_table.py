@@ -52,7 +52,7 @@ def main():
                                   str(args.time_limit), "--json"], check=True,
                                  capture_output=True, text=True).stdout
             for row in json.loads(out):
-                if row["status"] in ("error", "infeasible"):
+                if row["status"] in ("not-applicable", "infeasible"):
                     peak = ci = t = "-"
                 else:
                     peak = f"{row['peak_percent_of_baseline']:.1f}"

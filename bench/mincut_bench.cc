@@ -14,8 +14,8 @@
 
 #include "mincut/mincut.h"
 #include "remat/generate.h"
-#include "remat/simulate.h"
 #include "remat/registry.h"
+#include "remat/simulate.h"
 #include "timing.h"
 
 namespace {

@@ -37,7 +37,7 @@ int64_t run(const Chain& chain, const std::string& label, double fraction, Param
   const ChainSolveResult r = solve(chain, "rotor", options);
   const double cpu = cpu_seconds() - cpu0;
   const double store_all_makespan = simulate_chain(chain, store_all_sequence(chain)).cost;
-  const bool timed_out = r.plan.stats.counter("timed_out").value_or(0) > 0;
+  const bool timed_out = r.plan.stats.stop_reason == StopReason::kTimeLimit;
   fmt::print("{:<34} {:>4} {:>5.0f}% {:>7.1f}% {:>10.3f} {:>9.3f} {:>12} {:>9.2f}% {:>7.1f}%{}\n",
              label, chain.length(), 100 * fraction,
              100.0 * static_cast<double>(options.budget.bytes) / static_cast<double>(store_all),

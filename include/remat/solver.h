@@ -141,10 +141,16 @@ struct SolverEntry {
   bool warm_starts = false;
   int64_t warm_start_max_nodes = 0;
   PortfolioPlace portfolio;
+  // MEMBER.KEY parameters go to the portfolio's members (the rows with a portfolio place): auto.
+  bool forwards_member_params = false;
   // The row that solves this one's problem on a chain of opaque blocks (rockmate: rotor), for
   // front ends that only have a chain; empty: this row itself.
   std::string_view on_chain;
 };
+
+// The parameters under which `row`'s plans keep the default order: its fixed_order_param as a
+// map (empty when it has none).
+ParamMap fixed_order_params(const SolverEntry& row);
 
 // Why `row` cannot take this problem (its Accepts), or nullopt when it can.
 std::optional<std::string> not_applicable(const SolverEntry& row, const Graph& graph);

@@ -16,13 +16,13 @@
 #include <utility>
 #include <vector>
 
+#include "blocks/summary.h"
 #include "remat/error.h"
 #include "remat/graph.h"
 #include "remat/io.h"
 #include "remat/lower.h"
-#include "remat/simulate.h"
 #include "remat/registry.h"
-#include "blocks/summary.h"
+#include "remat/simulate.h"
 
 namespace py = pybind11;
 
@@ -265,6 +265,7 @@ struct PySolveResult {
   int64_t baseline_peak_bytes = 0;
   double baseline_cost = 0;
   double wall_time_s = 0;
+  std::string stop_reason;  // converged, work_limit, time_limit, interrupted
   int64_t iterations = 0;
   std::optional<double> cost_lower_bound;
   std::optional<int64_t> min_feasible_budget;
@@ -311,7 +312,8 @@ class ProgressRelay {
 
 PySolveResult solve_py(const Graph& g, const py::object& budget, const std::string& solver,
                        double time_limit, uint64_t seed, int threads, const py::dict& params,
-                       const py::object& progress, const std::optional<std::vector<int32_t>>& start) {
+                       const py::object& progress,
+                       const std::optional<std::vector<int32_t>>& start) {
   SolveOptions options;
   options.budget = to_budget(g, budget);
   if (start) options.start = to_sequence(g, *start);
@@ -343,6 +345,7 @@ PySolveResult solve_py(const Graph& g, const py::object& budget, const std::stri
   out.baseline_peak_bytes = base.peak_bytes;
   out.baseline_cost = base.cost;
   out.wall_time_s = r.plan.stats.wall_time_s;
+  out.stop_reason = std::string(to_string(r.plan.stats.stop_reason));
   out.iterations = r.plan.stats.iterations;
   out.cost_lower_bound = r.plan.stats.cost_lower_bound;
   out.min_feasible_budget = r.plan.stats.min_feasible_budget;
@@ -405,6 +408,7 @@ py::dict chain_solve_py(const std::string& chain_json, int64_t budget_bytes,
                               : py::none();
   d["lists"] = r.plan.stats.lists;
   d["wall_time_s"] = r.plan.stats.wall_time_s;
+  d["stop_reason"] = std::string(to_string(r.plan.stats.stop_reason));
   d["min_feasible_budget"] = r.plan.stats.min_feasible_budget
                                  ? py::object(py::int_(*r.plan.stats.min_feasible_budget))
                                  : py::none();
@@ -497,6 +501,56 @@ std::vector<int32_t> lower_chain_py(const Graph& g, int32_t max_stages, const py
   return node_indices(lower_chain_plan(g, gc, runs));
 }
 
+const char* role_name(PortfolioRole role) {
+  switch (role) {
+    case PortfolioRole::kBaseline:
+      return "baseline";
+    case PortfolioRole::kMember:
+      return "member";
+    case PortfolioRole::kFinisher:
+      return "finisher";
+    case PortfolioRole::kNone:
+      break;
+  }
+  return "none";
+}
+
+// Every registry row as a dict: the data the core asks about each solver (remat/solver.h).
+py::list solver_rows() {
+  py::list out;
+  for (const SolverEntry& e : solver_registry()) {
+    py::list params;
+    if (e.params != nullptr)
+      for (const ParamInfo& p : e.params())
+        params.append(py::make_tuple(std::string(p.key), std::string(p.default_text),
+                                     std::string(p.unit), std::string(p.doc)));
+    py::dict portfolio;
+    portfolio["role"] = role_name(e.portfolio.role);
+    portfolio["share"] = e.portfolio.share;
+    portfolio["max_seconds"] = e.portfolio.max_seconds;
+    portfolio["max_nodes"] = e.portfolio.max_nodes;
+    py::dict d;
+    d["name"] = std::string(e.name);
+    d["description"] = std::string(e.description);
+    d["graph"] = e.accepts.graph;
+    d["chain"] = e.accepts.chain;
+    d["needs_phases"] = e.accepts.needs_phases;
+    d["needs_chain_structure"] = e.accepts.needs_chain_structure;
+    d["params"] = params;
+    d["accepts_start"] = e.accepts_start;
+    d["minimises_cost"] = e.minimises_cost;
+    d["keeps_default_order"] = e.keeps_default_order;
+    d["fixed_order_param"] = std::string(e.fixed_order_param);
+    d["deterministic"] = e.deterministic;
+    d["warm_starts"] = e.warm_starts;
+    d["warm_start_max_nodes"] = e.warm_start_max_nodes;
+    d["portfolio"] = portfolio;
+    d["on_chain"] = std::string(e.on_chain);
+    out.append(d);
+  }
+  return out;
+}
+
 py::list solver_list() {
   py::list out;
   for (const SolverEntry& e : solver_registry())
@@ -576,6 +630,7 @@ PYBIND11_MODULE(_remat, m) {
       .def_readonly("baseline_peak_bytes", &PySolveResult::baseline_peak_bytes)
       .def_readonly("baseline_cost", &PySolveResult::baseline_cost)
       .def_readonly("wall_time_s", &PySolveResult::wall_time_s)
+      .def_readonly("stop_reason", &PySolveResult::stop_reason)
       .def_readonly("iterations", &PySolveResult::iterations)
       .def_readonly("cost_lower_bound", &PySolveResult::cost_lower_bound)
       .def_readonly("min_feasible_budget", &PySolveResult::min_feasible_budget)
@@ -621,6 +676,8 @@ PYBIND11_MODULE(_remat, m) {
       py::arg("graph"), py::arg("budget"));
   m.def("format_bytes", &format_bytes, py::arg("bytes"));
   m.def("solvers", &solver_list, "(name, description) of every registered solver.");
+  m.def("solver_rows", &solver_rows,
+        "Every registry row as a dict: what it accepts, its parameters and properties.");
   m.def("chain_solve", &chain_solve_py, py::arg("chain_json"), py::arg("budget_bytes"),
         py::arg("solver"), py::arg("time_limit"), py::arg("params"), py::arg("seed") = 1,
         py::arg("threads") = 1, py::arg("progress") = py::none());

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -78,12 +79,33 @@ ParamMap parse_params(const std::vector<std::string>& entries, std::string_view 
       // `auto` forwards MEMBER.KEY to its member, so it keeps keys meant for other solvers.
       if (prefix == solver)
         key.erase(0, dot + 1);
-      else if (solver != "auto")
+      else if (!solver_entry(solver).forwards_member_params)
         continue;
     }
     params[key] = entry.substr(eq + 1);
   }
   return params;
+}
+
+void check_param_scopes(const std::vector<std::string>& entries,
+                        std::span<const std::string> solvers) {
+  bool forwarding = false;
+  for (const std::string& solver : solvers)
+    forwarding = forwarding || solver_entry(solver).forwards_member_params;
+  for (const std::string& entry : entries) {
+    const std::string_view key = std::string_view(entry).substr(0, entry.find('='));
+    const size_t dot = key.find('.');
+    if (dot == std::string_view::npos) continue;
+    const std::string_view prefix = key.substr(0, dot);
+    if (std::find(solvers.begin(), solvers.end(), prefix) != solvers.end()) continue;
+    const SolverEntry* row = registry_directory().find(prefix);
+    if (forwarding && row != nullptr && row->portfolio.role != PortfolioRole::kNone) continue;
+    throw InputError(fmt::format(
+        "--param {}: '{}' is not a solver of this command (solvers: {}); SOLVER.KEY=VALUE "
+        "goes to that solver only{}",
+        shorten(entry, 80), shorten(prefix, 40), fmt::join(solvers, ", "),
+        forwarding ? ", or to a member of the portfolio" : ""));
+  }
 }
 
 SolveOptions make_solve_options(const SolverArgs& args, Budget budget, std::string_view solver) {

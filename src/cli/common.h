@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,15 @@ struct SolverArgs {
 };
 void add_solver_options(CLI::App& command, SolverArgs& args);
 // The parameters for `solver`: "KEY=VALUE" applies to every solver, "SOLVER.KEY=VALUE" only to
-// that one (so `compare --solvers rotor,sequential --param rotor.bins=exact` works). Throws
-// InputError for an entry without '='.
+// that one (so `compare --solvers rotor,sequential --param rotor.bins=exact` works); a solver whose
+// row forwards member parameters (auto) also keeps MEMBER.KEY. Throws InputError for an entry
+// without '='.
 ParamMap parse_params(const std::vector<std::string>& entries, std::string_view solver);
+// Throws InputError for a "SOLVER.KEY=VALUE" whose SOLVER is not one of `solvers` (the command's)
+// nor a portfolio member of one that forwards member parameters: a parameter for a solver that
+// does not run is never dropped in silence.
+void check_param_scopes(const std::vector<std::string>& entries,
+                        std::span<const std::string> solvers);
 SolveOptions make_solve_options(const SolverArgs& args, Budget budget, std::string_view solver);
 
 // Writes to `path` atomically, or to stdout when `path` is empty or "-".

@@ -13,6 +13,9 @@
 namespace remat::cli {
 namespace {
 
+// The status of a row whose solver does not apply to the problem.
+constexpr std::string_view kNotApplicable = "not-applicable";
+
 struct CompareArgs {
   std::string path;
   std::vector<std::string> budgets = {"90%", "80%", "70%"};
@@ -27,7 +30,9 @@ struct Row {
   std::string budget_text;
   Budget budget;
   Outcome result;
-  std::string error;  // the solver rejected this problem (e.g. rotor without chain structure)
+  // Why the solver does not apply to this problem (its row's Accepts, or a graph without the
+  // chain structure it needs); empty when it ran.
+  std::string not_applicable;
   std::optional<double> lp_bound;  // --bound checkmate: the LP bound at this budget
 };
 
@@ -51,6 +56,7 @@ void run_compare(const CompareArgs& args) {
   const Problem problem = read_problem(args.path);
   const Baseline base{problem.baseline_peak, problem.baseline_cost};
   for (const std::string& name : args.solvers) (void)solver_entry(name);  // fail before solving
+  check_param_scopes(args.solver_args.params, args.solvers);
   std::vector<Budget> budgets;
   for (const std::string& text : args.budgets)
     budgets.push_back(parse_budget(text, base.peak_bytes));
@@ -68,15 +74,15 @@ void run_compare(const CompareArgs& args) {
       ProgressBar bar(fmt::format("{} @ {}", solver, args.budgets[b]));
       options.on_progress = bar.callback();
       Row row{solver, args.budgets[b], budgets[b], {}, {}, lp_bounds[b]};
-      // A solver that cannot take this problem (its kind, or a graph without chain structure)
-      // marks its row; the others still run.
+      // A solver that cannot take this problem (its row's Accepts, checked first, or a graph
+      // without the chain structure it needs) marks its row; the others still run.
       if (const auto why = refusal(problem, solver)) {
-        row.error = *why;
+        row.not_applicable = *why;
       } else {
         try {
           row.result = solve_problem(problem, solver, options);
         } catch (const UnsupportedGraph& e) {
-          row.error = e.what();
+          row.not_applicable = e.what();
         }
       }
       rows.push_back(std::move(row));
@@ -85,12 +91,12 @@ void run_compare(const CompareArgs& args) {
   if (args.json) {
     nlohmann::json out = nlohmann::json::array();
     for (const Row& r : rows) {
-      if (!r.error.empty()) {
+      if (!r.not_applicable.empty()) {
         out.push_back({{"solver", r.solver},
                        {"budget", r.budget_text},
                        {"budget_bytes", r.budget.bytes},
-                       {"status", "error"},
-                       {"error", r.error}});
+                       {"status", kNotApplicable},
+                       {"reason", r.not_applicable}});
         continue;
       }
       nlohmann::json row = {
@@ -105,7 +111,8 @@ void run_compare(const CompareArgs& args) {
            percent(static_cast<double>(r.result.peak_bytes), static_cast<double>(base.peak_bytes))},
           {"cost", r.result.cost},
           {"cost_increase_percent", percent(r.result.cost - base.cost, base.cost)},
-          {"solve_time_s", r.result.stats.wall_time_s}};
+          {"solve_time_s", r.result.stats.wall_time_s},
+          {"stop_reason", to_string(r.result.stats.stop_reason)}};
       if (const std::optional<double> bound = r.result.stats.cost_lower_bound) {
         row["cost_lower_bound"] = *bound;
         row["gap_percent"] = gap_percent(r.result.cost, *bound);
@@ -125,16 +132,22 @@ void run_compare(const CompareArgs& args) {
   if (with_lp) header.push_back("gap to LP bound %");
   header.push_back("time s");
   Table table(header);
-  std::vector<std::string> errors;
+  std::vector<std::string> reasons;
   for (const Row& r : rows) {
-    if (!r.error.empty()) {
-      std::vector<std::string> cells = {
-          r.solver, r.budget_text, std::to_string(r.budget.bytes), "error", "-", "-", "-", "-"};
+    if (!r.not_applicable.empty()) {
+      std::vector<std::string> cells = {r.solver,
+                                        r.budget_text,
+                                        std::to_string(r.budget.bytes),
+                                        std::string(kNotApplicable),
+                                        "-",
+                                        "-",
+                                        "-",
+                                        "-"};
       if (with_lp) cells.push_back("-");
       cells.push_back("-");
       table.add(cells);
-      if (errors.empty() || errors.back() != fmt::format("{}: {}", r.solver, r.error))
-        errors.push_back(fmt::format("{}: {}", r.solver, r.error));
+      const std::string reason = fmt::format("{}: {}", r.solver, r.not_applicable);
+      if (reasons.empty() || reasons.back() != reason) reasons.push_back(reason);
       continue;
     }
     const bool infeasible = r.result.stats.status == SolveStatus::kInfeasible;
@@ -179,8 +192,8 @@ void run_compare(const CompareArgs& args) {
                      args.budgets[b]);
   if (with_lp) out += "\n";
   out += table.str();
-  for (const std::string& e : errors) out += fmt::format("\nerror: {}", e);
-  if (!errors.empty()) out += "\n";
+  for (const std::string& reason : reasons) out += fmt::format("\nnot applicable: {}", reason);
+  if (!reasons.empty()) out += "\n";
   emit(out, "");
 }
 

@@ -3,11 +3,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "blocks/summary.h"
 #include "common.h"
 #include "problem.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
-#include "blocks/summary.h"
 
 namespace remat::cli {
 namespace {

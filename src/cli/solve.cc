@@ -23,7 +23,8 @@ struct SolveArgs {
 // takes none.
 Sequence read_start(const Problem& problem, const std::string& path) {
   if (problem.graph() == nullptr)
-    throw InputError(fmt::format("--start: a start plan is a graph plan; {} is a chain", problem.path));
+    throw InputError(
+        fmt::format("--start: a start plan is a graph plan; {} is a chain", problem.path));
   return read_plan_file(*problem.graph(), path).sequence;
 }
 
@@ -45,6 +46,8 @@ std::string summary(const Problem& problem, const Outcome& r, Budget budget) {
   }
   out += fmt::format("steps     {} ({} recomputations)\n", r.steps, r.recomputations);
   out += fmt::format("time      {:.3f} s\n", r.stats.wall_time_s);
+  // Only a search that converged or hit a work limit gives this plan on any machine.
+  out += fmt::format("stopped   {}\n", to_string(r.stats.stop_reason));
   // A solver's "notes" list says what it could not do (e.g. rockmate without CBC): never hidden.
   for (const auto& [name, lines] : r.stats.lists)
     if (name == "notes")
@@ -57,6 +60,7 @@ std::string summary(const Problem& problem, const Outcome& r, Budget budget) {
 void run_solve(const SolveArgs& args) {
   const Problem problem = read_problem(args.path);
   if (const auto why = refusal(problem, args.solver)) throw InputError(*why);
+  check_param_scopes(args.solver_args.params, std::span(&args.solver, 1));
   // "min" asks for the least-memory plan: the memory lower bound of a graph, or on a chain the
   // smallest budget the solver can meet (asked at budget 0).
   Budget budget;
@@ -117,12 +121,12 @@ void register_solve(CLI::App& app) {
   add_solver_options(*cmd, args->solver_args);
   std::string solvers;
   for (const SolverEntry& e : solver_registry())
-    solvers += fmt::format("\n  {:<10} {}{}\n{}", e.name, e.description,
-                           !e.accepts.graph  ? " [chain only]"
-                           : e.accepts.chain ? " [chain]"
-                                             : "",
-                           params_help(e.params ? e.params() : std::span<const ParamInfo>{},
-                                       "      --param "));
+    solvers += fmt::format(
+        "\n  {:<10} {}{}\n{}", e.name, e.description,
+        !e.accepts.graph  ? " [chain only]"
+        : e.accepts.chain ? " [chain]"
+                          : "",
+        params_help(e.params ? e.params() : std::span<const ParamInfo>{}, "      --param "));
   cmd->footer("Solvers (those marked [chain] also take chain files, [chain only] only them):" +
               solvers);
   cmd->callback([args] { run_solve(*args); });

@@ -97,6 +97,7 @@ std::string curve_svg(const std::vector<CurvePoint>& curve, std::string_view tit
 void run_sweep(const SweepArgs& args) {
   const Problem problem = read_problem(args.path);
   if (const auto why = refusal(problem, args.solver)) throw InputError(*why);
+  check_param_scopes(args.solver_args.params, std::span(&args.solver, 1));
   const Baseline base{problem.baseline_peak, problem.baseline_cost};
   // The low end: a graph's memory lower bound; on a chain, the least peak the solver reaches
   // (its plan at budget 0).

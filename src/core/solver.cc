@@ -25,6 +25,13 @@ const SolverEntry* SolverDirectory::find(std::string_view name) const {
   return nullptr;
 }
 
+ParamMap fixed_order_params(const SolverEntry& row) {
+  const std::string_view param = row.fixed_order_param;
+  const size_t eq = param.find('=');
+  if (eq == std::string_view::npos) return {};
+  return {{std::string(param.substr(0, eq)), std::string(param.substr(eq + 1))}};
+}
+
 std::optional<std::string> not_applicable(const SolverEntry& row, const Graph& graph) {
   if (!row.accepts.graph) return fmt::format("solver '{}' takes chains, not graphs", row.name);
   if (!row.accepts.needs_phases) return std::nullopt;
@@ -33,10 +40,16 @@ std::optional<std::string> not_applicable(const SolverEntry& row, const Graph& g
   for (const Node& n : graph.nodes())
     if (n.phase == Phase::kUnknown && unlabelled++ == 0) first = &n;
   if (unlabelled == 0) return std::nullopt;
-  return fmt::format(
-      "solver '{}' needs a joint training graph with every node marked forward or backward; {} "
-      "of {} nodes of graph '{}' have no phase (first: '{}')",
-      row.name, unlabelled, graph.num_nodes(), shorten(graph.name(), 80), shorten(first->name, 80));
+  const std::string needs = fmt::format(
+      "solver '{}' needs a joint training graph with every node marked forward or backward",
+      row.name);
+  const std::string graph_name = shorten(graph.name(), 80), node = shorten(first->name, 80);
+  if (row.accepts.needs_chain_structure)
+    return fmt::format("{}: graph '{}' has no chain structure: node '{}' has no phase ({} of {} "
+                       "nodes have none)",
+                       needs, graph_name, node, unlabelled, graph.num_nodes());
+  return fmt::format("{}; {} of {} nodes of graph '{}' have no phase (first: '{}')", needs,
+                     unlabelled, graph.num_nodes(), graph_name, node);
 }
 
 std::optional<std::string> not_applicable(const SolverEntry& row, const Chain&) {

@@ -16,7 +16,8 @@ json stats_json(const SolveStats& stats) {
   for (const auto& [key, values] : stats.series) series[key] = values;
   json lists = json::object();
   for (const auto& [key, names] : stats.lists) lists[key] = names;
-  json out = {{"wall_time_s", stats.wall_time_s},
+  json out = {{"stop_reason", to_string(stats.stop_reason)},
+              {"wall_time_s", stats.wall_time_s},
               {"iterations", stats.iterations},
               {"counters", std::move(counters)}};
   if (stats.cost_lower_bound) out["cost_lower_bound"] = *stats.cost_lower_bound;

@@ -34,7 +34,8 @@ std::vector<SolverEntry> make_rows() {
        .accepts = {.chain = true},
        .params = auto_solver::params,
        // Its members stop on their shares of the wall clock.
-       .deterministic = false},
+       .deterministic = false,
+       .forwards_member_params = true},
       {.name = "none",
        .description = "default schedule, no recomputation (the baseline; store-all on a chain)",
        .make = baseline_solver::make,
@@ -122,10 +123,8 @@ std::vector<SolverEntry> make_rows() {
        // optimum within a few seconds; above it (already at 40 random layered nodes) it often runs
        // to its time limit, which is better spent on FastSA. So it gets at most 10 % of the time
        // left, at most 5 s, on graphs of at most 30 nodes.
-       .portfolio = {.role = PortfolioRole::kMember,
-                     .share = 0.1,
-                     .max_seconds = 5.0,
-                     .max_nodes = 30}});
+       .portfolio = {
+           .role = PortfolioRole::kMember, .share = 0.1, .max_seconds = 5.0, .max_nodes = 30}});
   rows.push_back(
       {.name = "checkmate-lp",
        .description = "Checkmate LP relaxation (Clp) with rounding; LP value as lower bound",
@@ -172,8 +171,8 @@ const SolverEntry& solver_entry(std::string_view name) {
   if (const SolverEntry* row = registry().find(name)) return *row;
   std::vector<std::string_view> names;
   for (const SolverEntry& row : solver_registry()) names.push_back(row.name);
-  throw InputError(fmt::format("unknown solver '{}' (known: {})", shorten(name, 80),
-                               fmt::join(names, ", ")));
+  throw InputError(
+      fmt::format("unknown solver '{}' (known: {})", shorten(name, 80), fmt::join(names, ", ")));
 }
 
 std::unique_ptr<Solver> make_solver(std::string_view name) {

@@ -39,11 +39,10 @@ template <class Problem>
 void check_accepts(const SolverEntry& row, const Problem& problem) {
   constexpr bool chain = std::is_same_v<Problem, Chain>;
   if (const std::optional<std::string> why = not_applicable(row, problem))
-    throw UnsupportedGraph(
-        (chain ? row.accepts.chain : row.accepts.graph)
-            ? *why
-            : fmt::format("{} ({} solvers: {})", *why, chain ? "chain" : "graph",
-                          rows_accepting(chain)));
+    throw UnsupportedGraph((chain ? row.accepts.chain : row.accepts.graph)
+                               ? *why
+                               : fmt::format("{} ({} solvers: {})", *why, chain ? "chain" : "graph",
+                                             rows_accepting(chain)));
 }
 
 // A search the clock stopped because the user interrupted it says so.
@@ -127,9 +126,8 @@ ChainSolveResult solve(const Chain& chain, const SolverEntry& row, const SolveOp
   check_options(row, options);
   check_accepts(row, chain);
   if (!options.start.empty())
-    throw InputError(
-        fmt::format("solver '{}': a start sequence is a graph sequence; chains take none",
-                    row.name));
+    throw InputError(fmt::format(
+        "solver '{}': a start sequence is a graph sequence; chains take none", row.name));
   validate_chain(chain, chain.name.empty() ? "chain" : chain.name);
   ChainSolveResult result;
   const Deadline clock(options.time_limit_s);

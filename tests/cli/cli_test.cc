@@ -173,11 +173,13 @@ namespace remat {
 namespace {
 
 TEST(Cli, ScopedParamsReachOnlyTheirSolver) {
-  // `none` takes no parameters: a parameter scoped to another solver is not passed to it, one
-  // scoped to `none` (or unscoped) is, and is rejected.
-  EXPECT_EQ(testing::run_remat("solve " + kLateUse + " --solver none --param mincut.fallback=false")
-                .exit_code,
-            0);
+  // `none` takes no parameters: a parameter scoped to another solver of the command is not passed
+  // to it, one scoped to `none` (or unscoped) is, and is rejected.
+  EXPECT_EQ(
+      testing::run_remat("compare " + kLateUse +
+                         " --budgets 100% --solvers none,mincut --param mincut.fallback=false")
+          .exit_code,
+      0);
   const testing::CommandResult r =
       testing::run_remat("compare " + kLateUse + " --solvers none --param none.x=1");
   EXPECT_EQ(r.exit_code, 2);
@@ -190,12 +192,58 @@ TEST(Cli, ScopedParamsReachOnlyTheirSolver) {
       << scoped.err;
 }
 
+// SOLVER.KEY=VALUE naming a solver the command does not run (a typo, or a solver left out) is an
+// error, not a parameter dropped in silence; auto's members may be named through auto.
+TEST(Cli, ScopedParamForASolverNotInTheCommandIsAnError) {
+  const std::string rl100 = std::string(REMAT_SOURCE_DIR) + "/examples/rl100.json";
+  const testing::CommandResult typo = run_remat(
+      "solve " + rl100 + " --budget 80% --solver fastsa --param fastas.iterations_scale=0.1");
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("'fastas' is not a solver of this command"), std::string::npos)
+      << typo.err;
+  EXPECT_TRUE(typo.out.empty());
+  for (const std::string& args :
+       {"solve " + kLateUse + " --solver none --param mincut.fallback=false",
+        "compare " + kLateUse + " --solvers none,fastsa --param rotor.bins=exact",
+        "sweep " + kLateUse + " --solver none --points 2 --param fastsa.slots=16",
+        "solve " + kLateUse + " --solver auto --param revolve.bins=3"}) {
+    const testing::CommandResult r = run_remat(args);
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_NE(r.err.find("is not a solver of this command"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(run_remat("solve " + kLateUse +
+                      " --budget 100% --solver auto --param fastsa.iterations_scale=0.01")
+                .exit_code,
+            0);
+}
+
+// compare checks each row's Accepts before running it: a solver that does not apply to the
+// graph (mincut and rotor need forward/backward phases) is a row marked not applicable, with the
+// reason, and the others still run.
+TEST(Cli, CompareMarksASolverThatDoesNotApplyAndGoesOn) {
+  const std::string rl100 = std::string(REMAT_SOURCE_DIR) + "/examples/rl100.json";
+  const testing::CommandResult r =
+      run_remat("compare " + rl100 + " --budgets 80% --solvers none,rotor,mincut");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("over-budget"), std::string::npos) << r.out;  // none ran
+  for (const std::string solver : {"rotor", "mincut"})
+    EXPECT_NE(r.out.find("not applicable: " + solver + ": solver '" + solver +
+                         "' needs a joint training graph"),
+              std::string::npos)
+        << r.out;
+  const testing::CommandResult json =
+      run_remat("compare " + rl100 + " --budgets 80% --solvers none,mincut --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"status\": \"not-applicable\""), std::string::npos) << json.out;
+}
+
 // A plan file to start from is read by the front end (--start), for the solvers whose row takes
 // a start; the former solver parameter `init` points there.
 TEST(Cli, StartPlanFileIsReadByTheCommand) {
   const std::string dir = testing::temp_dir("cli_start");
   const std::string plan = dir + "/plan.json";
-  ASSERT_EQ(run_remat("solve " + kLateUse + " --budget 100% --solver none -o " + plan).exit_code, 0);
+  ASSERT_EQ(run_remat("solve " + kLateUse + " --budget 100% --solver none -o " + plan).exit_code,
+            0);
   const testing::CommandResult started =
       run_remat("solve " + kLateUse + " --budget 100% --solver fastsa --start " + plan);
   EXPECT_EQ(started.exit_code, 0) << started.err;

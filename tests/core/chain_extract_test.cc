@@ -5,8 +5,8 @@
 #include "remat/error.h"
 #include "remat/generate.h"
 #include "remat/lower.h"
-#include "remat/simulate.h"
 #include "remat/registry.h"
+#include "remat/simulate.h"
 
 namespace remat {
 namespace {

@@ -9,8 +9,8 @@
 #include "remat/chain.h"
 #include "remat/generate.h"
 #include "remat/io.h"
-#include "remat/simulate.h"
 #include "remat/registry.h"
+#include "remat/simulate.h"
 #include "testing/testing.h"
 
 namespace remat {

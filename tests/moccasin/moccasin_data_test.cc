@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "remat/io.h"
-#include "remat/simulate.h"
 #include "remat/registry.h"
+#include "remat/simulate.h"
 #include "testing/testing.h"
 
 namespace remat {

@@ -10,8 +10,8 @@
 #include "moccasin/instance.h"
 #include "remat/graph.h"
 #include "remat/io.h"
-#include "remat/simulate.h"
 #include "remat/registry.h"
+#include "remat/simulate.h"
 #include "testing/testing.h"
 
 namespace remat {

@@ -81,7 +81,7 @@ TEST(RotorCli, InfoCompareSweepGen) {
   ASSERT_EQ(compare.size(), 8u);
   EXPECT_EQ(compare[0]["status"], "optimal");  // store-all fits at 100 %
   EXPECT_NEAR(compare[1]["cost"].get<double>(), 47.42, 1e-9);
-  EXPECT_EQ(compare[2]["status"], "error");
+  EXPECT_EQ(compare[2]["status"], "not-applicable");
   EXPECT_EQ(compare[5]["status"], "over-budget");              // store-all at 90 MiB
   EXPECT_NEAR(compare[7]["cost"].get<double>(), 47.42, 1e-9);  // auto: rotor's plan
   const json sweep = json_of("sweep " + kToy + " --solver rotor --points 3");

@@ -4,8 +4,8 @@
 #include <gtest/gtest.h>
 
 #include "remat/generate.h"
-#include "remat/simulate.h"
 #include "remat/registry.h"
+#include "remat/simulate.h"
 #include "remat/toolkit.h"
 
 namespace remat {
@@ -37,12 +37,11 @@ class WorseThanDefault final : public Solver {
   }
 };
 
-const SolverEntry kWorseRow = {
-    .name = "worse",
-    .description = "the default schedule, then every node twice more",
-    .make = [](const SolverDirectory&) -> std::unique_ptr<Solver> {
-      return std::make_unique<WorseThanDefault>();
-    }};
+const SolverEntry kWorseRow = {.name = "worse",
+                               .description = "the default schedule, then every node twice more",
+                               .make = [](const SolverDirectory&) -> std::unique_ptr<Solver> {
+                                 return std::make_unique<WorseThanDefault>();
+                               }};
 
 TEST(JudgedSolve, OverBudgetPlanNeverWorseThanTheDefaultSchedule) {
   const Graph g = generate_random_layered({.num_nodes = 30, .seed = 3});

@@ -136,8 +136,10 @@ class Checkpointable(nn.Module):
         # Rockmate on opaque blocks: a user block is one rk-block whose only runs autograd can
         # replay are keep-all (F_all) and keep-nothing (F_∅, then F_all before B), so rk-Rotor has
         # one option per block and is exactly Rotor's DP (docs/solvers/rockmate.md); the per-block
-        # MILP options need the block's graph: remat.torch.optimize(..., solver="rockmate").
-        self.chain_solver = "rotor" if solver == "rockmate" else solver
+        # MILP options need the block's graph: remat.torch.optimize(..., solver="rockmate"). The
+        # registry row says which row solves a solver's problem on a chain ("on_chain").
+        row = next((r for r in _remat.solver_rows() if r["name"] == solver), None)
+        self.chain_solver = row["on_chain"] if row and row["on_chain"] else solver
         self.time_limit = float(time_limit)
         if cost not in ("flops", "measure"):
             raise ValueError(f"Checkpointable: cost must be 'flops' or 'measure', got {cost!r}")

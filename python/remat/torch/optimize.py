@@ -334,8 +334,7 @@ def plan(traced, budget="50%", solver="auto", *, time_limit=None, seed=1, thread
     finally:
         if finish is not None:
             finish()
-    counters = dict(result.counters)
-    hit = counters.get("time_limit_hit", 0) > 0 or result.wall_time_s >= 0.98 * limit
+    hit = result.stop_reason in ("time_limit", "interrupted") or result.wall_time_s >= 0.98 * limit
     sequence = list(result.sequence)
     base_peak, base_cost = remat.baseline(g)
     if (result.peak_bytes, result.cost) > (base_peak, base_cost) and \

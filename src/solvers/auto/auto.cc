@@ -18,15 +18,11 @@ namespace {
 constexpr std::string_view kName = "auto";
 
 struct AutoParams {
-  std::vector<std::string> members;  // in portfolio order
-  int64_t checkmate_max_nodes = kCheckmateMaxNodes;
-  bool two_pass = true;  // FastSA on two passes when nothing else fits (two_pass.h)
+  std::vector<std::string> members;  // as listed; empty: the whole portfolio
+  std::optional<int64_t> max_nodes;  // overrides the node cap of members that have one
+  bool two_pass = true;              // FastSA on two passes when nothing else fits (two_pass.h)
   std::map<std::string, ParamMap> member_params;  // "fastsa.slots=..." -> member_params["fastsa"]
 };
-
-bool is_member(std::string_view name) {
-  return std::find(std::begin(kMembers), std::end(kMembers), name) != std::end(kMembers);
-}
 
 std::vector<std::string> split_names(std::string_view text) {
   std::vector<std::string> out;
@@ -39,27 +35,31 @@ std::vector<std::string> split_names(std::string_view text) {
   return out;
 }
 
+// The names are checked against the portfolio's rows once they are known (parse_auto_params).
 void set_members(AutoParams& p, const std::string& listed) {
-  p.members.clear();
-  for (std::string& name : split_names(listed)) {
-    if (!is_member(name))
-      throw BadParamValue{
-          fmt::format("members of: {}; '{}' is not a member", fmt::join(kMembers, ", "), name)};
-    p.members.push_back(std::move(name));
-  }
+  p.members = split_names(listed);
   if (p.members.empty()) throw BadParamValue{"a comma-separated list of members"};
+}
+
+void set_max_nodes(AutoParams& p, const std::string& text) {
+  struct Cap {
+    int64_t nodes = 0;
+  } cap;
+  integer(&Cap::nodes, 0)(cap, text);
+  p.max_nodes = cap.nodes;
 }
 
 const ParamTable<AutoParams>& auto_param_table() {
   static const ParamTable<AutoParams> table(
       kName, {
                  {{"members", "all", "",
-                   "comma-separated subset of the members above, in portfolio order; `none` "
+                   "comma-separated subset of the members above, run in the order listed; `none` "
                    "always runs"},
                   set_members},
                  {{"checkmate_max_nodes", "30", "nodes",
-                   "checkmate runs only on graphs with at most this many nodes"},
-                  integer(&AutoParams::checkmate_max_nodes, 0)},
+                   "members with a node cap in the portfolio (checkmate) run only on graphs with "
+                   "at most this many nodes"},
+                  set_max_nodes},
                  {{"two_pass", "`true`", "",
                    "when nothing fits after FastSA's cold run and restart, FastSA on a plan "
                    "that makes the outputs filling the last steps' memory (weight gradients) in "
@@ -69,9 +69,32 @@ const ParamTable<AutoParams>& auto_param_table() {
   return table;
 }
 
-AutoParams parse_auto_params(const ParamMap& params) {
-  AutoParams p;
+// The portfolio's rows in the order they run: the baseline first, the members in registry order,
+// the finisher last.
+std::vector<const SolverEntry*> portfolio_rows(const SolverDirectory& others) {
+  std::vector<const SolverEntry*> rows;
+  for (PortfolioRole role :
+       {PortfolioRole::kBaseline, PortfolioRole::kMember, PortfolioRole::kFinisher})
+    for (const SolverEntry& row : others.rows())
+      if (row.portfolio.role == role) rows.push_back(&row);
+  return rows;
+}
+
+std::string member_names(std::span<const SolverEntry* const> rows) {
+  std::vector<std::string_view> names;
+  for (const SolverEntry* row : rows) names.push_back(row->name);
+  return fmt::format("{}", fmt::join(names, ", "));
+}
+
+const SolverEntry* find_member(std::span<const SolverEntry* const> rows, std::string_view name) {
+  for (const SolverEntry* row : rows)
+    if (row->name == name) return row;
+  return nullptr;
+}
+
+AutoParams parse_auto_params(const ParamMap& params, std::span<const SolverEntry* const> rows) {
   ParamMap own;
+  std::map<std::string, ParamMap> member_params;
   for (const auto& [key, value] : params) {
     const size_t dot = key.find('.');
     if (dot == std::string::npos) {
@@ -79,16 +102,20 @@ AutoParams parse_auto_params(const ParamMap& params) {
       continue;
     }
     const std::string member = key.substr(0, dot);
-    if (!is_member(member))
+    if (find_member(rows, member) == nullptr)
       throw InputError(fmt::format("auto: parameter '{}' names '{}', not a member (members: {})",
-                                   key, member, fmt::join(kMembers, ", ")));
-    p.member_params[member][key.substr(dot + 1)] = value;
+                                   key, member, member_names(rows)));
+    member_params[member][key.substr(dot + 1)] = value;
   }
-  const AutoParams own_params = auto_param_table().parse(own);
-  p.members = own_params.members;
-  p.checkmate_max_nodes = own_params.checkmate_max_nodes;
-  p.two_pass = own_params.two_pass;
-  if (p.members.empty()) p.members.assign(std::begin(kMembers), std::end(kMembers));
+  AutoParams p = auto_param_table().parse(own);
+  p.member_params = std::move(member_params);
+  for (const std::string& name : p.members)
+    if (find_member(rows, name) == nullptr)
+      throw_bad_param(
+          kName, "members", own.at("members"),
+          fmt::format("members of: {}; '{}' is not a member", member_names(rows), name));
+  if (p.members.empty())
+    for (const SolverEntry* row : rows) p.members.emplace_back(row->name);
   return p;
 }
 
@@ -97,29 +124,30 @@ bool better(const Evaluation& a, const Evaluation& b, int64_t budget) {
   return better_plan({a.peak_bytes, a.cost}, {b.peak_bytes, b.cost}, budget);
 }
 
-bool has_phases(const Graph& g) {
-  return std::any_of(g.nodes().begin(), g.nodes().end(),
-                     [](const Node& n) { return n.phase == Phase::kBackward; });
+// Seconds of the time left that a member may use: its row's share (a member's slice; the
+// finisher, last, the rest), at most its row's max_seconds.
+double time_slice(const SolverEntry& member, double left) {
+  if (member.portfolio.role == PortfolioRole::kFinisher) return left;
+  return std::min(member.portfolio.share * left, member.portfolio.max_seconds);
 }
 
-// Seconds of the time left that a member may use: cheap and exact members get a slice, FastSA
-// (last) the rest. Checkmate's CBC search is bounded hardest: on random layered graphs of 40-60
-// nodes it often uses any time it gets without improving on the others (auto_tests took 62 s
-// with a 40 % share).
-double time_slice(std::string_view member, double left) {
-  if (member == "fastsa") return left;
-  if (member == "checkmate") return std::min(0.1 * left, kCheckmateMaxSeconds);
-  return 0.2 * left;
+// The baseline rows that `members` does not list: they run first whatever the user listed.
+std::vector<std::string> unlisted_baselines(std::span<const SolverEntry* const> rows,
+                                            const std::vector<std::string>& members) {
+  std::vector<std::string> out;
+  for (const SolverEntry* row : rows)
+    if (row->portfolio.role == PortfolioRole::kBaseline &&
+        std::find(members.begin(), members.end(), row->name) == members.end())
+      out.emplace_back(row->name);
+  return out;
 }
-
-// Members that optimise over plans keeping the default order of first computations.
-bool fixed_order_member(std::string_view member) { return member == "checkmate"; }
 
 class Portfolio {
  public:
   Portfolio(const Graph& g, const SolveOptions& options, const AutoParams& params,
-            const SolverDirectory& others)
+            const SolverDirectory& others, std::span<const SolverEntry* const> rows)
       : others_(others),
+        rows_(rows),
         g_(g),
         options_(options),
         params_(params),
@@ -128,25 +156,30 @@ class Portfolio {
 
   Plan run() {
     const double cost_floor = cost_lower_bound(g_);
-    for (const std::string& member : params_.members) {
+    for (const std::string& name : params_.members) {
+      const SolverEntry& member = *find_member(rows_, name);
       if (best_ && best_->eval.peak_bytes <= options_.budget.bytes &&
           best_->eval.cost <= cost_floor) {
-        skip(member, "skipped: the best plan already has the least possible cost");
+        skip(name, "skipped: the best plan already has the least possible cost");
         continue;
       }
       if (const std::optional<std::string> why = not_applicable(member)) {
-        skip(member, *why);
+        skip(name, *why);
         continue;
       }
-      if (member != "fastsa") {
-        run_member(member, member, 1.0, {});
+      if (member.portfolio.role != PortfolioRole::kFinisher) {
+        run_member(member, name, 1.0, {});
         continue;
       }
-      run_fastsa(cost_floor);
+      run_finisher(member, cost_floor);
     }
     REMAT_CHECK(best_.has_value(), "auto: no member ran");
     Plan plan = std::move(best_->plan);
     SolveStats& stats = plan.stats;
+    // The portfolio's plan depends on the clock as soon as one member's did, or the time limit
+    // skipped or cut short a member.
+    stats.stop_reason = stopped_;
+    if (deadline_.expired()) stats.stopped(StopReason::kTimeLimit);
     stats.counters.insert(stats.counters.begin(), counters_.begin(), counters_.end());
     stats.lists.emplace_back("auto_members", std::move(outcomes_));
     stats.lists.emplace_back("auto_winner", std::vector<std::string>{best_name_});
@@ -155,13 +188,13 @@ class Portfolio {
   }
 
  private:
-  std::optional<std::string> not_applicable(std::string_view member) const {
-    if (others_.find(member) == nullptr) return "not registered in this build";
-    if (member == "mincut" && !has_phases(g_))
-      return "not applicable: the graph has no forward/backward phases";
-    if (member == "checkmate" && g_.num_nodes() > params_.checkmate_max_nodes)
+  std::optional<std::string> not_applicable(const SolverEntry& member) const {
+    if (const std::optional<std::string> why = remat::not_applicable(member, g_))
+      return "not applicable: " + *why;
+    const int64_t cap = member.portfolio.max_nodes;
+    if (cap > 0 && g_.num_nodes() > params_.max_nodes.value_or(cap))
       return fmt::format("not applicable: {} nodes > checkmate_max_nodes = {}", g_.num_nodes(),
-                         params_.checkmate_max_nodes);
+                         params_.max_nodes.value_or(cap));
     if (deadline_.expired()) return "skipped: the time limit was reached";
     return std::nullopt;
   }
@@ -184,7 +217,7 @@ class Portfolio {
 
   bool fits(const SolveResult& r) const { return r.eval.peak_bytes <= options_.budget.bytes; }
 
-  // FastSA, last, with the time left. Cold (its own grouped stage 1) always; then:
+  // The finisher (FastSA), last, with the time left. Cold (its own grouped stage 1) always; then:
   //  - when other members' plans fit the budget (not the default schedule), warm from the
   //    cheapest and then from the second cheapest of another member: stage 2 from that plan.
   //    Neither cold nor warm always wins, nor does the cheaper start: ResNet-50 at 50 %, warm
@@ -197,32 +230,33 @@ class Portfolio {
   //  - when still nothing fits, a plan in two passes (run_two_pass, unless two_pass=false),
   //  - and then a polish of the lowest-peak plan (below).
   // Runs are stopped by iterations (convergence), so the shares are only caps.
-  void run_fastsa(double cost_floor) {
-    REMAT_CHECK(best_.has_value(), "auto: the default schedule runs before FastSA");
+  void run_finisher(const SolverEntry& finisher, double cost_floor) {
+    REMAT_CHECK(best_.has_value(), "auto: the default schedule runs before the finisher");
+    const std::string name(finisher.name);
     std::vector<WarmStart> starts = fitting_starts();
     const bool nothing_fits = !fits(*best_);
     // Nothing fits: the cold run is the likeliest to fit, so it gets the larger share (random
     // layered, 6,000 nodes at 70 %: about 27 s of a 60 s limit, through FastSA's memory pass).
-    run_member("fastsa", "fastsa", !starts.empty() ? 0.5 : nothing_fits ? 0.75 : 1.0, {});
+    run_member(finisher, name, !starts.empty() ? 0.5 : nothing_fits ? 0.75 : 1.0, {});
     if (finished(cost_floor)) return;
     if (!starts.empty()) {
-      run_member("fastsa", "fastsa_warm", starts.size() > 1 ? 0.5 : 1.0, starts[0]);
+      run_member(finisher, name + "_warm", starts.size() > 1 ? 0.5 : 1.0, starts[0]);
       if (starts.size() > 1 && !finished(cost_floor))
-        run_member("fastsa", "fastsa_warm_2", 1.0, starts[1]);
+        run_member(finisher, name + "_warm_2", 1.0, starts[1]);
       return;
     }
     if (fits(*best_)) return;
-    run_member("fastsa", "fastsa_restart", 0.6, {}, derive_seed(options_.seed, 1));
+    run_member(finisher, name + "_restart", 0.6, {}, derive_seed(options_.seed, 1));
     if (finished(cost_floor) || fits(*best_)) return;
     if (params_.two_pass) {
-      run_two_pass();
+      run_two_pass(finisher);
       if (finished(cost_floor) || fits(*best_)) return;
     }
     // Nothing fits: the plan returned is the lowest peak found, whatever its cost (mincut's
     // memory objective reaches low peaks by recomputing nearly everything: EfficientNet-B0 at
     // 25 %, 30.6 % at +3342 % against FastSA's 32.3 % at +7.9 %). FastSA's stage 2 from that
     // plan, with its peak as the budget, removes recomputation without raising the peak.
-    run_member("fastsa", "fastsa_polish", 1.0,
+    run_member(finisher, name + "_polish", 1.0,
                WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}});
   }
 
@@ -231,31 +265,31 @@ class Portfolio {
   // them in a second pass may fit (two_pass.h; ResNet-18 at 50 %: one pass 56.3 %, two passes
   // within budget). FastSA plans the first pass on the graph without them (half the time left),
   // and then runs on the whole graph from that plan followed by the second pass.
-  void run_two_pass() {
-    constexpr std::string_view kLabel = "fastsa_two_pass";
+  void run_two_pass(const SolverEntry& finisher) {
+    const std::string label = std::string(finisher.name) + "_two_pass";
     const std::optional<DeferredOutputs> d = defer_outputs(g_, options_.budget.bytes);
     if (!d) {
       const double floor = static_cast<double>(estimate_first_pass_floor(g_, {}));
-      skip(kLabel, floor <= static_cast<double>(options_.budget.bytes)
-                       ? "not applicable: the graph outputs made in the default order leave room "
-                         "for every step"
-                       : "not applicable: deferring every output that can wait still leaves a "
-                         "step over budget");
+      skip(label, floor <= static_cast<double>(options_.budget.bytes)
+                      ? "not applicable: the graph outputs made in the default order leave room "
+                        "for every step"
+                      : "not applicable: deferring every output that can wait still leaves a "
+                        "step over budget");
       return;
     }
-    SolveOptions o = member_options("fastsa", 0.5);
-    const SolveResult first = others_.solve(d->first_pass, "fastsa", o);
-    counters_.emplace_back("fastsa_two_pass_deferred_outputs",
-                           static_cast<double>(d->deferred.size()));
-    counters_.emplace_back("fastsa_two_pass_first_pass_seconds", first.plan.stats.wall_time_s);
+    SolveOptions o = member_options(finisher, 0.5);
+    const SolveResult first = others_.solve(d->first_pass, finisher.name, o);
+    stopped_ = std::max(stopped_, first.plan.stats.stop_reason);
+    counters_.emplace_back(label + "_deferred_outputs", static_cast<double>(d->deferred.size()));
+    counters_.emplace_back(label + "_first_pass_seconds", first.plan.stats.wall_time_s);
     const double first_peak = percent_of_baseline_peak(first.eval.peak_bytes);
     if (!fits(first)) {
-      skip(kLabel, fmt::format("first pass over budget: peak {:.1f}% with {} outputs deferred, "
-                               "{:.3f} s",
-                               first_peak, d->deferred.size(), first.plan.stats.wall_time_s));
+      skip(label, fmt::format("first pass over budget: peak {:.1f}% with {} outputs deferred, "
+                              "{:.3f} s",
+                              first_peak, d->deferred.size(), first.plan.stats.wall_time_s));
       return;
     }
-    run_member("fastsa", std::string(kLabel), 0.5,
+    run_member(finisher, label, 0.5,
                WarmStart{two_pass_sequence(g_, *d, first.plan.sequence),
                          fmt::format("two passes: {} outputs deferred, first pass {:.1f}% in "
                                      "{:.3f} s",
@@ -282,7 +316,7 @@ class Portfolio {
 
   // The options of a run of `member`: the user's budget, seed (or `seed`), threads and progress,
   // `share` of the member's slice of the time left, and the parameters given to it.
-  SolveOptions member_options(const std::string& member, double share,
+  SolveOptions member_options(const SolverEntry& member, double share,
                               std::optional<uint64_t> seed = {}) const {
     SolveOptions o;
     o.budget = options_.budget;
@@ -291,14 +325,15 @@ class Portfolio {
     o.on_progress = options_.on_progress;
     const double left = std::max(1e-3, options_.time_limit_s - deadline_.elapsed_s());
     o.time_limit_s = std::max(1e-3, time_slice(member, left) * share);
-    if (const auto it = params_.member_params.find(member); it != params_.member_params.end())
+    if (const auto it = params_.member_params.find(std::string(member.name));
+        it != params_.member_params.end())
       o.params = it->second;
     return o;
   }
 
   // Runs `member` through the judged solve(), recording it as `label`, with `share` of the time
   // left, from `warm` when given, with `seed` instead of the user's when given.
-  void run_member(const std::string& member, const std::string& label, double share,
+  void run_member(const SolverEntry& member, const std::string& label, double share,
                   const std::optional<WarmStart>& warm, std::optional<uint64_t> seed = {}) {
     SolveOptions o = member_options(member, share, seed);
     if (warm) {
@@ -307,13 +342,14 @@ class Portfolio {
     }
     SolveResult r;
     try {
-      r = others_.solve(g_, member, o);
+      r = others_.solve(g_, member.name, o);
     } catch (const InputError& e) {
       // With parameters the user gave this member, its error is most likely theirs to fix.
       if (!o.params.empty()) throw;
       skip(label, fmt::format("not applicable: {}", e.what()));
       return;
     }
+    stopped_ = std::max(stopped_, r.plan.stats.stop_reason);
     // A polish ran at its start's peak: its status is the user's budget's.
     if (warm && warm->budget.bytes != options_.budget.bytes)
       r.plan.stats.status = fits(r) ? SolveStatus::kFeasible : SolveStatus::kOverBudget;
@@ -330,7 +366,7 @@ class Portfolio {
     counters_.emplace_back(label + "_seconds", r.plan.stats.wall_time_s);
     // A fixed-order member's bound and proof hold only over its class of plans (FastSA may
     // reorder below them), so they are not the portfolio's.
-    if (fixed_order_member(member)) {
+    if (member.keeps_default_order) {
       if (r.plan.stats.status == SolveStatus::kOptimal)
         r.plan.stats.status = SolveStatus::kFeasible;
       if (r.plan.stats.cost_lower_bound)
@@ -339,7 +375,7 @@ class Portfolio {
     } else if (r.plan.stats.cost_lower_bound) {
       lower_bound_ = std::max(lower_bound_.value_or(0), *r.plan.stats.cost_lower_bound);
     }
-    if (member != "none" && member != "fastsa" && fits(r))
+    if (member.portfolio.role == PortfolioRole::kMember && fits(r))
       fitting_.push_back(Fitting{label, r.plan.sequence, r.eval.cost});
     if (!best_ || better(r.eval, best_->eval, options_.budget.bytes)) {
       best_ = std::move(r);
@@ -354,6 +390,7 @@ class Portfolio {
   };
 
   const SolverDirectory& others_;
+  std::span<const SolverEntry* const> rows_;  // the portfolio's
   const Graph& g_;
   const SolveOptions& options_;
   const AutoParams& params_;
@@ -361,8 +398,9 @@ class Portfolio {
   const Baseline baseline_;  // the default schedule's figures, for the outcome lines
   std::optional<SolveResult> best_;
   std::string best_name_;
-  std::vector<Fitting> fitting_;  // plans of members other than none and fastsa within budget
+  std::vector<Fitting> fitting_;  // plans of the members (kMember) within budget
   std::optional<double> lower_bound_;
+  StopReason stopped_ = StopReason::kConverged;  // the members' stop reasons, the worst
   std::vector<std::string> outcomes_;
   std::vector<std::pair<std::string, double>> counters_;
 };
@@ -372,12 +410,12 @@ class AutoSolver final : public Solver {
   explicit AutoSolver(const SolverDirectory& others) : others_(others) {}
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
-    const AutoParams params = parse_auto_params(options.params);
-    AutoParams with_baseline = params;
+    const std::vector<const SolverEntry*> rows = portfolio_rows(others_);
+    AutoParams params = parse_auto_params(options.params, rows);
     // The default schedule always runs first: `auto` is never worse than it.
-    if (std::find(params.members.begin(), params.members.end(), "none") == params.members.end())
-      with_baseline.members.insert(with_baseline.members.begin(), "none");
-    Portfolio portfolio(graph, options, with_baseline, others_);
+    const std::vector<std::string> first = unlisted_baselines(rows, params.members);
+    params.members.insert(params.members.begin(), first.begin(), first.end());
+    Portfolio portfolio(graph, options, params, others_, rows);
     return portfolio.run();
   }
 
@@ -385,15 +423,20 @@ class AutoSolver final : public Solver {
   // with an even share of the time left; the best plan by better_plan wins. The default
   // schedule (none: store-all) runs first, so `auto` is never worse than it.
   ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
-    const AutoParams params = parse_auto_params(options.params);
-    std::vector<std::string> members = {"none"};
-    for (const std::string& member : params.members)
-      if (const SolverEntry* row = others_.find(member);
-          member != "none" && row != nullptr && row->accepts.chain)
+    const std::vector<const SolverEntry*> rows = portfolio_rows(others_);
+    const AutoParams params = parse_auto_params(options.params, rows);
+    std::vector<std::string> members;
+    for (const SolverEntry* row : rows)
+      if (row->portfolio.role == PortfolioRole::kBaseline) members.emplace_back(row->name);
+    for (const std::string& member : params.members) {
+      const SolverEntry& row = *find_member(rows, member);
+      if (row.portfolio.role != PortfolioRole::kBaseline && row.accepts.chain)
         members.push_back(member);
+    }
     const Deadline deadline(options.time_limit_s);
     std::optional<ChainSolveResult> best;
     std::vector<std::string> outcomes;
+    StopReason stopped = StopReason::kConverged;
     for (size_t i = 0; i < members.size(); ++i) {
       SolveOptions o = options;
       o.params.clear();
@@ -402,6 +445,7 @@ class AutoSolver final : public Solver {
       const double left = std::max(1e-3, options.time_limit_s - deadline.elapsed_s());
       o.time_limit_s = std::max(1e-3, left / static_cast<double>(members.size() - i));
       ChainSolveResult r = others_.solve(chain, members[i], o);
+      stopped = std::max(stopped, r.plan.stats.stop_reason);
       outcomes.push_back(fmt::format("{}: {}, peak {} bytes, cost {:.10g}, {:.3f} s", members[i],
                                      to_string(r.plan.stats.status), r.eval.peak_bytes, r.eval.cost,
                                      r.plan.stats.wall_time_s));
@@ -410,6 +454,7 @@ class AutoSolver final : public Solver {
         best = std::move(r);
     }
     ChainPlan plan = std::move(best->plan);
+    plan.stats.stop_reason = stopped;
     plan.stats.lists.emplace_back("auto_winner", std::vector<std::string>{plan.solver});
     plan.stats.lists.emplace_back("auto_members", std::move(outcomes));
     return plan;

@@ -111,10 +111,11 @@ void report_progress(const SolveOptions& options, std::string_view stage, double
   if (options.on_progress) options.on_progress(Progress{stage, -1, 0, best});
 }
 
-// fastsa with mode=fixed-order anneals recomputations in the default order (this MILP's class,
-// except that it may run a node twice in one stage): on RL 1 it finds the proven optima (CI 0.79 %
-// at 90 %, 2.30 % at 80 %) in under a second, where the repair heuristics stop at +6.28 % at 80 %
-// and CBC improves neither. It stops on convergence; `seconds` is a safety net.
+// fastsa under its row's fixed_order_param (mode=fixed-order) anneals recomputations in the
+// default order (this MILP's class, except that it may run a node twice in one stage): on RL 1 it
+// finds the proven optima (CI 0.79 % at 90 %, 2.30 % at 80 %) in under a second, where the repair
+// heuristics stop at +6.28 % at 80 % and CBC improves neither. It stops on convergence; `seconds`
+// is a safety net.
 SolveResult offer_fixed_order_annealing(const Graph& g, const SolveOptions& options, double seconds,
                                         const SolverDirectory& others, BestPlan& best) {
   SolveOptions annealing;
@@ -122,8 +123,13 @@ SolveResult offer_fixed_order_annealing(const Graph& g, const SolveOptions& opti
   annealing.time_limit_s = seconds;
   annealing.seed = options.seed;
   annealing.on_progress = options.on_progress;
-  annealing.params = {{"mode", "fixed-order"}};
-  const SolveResult r = others.solve(g, "fastsa", annealing);
+  const SolverEntry* fastsa = others.find("fastsa");
+  if (fastsa == nullptr)
+    throw InputError(
+        "checkmate: anneal=true needs the fastsa solver, which this build lacks; use "
+        "--param anneal=false");
+  annealing.params = fixed_order_params(*fastsa);
+  const SolveResult r = others.solve(g, fastsa->name, annealing);
   // Offered as the MILP's stages (its values held at each first computation, the cheapest R
   // realising that): fastsa may run a node twice between two first computations, which the
   // model cannot, and a plan outside the model's class would break the bound and the proof.
@@ -192,10 +198,8 @@ class MilpSolver : public Solver {
     best.offer(g, default_schedule(g));
     std::optional<SolveResult> annealed;
     if (params.anneal)
-      annealed = offer_fixed_order_annealing(
-          g, options, std::max(0.1, options.time_limit_s * 0.25), others_, best);
-    const bool anneal_timed_out =
-        annealed && annealed->plan.stats.counter("time_limit_hit").value_or(0) > 0;
+      annealed = offer_fixed_order_annealing(g, options, std::max(0.1, options.time_limit_s * 0.25),
+                                             others_, best);
     const Retention kept_all = *retention_from_sequence(g, default_schedule(g));
     bool repair_timed_out = false, improve_timed_out = false;
     const Retention repaired = repair_retention(
@@ -236,10 +240,9 @@ class MilpSolver : public Solver {
     stats.add_counter("milp_status", static_cast<double>(result.status));
     stats.add_counter("mip_start", start ? 1 : 0);
     // A run the clock stopped depends on how far it got (not reproducible).
-    stats.add_counter("time_limit_hit", result.stopped_on_time || anneal_timed_out ||
-                                                repair_timed_out || improve_timed_out
-                                            ? 1
-                                            : 0);
+    if (result.stopped_on_time || repair_timed_out || improve_timed_out)
+      stats.stopped(StopReason::kTimeLimit);
+    if (annealed) stats.stopped(annealed->plan.stats.stop_reason);
     if (annealed) {
       stats.add_counter("annealing_cost", annealed->eval.cost);
       stats.add_counter("annealing_peak_bytes", static_cast<double>(annealed->eval.peak_bytes));
@@ -326,7 +329,7 @@ class LpSolver : public Solver {
     plan.stats.add_counter("roundings", static_cast<double>(rounded));
     plan.stats.add_counter("budget_tightenings", tightenings);
     plan.stats.iterations = rounded;
-    plan.stats.add_counter("time_limit_hit", bound.stopped_on_time || clock.expired() ? 1 : 0);
+    if (bound.stopped_on_time || clock.expired()) plan.stats.stopped(StopReason::kTimeLimit);
     return plan;
   }
 };

@@ -98,7 +98,6 @@ std::vector<Rung> fallback_ladder(const MincutParams& asked) {
 
 class MincutSolver final : public Solver {
  public:
-
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const MincutParams params = parse_mincut_params(options.params);
     const int64_t budget = options.budget.bytes;
@@ -124,6 +123,8 @@ class MincutSolver final : public Solver {
     plan.sequence = best.lowered.sequence;
     plan.stats.status = SolveStatus::kFeasible;
     plan.stats.cost_lower_bound = cost_lower_bound(graph);
+    // The release lowering stops at the deadline (then the keep lowering stands in).
+    if (deadline.expired()) plan.stats.stopped(StopReason::kTimeLimit);
     add_stats(graph, best, params.objective, plan.stats);
     plan.stats.add_counter("fallback_rung", static_cast<double>(best_rung));
     std::vector<std::string> relaxed;

@@ -174,39 +174,64 @@ const ParamTable<MoccasinParams>& param_table() {
   return table;
 }
 
-// checkmate-lp's LP has O(n²) variables: on RL1 (100 nodes) it takes 1.5 s, on RL2 (250) the
-// whole 60 s (CI 2.85 % where MOCCASIN alone reaches 0.90 %). `auto` uses it up to this size.
-constexpr int32_t kWarmLpMaxNodes = 150;
+// A warm-start solver to run: its name, its parameters, and how the stats name the run.
+struct WarmRun {
+  std::string solver;
+  ParamMap params;
+  std::string label;
+};
 
-// The warm-start solvers to run, in order: (registry name, its parameters).
-std::vector<std::pair<std::string, ParamMap>> warm_solvers(Warm warm, const Graph& graph,
-                                                           bool fixed_order,
-                                                           const SolverDirectory& others) {
-  const std::pair<std::string, ParamMap> fixed{"fastsa", {{"mode", "fixed-order"}}};
+// `row` run so that its plans keep the default order (its fixed_order_param, when it has one).
+WarmRun fixed_order_run(const SolverEntry& row) {
+  WarmRun run{std::string(row.name), fixed_order_params(row), std::string(row.name)};
+  if (!run.params.empty()) run.label += " " + std::string(row.fixed_order_param);
+  return run;
+}
+
+// The warm-start solvers to run, in order. warm=auto: the rows that offer warm starts
+// (SolverEntry::warm_starts) within their size limit, in registry order; in the fixed order each
+// run so that its plans keep it (fastsa mode=fixed-order, checkmate-lp), with order=free only
+// those that reorder (fastsa).
+std::vector<WarmRun> warm_solvers(Warm warm, const Graph& graph, bool fixed_order,
+                                  const SolverDirectory& others) {
+  const auto named = [&](std::string_view name, bool keep_order) {
+    const SolverEntry* row = others.find(name);
+    if (row == nullptr)
+      throw InputError(
+          fmt::format("moccasin: the warm-start solver {} is not registered in this "
+                      "build",
+                      name));
+    return keep_order ? fixed_order_run(*row) : WarmRun{std::string(name), {}, std::string(name)};
+  };
   switch (warm) {
     case Warm::kNone:
       return {};
     case Warm::kCheckmateLp:
-      return {{"checkmate-lp", {}}};
+      return {named("checkmate-lp", false)};
     case Warm::kFastsa:
-      return {{"fastsa", {}}};
+      return {named("fastsa", false)};
     case Warm::kFastsaFixed:
-      return {fixed};
+      return {named("fastsa", true)};
     case Warm::kAuto:
       break;
   }
-  // FastSA's default mode reorders: in the fixed order its plans are not expressible.
-  if (!fixed_order) return {{"fastsa", {}}};
-  std::vector<std::pair<std::string, ParamMap>> solvers = {fixed};
-  if (others.find("checkmate-lp") != nullptr && graph.num_nodes() <= kWarmLpMaxNodes)
-    solvers.push_back({"checkmate-lp", {}});
-  return solvers;
+  std::vector<WarmRun> runs;
+  for (const SolverEntry& row : others.rows()) {
+    if (!row.warm_starts) continue;
+    if (row.warm_start_max_nodes > 0 && graph.num_nodes() > row.warm_start_max_nodes) continue;
+    if (!fixed_order && !row.keeps_default_order)
+      runs.push_back(WarmRun{std::string(row.name), {}, std::string(row.name)});
+    if (fixed_order && (row.keeps_default_order || !row.fixed_order_param.empty()))
+      runs.push_back(fixed_order_run(row));
+  }
+  return runs;
 }
 
 // A plan to start from and where it came from ("start", a solver's name).
 struct StartPlan {
   Sequence sequence;
   std::string from;
+  StopReason stop_reason = StopReason::kConverged;  // of the warm-start runs
 };
 
 // The caller's start (SolveOptions::start: a plan file the front end read, or another solver's
@@ -217,13 +242,12 @@ std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& opti
   if (!options.start.empty()) return StartPlan{options.start, "start"};
   // The warm-start solvers share `warm_fraction` of the time limit; the better plan is the start.
   const Deadline warm_clock(options.time_limit_s * p.warm_fraction);
-  const auto solvers = warm_solvers(p.warm, graph, p.fixed_order, others);
+  const std::vector<WarmRun> solvers = warm_solvers(p.warm, graph, p.fixed_order, others);
   std::optional<StartPlan> best;
   PlanScore best_score{};
+  StopReason stopped = StopReason::kConverged;
   for (size_t k = 0; k < solvers.size(); ++k) {
-    const auto& [solver, params] = solvers[k];
-    if (others.find(solver) == nullptr)
-      throw InputError(fmt::format("moccasin: warm={} is not registered in this build", solver));
+    const auto& [solver, params, label] = solvers[k];
     SolveOptions warm;
     warm.budget = options.budget;
     warm.seed = options.seed;
@@ -234,12 +258,13 @@ std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& opti
     warm.on_progress = options.on_progress;
     SolveResult r = others.solve(graph, solver, warm);
     const PlanScore score{r.eval.peak_bytes, r.eval.cost};
+    stopped = std::max(stopped, r.plan.stats.stop_reason);
     if (!best || better_plan(score, best_score, options.budget.bytes)) {
-      best = StartPlan{std::move(r.plan.sequence),
-                       params.empty() ? solver : solver + " mode=fixed-order"};
+      best = StartPlan{std::move(r.plan.sequence), label};
       best_score = score;
     }
   }
+  if (best) best->stop_reason = stopped;
   return best;
 }
 
@@ -358,7 +383,8 @@ class MoccasinSolver final : public Solver {
     plan.stats.add_counter("capacity_units", inst.capacity);
     // Without a proof the search ran on (LNS restarts) until its share of the time limit: the
     // plan then depends on how far it got (docs/solvers/moccasin.md, Determinism).
-    plan.stats.add_counter("time_limit_hit", proved ? 0 : 1);
+    if (!proved) plan.stats.stopped(StopReason::kTimeLimit);
+    if (start) plan.stats.stopped(start->stop_reason);
     plan.stats.add_counter("seconds_to_best", best_at_s);
     return plan;
   }

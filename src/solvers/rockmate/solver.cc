@@ -46,7 +46,7 @@ const ParamTable<Params> kTable(
           "same options, and plan, on any machine)"},
          integer(&Params::milp_iterations, 1)},
         {{"milp_time_limit", "1", "s",
-          "wall-clock backstop of each rk-Checkmate MILP (counter milp_wall_clock_stops)"},
+          "wall-clock backstop of each rk-Checkmate MILP (stop_reason `time_limit` when it fires)"},
          real(&Params::milp_time_limit_s, 0, 3600, /*above_min=*/true)},
         {{"milp_gap", "0.02", "", "relative gap at which an rk-Checkmate MILP stops"},
          real(&Params::milp_gap, 0, 1)},
@@ -334,9 +334,12 @@ class RockmateSolver : public Solver {
     st.add_counter("options_from_start", static_cast<double>(ostats.options_from_start));
     st.add_counter("options_greedy", static_cast<double>(ostats.options_greedy));
     st.add_counter("classes_too_large", static_cast<double>(ostats.classes_too_large));
-    st.add_counter("options_timed_out", ostats.timed_out ? 1 : 0);
+    // The option grid or a MILP the wall clock stopped: the options, and so the plan, may differ on
+    // another machine; a MILP its work limit stopped ends at the same point on any machine.
+    if (ostats.timed_out || ostats.wall_clock_stops > 0 || clock.expired())
+      st.stopped(StopReason::kTimeLimit);
+    if (ostats.work_limit_stops > 0) st.stopped(StopReason::kWorkLimit);
     st.add_counter("milp_work_limit_stops", static_cast<double>(ostats.work_limit_stops));
-    st.add_counter("milp_wall_clock_stops", static_cast<double>(ostats.wall_clock_stops));
     st.add_counter("options_cache_memory_hits", static_cast<double>(ostats.memory_hits));
     st.add_counter("options_cache_disk_hits", static_cast<double>(ostats.disk_hits));
     st.add_counter("options_kept", static_cast<double>(options_kept));

@@ -146,6 +146,8 @@ Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {
     plan.sequence = std::move(best.sequence);
   }
   SolveStats& st = plan.stats;
+  st.stopped(best.chain.plan.stats.stop_reason);
+  if (clock.expired()) st.stopped(StopReason::kTimeLimit);  // the budget search was cut short
   st.add_counter("stages", static_cast<double>(gc.chain.stages.size()));
   st.add_counter("separator_candidates", gc.separator_candidates);
   st.add_counter("resident_bytes", static_cast<double>(gc.resident_bytes));

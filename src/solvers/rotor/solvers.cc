@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "chain_family.h"
-#include "rotor_dp/dp.h"
 #include "remat/error.h"
 #include "rotor/rotor.h"
+#include "rotor_dp/dp.h"
 
 namespace remat::rotor {
 namespace {
@@ -84,7 +84,7 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
                           least_eval.error));
   plan.stats.min_feasible_budget = least_eval.peak_bytes;
   plan.sequence = least->ops;
-  if (least_timed_out) plan.stats.add_counter("timed_out", 1);
+  if (least_timed_out) plan.stats.stopped(StopReason::kTimeLimit);
   if (budget < least_eval.peak_bytes) {
     plan.stats.status = family.proves_infeasible && !least_timed_out ? SolveStatus::kInfeasible
                                                                      : SolveStatus::kOverBudget;
@@ -100,7 +100,7 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
   plan.stats.add_counter("dp_rows", static_cast<double>(dp.rows));
   plan.stats.add_counter("dp_relaxed_entries", static_cast<double>(dp.relaxed));
   plan.stats.add_counter("dp_makespan", dp.makespan);
-  plan.stats.add_counter("timed_out", dp.timed_out ? 1 : 0);
+  if (dp.timed_out) plan.stats.stopped(StopReason::kTimeLimit);
   plan.stats.status = SolveStatus::kFeasible;
   if (dp.ops && simulate_chain(chain, *dp.ops).cost <= least_eval.cost) {
     plan.sequence = *dp.ops;
