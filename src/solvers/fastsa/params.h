@@ -55,7 +55,7 @@ struct FastsaParams {
   // not improved for `convergence_window` iterations, so small graphs finish in a fraction of a
   // second; the temperature schedule is the same as kFixed. kFixed: the paper's iteration counts
   // (App. D.4) run to the end. Both stop by iterations, so the plan does not depend on machine
-  // load; the time limit is only a safety net (counter time_limit_hit says when it fired).
+  // load; the time limit is only a safety net (stop_reason says when it fired).
   bool converge = true;
   int64_t convergence_window = 0;  // iterations; 0: window_for(units) (see there)
 };

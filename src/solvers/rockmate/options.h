@@ -3,12 +3,12 @@
 // above it) its backward run, which may recompute forward nodes whose values were not kept.
 // Keep-all (every node once, everything the backward reads kept) and keep-nothing (the forward
 // recomputed in full before the backward) are always there; the rest come from the value-level
-// fixed-order MILP (checkmate/formulation.h) on the block with a loss placeholder between forward
-// and backward, over a grid of (M_peak, M_save) budgets, and from a greedy series that drops, one
-// at a time, the kept value freeing the most bytes at the loss per unit of recomputation (where
-// CBC finds nothing in a grid point's time; also the MILPs' warm starts). Options are cached by
-// class hash in memory and, with a cache directory, on disk, so a second solve re-runs no MILP.
-// Built without CBC there is no MILP (milp_available()).
+// fixed-order MILP (checkmate_model/formulation.h) on the block with a loss placeholder between
+// forward and backward, over a grid of (M_peak, M_save) budgets, and from a greedy series that
+// drops, one at a time, the kept value freeing the most bytes at the loss per unit of
+// recomputation (where CBC finds nothing in a grid point's time; also the MILPs' warm starts).
+// Options are cached by class hash in memory and, with a cache directory, on disk, so a second
+// solve re-runs no MILP. Built without CBC there is no MILP (milp_available()).
 #pragma once
 
 #include <cstdint>
