@@ -66,12 +66,16 @@ def late_helper_views(graph_json):
     return g, len(moved)
 
 
-def gpt_late_views():
-    import remat.torch as rt
+def gpt_model():
     import train_gpt
 
-    model, batch, loss_fn = train_gpt.make(8, layers=LAYERS)
-    traced = rt.trace(model, batch, loss_fn, name="GPT late views")
+    return train_gpt.make(8, layers=LAYERS)
+
+
+def gpt_late_views():
+    import remat.torch as rt
+
+    traced = rt.trace(*gpt_model(), name="GPT late views")
     g, moved = late_helper_views(traced.graph.to_json())
     return g, f"{moved} backward helper views moved to the end of the forward"
 
@@ -275,16 +279,19 @@ def joint_graph(model, batch, loss_fn, name):
             "nodes": nodes}
 
 
-def llama_make_fx():
+def next_token_loss(logits, targets):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
+
+
+def llama_model(layers=LAYERS):
     torch.manual_seed(0)
-    model = Llama()
     tokens = torch.randint(0, 128, (8, 129))
     batch = (tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous())
+    return Llama(layers=layers), batch, next_token_loss
 
-    def loss_fn(logits, targets):
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1))
 
-    return joint_graph(model, batch, loss_fn, "Llama make_fx"), "plain make_fx, converted here"
+def llama_make_fx():
+    return joint_graph(*llama_model(), "Llama make_fx"), "plain make_fx, converted here"
 
 
 def main():
