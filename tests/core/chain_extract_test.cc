@@ -5,6 +5,7 @@
 
 #include "remat/error.h"
 #include "remat/generate.h"
+#include "remat/io.h"
 #include "remat/lower.h"
 #include "remat/simulate.h"
 #include "remat/solver.h"
@@ -179,6 +180,17 @@ TEST(ChainExtract, ALargeValueEveryLayerReadsIsNamed) {
   });
   EXPECT_NE(error.find("fewer than 2 stages"), std::string::npos) << error;
   EXPECT_NE(error.find("value 'crossing'"), std::string::npos) << error;
+}
+
+TEST(ChainExtract, CorpusGraphsFromOtherTracersAreBoundByTheirChains) {
+  // bench/block_corpus.py's graphs: late helper views; a mask and rotary tables every layer reads.
+  for (const char* name : {"gpt4_late_views", "llama4_make_fx"}) {
+    const Graph g =
+        read_graph_file(std::string(REMAT_SOURCE_DIR) + "/tests/data/blocks/" + name + ".json");
+    const GraphChain gc = extract_chain(g);
+    EXPECT_GE(gc.chain.stages.size(), 12u) << name;  // two per layer, the embedding and the head
+    expect_chain_bounds_the_graph(g, gc);
+  }
 }
 
 TEST(ChainExtract, FewLayersWithALargeCrossingValueHaveNoNote) {
