@@ -3,12 +3,23 @@
 // §4.3 and §4.6).
 //
 // extract_chain() finds the forward separators of a graph whose nodes carry phases: forward node
-// x is a separator when no forward value produced before x (graph inputs and size-0 values aside)
-// is read after x, so everything the rest of the forward needs from the part up to x is x's own
-// outputs. The forward nodes between two separators form a stage; the block after the last
-// separator (with the loss) is the chain's loss stage L+1. Each backward node goes to the stage
-// whose activations it reads (a separator's output may also be read by the next stage's backward)
-// and never to a stage after the stages that produce its backward inputs.
+// x is a separator when no forward value produced before x (graph inputs, size-0 values and the
+// chain's shared values aside) is read after x, so everything the rest of the forward needs from
+// the part up to x is x's own outputs. The forward nodes between two separators form a stage; the
+// block after the last separator (with the loss) is the chain's loss stage L+1. Each backward
+// node goes to the stage whose activations it reads (a separator's output may also be read by
+// the next stage's backward) and never to a stage after the stages that produce its backward
+// inputs. The result does not depend on where a tracer puts two kinds of nodes and values:
+// - a *backward helper*, a forward node whose users are all backward nodes or other helpers (the
+//   transposed activations and weights a backward reads, which a tracer that sets phases by data
+//   flow puts at the end of the forward), is backward work: no forward reader, it runs in the
+//   backward of the stage whose values it reads, with its users;
+// - a *shared value*, small against the activations made while it lives (a causal mask, rotary
+//   tables, position ids, an encoder output read by every decoder layer), may cross cuts when the
+//   separators alone leave one stage with more than half of the forward: it is then resident,
+//   like a graph input. docs/solvers/rotor.md says when, and how each value is charged.
+// When the forward (more than 100 nodes) stays one stage with most of its nodes, `note` names the
+// value that crosses its positions; with no separator at all extract_chain() throws, naming it.
 //
 // The stage sizes are chosen so the chain simulator's peak plus `resident_bytes` bounds the graph
 // simulator's peak of the lowered plan: ω_a = the separator outputs later stages read, ω_ā = the
@@ -48,8 +59,8 @@ struct ChainExtractOptions {
 
 // The graph side of one chain stage.
 struct StageNodes {
-  std::vector<NodeId> forward;   // graph order
-  std::vector<NodeId> backward;  // graph order
+  std::vector<NodeId> forward;   // graph order (backward helpers aside)
+  std::vector<NodeId> backward;  // its backward helpers, then its backward nodes, in graph order
   std::vector<ValueId> output;   // a^ℓ: separator outputs read by later forward nodes
   std::vector<ValueId> saved;    // ā^ℓ minus a^ℓ: stage values its backward reads
 };
@@ -59,14 +70,21 @@ struct GraphChain {
   std::vector<StageNodes> stages;      // stages 1..L+1 at 0..L
   std::vector<NodeId> separators;      // the last forward node of stages 1..L
   IdVector<NodeId, int32_t> stage_of;  // every node's stage, 1..L+1
-  int64_t resident_bytes = 0;        // graph inputs and forward-produced graph outputs: always live
-  double fixed_cost = 0;             // non-recomputable forward nodes, run once
-  int32_t separator_candidates = 0;  // separators found before thinning to max_stages
+  // 1: a forward node only the backward reads (a helper, lower.h's header), run in a stage's
+  // backward; its outputs are backward values to the chain.
+  IdVector<NodeId, uint8_t> backward_helper;
+  // Graph inputs, forward-produced graph outputs and shared values: always live.
+  int64_t resident_bytes = 0;
+  IdVector<ValueId, uint8_t> shared;  // 1: a shared value (resident, outside the stages' sizes)
+  double fixed_cost = 0;              // non-recomputable forward nodes, run once
+  int32_t separator_candidates = 0;   // separators found before thinning to max_stages
+  std::string note;  // why one stage holds most of a large forward (which value), or empty
 };
 
 // Throws InputError naming why the graph has no usable chain structure: a node without phase,
-// no forward or no backward node, a forward node reading a backward value, fewer than 2 stages,
-// or a backward node reading the activations of two stages.
+// no forward or no backward node, a forward node reading a backward value, fewer than 2 stages
+// (with the value that crosses every position), or a backward node reading the activations of
+// two stages.
 GraphChain extract_chain(const Graph& graph, const ChainExtractOptions& options = {});
 
 // One run of a stage in a chain plan: its forward (F_ck, F_∅ and F_all lower the same: the

@@ -455,6 +455,14 @@ py::dict extract_chain_py(const Graph& g, int32_t max_stages) {
   d["separator_candidates"] = gc.separator_candidates;
   d["resident_bytes"] = gc.resident_bytes;
   d["fixed_cost"] = gc.fixed_cost;
+  std::vector<int32_t> helpers, shared;
+  for (int32_t n = 0; n < g.num_nodes(); ++n)
+    if (gc.backward_helper[NodeId{n}]) helpers.push_back(n);
+  for (int32_t v = 0; v < g.num_values(); ++v)
+    if (gc.shared[ValueId{v}]) shared.push_back(v);
+  d["backward_helpers"] = helpers;
+  d["shared"] = shared;
+  d["note"] = gc.note;
   return d;
 }
 
@@ -485,6 +493,7 @@ py::dict rockmate_blocks_py(const Graph& g) {
   py::dict d;
   d["blocks"] = blocks;
   d["classes"] = classes;
+  d["note"] = bs.note;
   return d;
 }
 

@@ -2,6 +2,7 @@
 // table of the simulator's figures.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <optional>
 
@@ -50,6 +51,14 @@ std::optional<double> lp_bound(const Problem& problem, const CompareArgs& args, 
   solver_args.params = {"bound_only=true"};
   const SolveOptions options = make_solve_options(solver_args, budget, "checkmate-lp");
   return solve_problem(problem, "checkmate-lp", options).stats.cost_lower_bound;
+}
+
+// The solver's "notes" list: what it could not do, or why its plan is not what it looks like.
+std::vector<std::string> notes_of(const Outcome& result) {
+  std::vector<std::string> notes;
+  for (const auto& [name, lines] : result.stats.lists)
+    if (name == "notes") notes.insert(notes.end(), lines.begin(), lines.end());
+  return notes;
 }
 
 void run_compare(const CompareArgs& args) {
@@ -121,6 +130,8 @@ void run_compare(const CompareArgs& args) {
         row["lp_bound"] = *r.lp_bound;
         row["gap_to_lp_bound_percent"] = gap_percent(r.result.cost, *r.lp_bound);
       }
+      if (const std::vector<std::string> notes = notes_of(r.result); !notes.empty())
+        row["notes"] = notes;
       out.push_back(std::move(row));
     }
     emit(out.dump(2) + "\n", "");
@@ -132,7 +143,7 @@ void run_compare(const CompareArgs& args) {
   if (with_lp) header.push_back("gap to LP bound %");
   header.push_back("time s");
   Table table(header);
-  std::vector<std::string> reasons;
+  std::vector<std::string> reasons, notes;
   for (const Row& r : rows) {
     if (!r.not_applicable.empty()) {
       std::vector<std::string> cells = {r.solver,
@@ -152,11 +163,16 @@ void run_compare(const CompareArgs& args) {
     }
     const bool infeasible = r.result.stats.status == SolveStatus::kInfeasible;
     const std::optional<double> bound = r.result.stats.cost_lower_bound;
+    // A note (e.g. why rotor found one block) marks the row and is printed under the table.
+    const std::vector<std::string> row_notes = notes_of(r.result);
+    for (const std::string& n : row_notes)
+      if (std::find(notes.begin(), notes.end(), fmt::format("{}: {}", r.solver, n)) == notes.end())
+        notes.push_back(fmt::format("{}: {}", r.solver, n));
     std::vector<std::string> cells = {
         r.solver,
         r.budget_text,
         std::to_string(r.budget.bytes),
-        std::string(to_string(r.result.stats.status)),
+        std::string(to_string(r.result.stats.status)) + (row_notes.empty() ? "" : " *"),
         infeasible ? "-"
                    : fmt::format("{:.1f}", percent(static_cast<double>(r.result.peak_bytes),
                                                    static_cast<double>(base.peak_bytes))),
@@ -193,7 +209,8 @@ void run_compare(const CompareArgs& args) {
   if (with_lp) out += "\n";
   out += table.str();
   for (const std::string& reason : reasons) out += fmt::format("\nnot applicable: {}", reason);
-  if (!reasons.empty()) out += "\n";
+  for (const std::string& n : notes) out += fmt::format("\n* note: {}", n);
+  if (!reasons.empty() || !notes.empty()) out += "\n";
   emit(out, "");
 }
 

@@ -82,7 +82,9 @@ void run_blocks(const Graph& g, const InfoArgs& args) {
                         {"last", b.last}});
     for (const rockmate::ClassSummary& c : bs.classes)
       classes.push_back({{"hash", c.hash}, {"members", c.members}});
-    emit(nlohmann::json{{"blocks", blocks}, {"classes", classes}}.dump(2) + "\n", "");
+    nlohmann::json out{{"blocks", blocks}, {"classes", classes}};
+    if (!bs.note.empty()) out["notes"] = {bs.note};
+    emit(out.dump(2) + "\n", "");
     return;
   }
   std::string out =
@@ -95,6 +97,7 @@ void run_blocks(const Graph& g, const InfoArgs& args) {
   for (size_t c = 0; c < bs.classes.size(); ++c)
     out += fmt::format("class {:>3}  hash {}  blocks {}\n", c, bs.classes[c].hash,
                        fmt::join(bs.classes[c].members, " "));
+  if (!bs.note.empty()) out += fmt::format("note             {}\n", bs.note);
   emit(out, "");
 }
 

@@ -1,45 +1,28 @@
-// Graph → chain: forward separators, stages, backward assignment and the chain's sizes (lower.h).
+// Graph → chain: backward helpers, shared values, forward separators, stages, backward assignment
+// and the chain's sizes (lower.h).
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 
 #include "remat/error.h"
 #include "remat/lower.h"
+#include "remat/solver.h"
 
 namespace remat {
 namespace {
 
 constexpr int32_t kNone = -1;
+// Cuts are coarse when one stage holds more than half of the forward nodes (backward helpers
+// aside): the chain then tries shared values, and when they do not help on a forward of more
+// than this many nodes, its note says why.
+constexpr int32_t kNoteForwardNodes = 100;
+// A value may be shared when it is at most 1/ratio of the activation bytes made while it lives,
+// at the first of these ratios whose cuts are not coarse.
+constexpr std::array<int64_t, 4> kShareRatios = {1024, 256, 64, 16};
 
 std::string where(const Graph& g) {
   return g.name().empty() ? std::string("graph") : fmt::format("graph '{}'", g.name());
-}
-
-// Forward positions after which the forward graph is cut by one node: no value produced before
-// the position is read after it (graph inputs and size-0 values aside: parameters, effect order
-// tokens and aliases, whose users also read the root). O(V + E).
-// Only cuts whose crossing values some backward node reads are kept: Rotor's model keeps a^ℓ
-// (inside ā^ℓ) until B^ℓ, which over-counts an activation no backward node needs (the input of a
-// ReLU, say), and such a cut offers no useful checkpoint the next one does not.
-std::vector<int32_t> separator_positions(const Graph& g, std::span<const NodeId> forward,
-                                         const IdVector<ValueId, int32_t>& last_forward_use) {
-  std::vector<int32_t> cuts;
-  int32_t reach = kNone;  // the last forward read of any value produced before position i
-  const auto count = static_cast<int32_t>(forward.size());
-  for (int32_t i = 0; i < count; ++i) {
-    const Node& node = g.node(forward[static_cast<size_t>(i)]);
-    if (reach <= i && i + 1 < count) {
-      bool backward_reads = false;
-      for (ValueId y : node.outputs) {
-        if (g.value(y).size_bytes == 0 || last_forward_use[y] <= i) continue;
-        for (NodeId u : g.users(y)) backward_reads |= g.node(u).phase == Phase::kBackward;
-      }
-      if (backward_reads) cuts.push_back(i);
-    }
-    for (ValueId y : node.outputs)
-      if (g.value(y).size_bytes > 0) reach = std::max(reach, last_forward_use[y]);
-  }
-  return cuts;
 }
 
 // Keeps at most `max_cuts` of `cuts`, at about equal forward cost apart.
@@ -115,6 +98,9 @@ class Extractor {
 
   GraphChain run() {
     split_phases();
+    out_.stage_of.assign(static_cast<size_t>(g_.num_nodes()), 0);
+    find_helpers();
+    index_core();
     find_stages();
     assign_backward();
     size_stages();
@@ -122,10 +108,24 @@ class Extractor {
   }
 
  private:
+  using ValueFlags = IdVector<ValueId, uint8_t>;
+  // A run of core positions [begin, begin + size): the forward nodes of one stage.
+  struct Span {
+    int32_t begin = 0, size = 0;
+  };
+
   int32_t num_stages() const { return static_cast<int32_t>(out_.stages.size()); }
+  int32_t num_core() const { return static_cast<int32_t>(core_.size()); }
+  // Made by a forward node that is not a helper (a helper's outputs are backward values here).
   bool forward_value(ValueId v) const {
-    return !g_.is_graph_input(v) && g_.node(g_.producer(v)).phase == Phase::kForward;
+    if (g_.is_graph_input(v)) return false;
+    const NodeId p = g_.producer(v);
+    return g_.node(p).phase == Phase::kForward && !out_.backward_helper[p];
   }
+  bool backward_work(NodeId n) const {
+    return g_.node(n).phase == Phase::kBackward || out_.backward_helper[n];
+  }
+  ValueFlags no_values() const { return ValueFlags(static_cast<size_t>(g_.num_values()), 0); }
 
   void split_phases() {
     if (options_.max_stages < 2)
@@ -144,38 +144,242 @@ class Extractor {
     if (forward_.empty() || backward_.empty())
       throw UnsupportedGraph(fmt::format("{} has no chain structure: it has no {} nodes", where(g_),
                                          forward_.empty() ? "forward" : "backward"));
-    last_forward_use_.assign(static_cast<size_t>(g_.num_values()), kNone);
-    for (size_t i = 0; i < forward_.size(); ++i)
-      for (ValueId v : g_.node(forward_[i]).inputs) {
-        if (g_.is_graph_input(v)) continue;
-        if (!forward_value(v))
+    for (NodeId n : forward_)
+      for (ValueId v : g_.node(n).inputs)
+        if (!g_.is_graph_input(v) && g_.node(g_.producer(v)).phase != Phase::kForward)
           throw UnsupportedGraph(fmt::format("{}: forward {} reads backward {}", where(g_),
-                                             g_.describe(forward_[i]), g_.describe(v)));
-        last_forward_use_[v] = static_cast<int32_t>(i);
+                                             g_.describe(n), g_.describe(v)));
+  }
+
+  // Backward helpers: recomputable forward nodes whose users are all backward nodes or other
+  // helpers, and whose outputs are no graph outputs: work for the backward that a tracer setting
+  // phases by data flow puts in the forward (the transposed activations and weights a backward
+  // reads, a power of an input for its derivative). They run with their users, in the backward
+  // of the stage whose values they read, and read nothing for the forward: whichever tracer
+  // placed them, they do not change the cuts. The backward list becomes the helpers, then the
+  // backward nodes, each in graph order (helpers read only forward values and other helpers).
+  void find_helpers() {
+    out_.backward_helper.assign(static_cast<size_t>(g_.num_nodes()), 0);
+    std::vector<NodeId> helpers;
+    for (auto it = forward_.rbegin(); it != forward_.rend(); ++it) {
+      const Node& node = g_.node(*it);
+      if (!node.recomputable || node.outputs.empty()) continue;
+      bool only_helps = true, used = false;
+      for (ValueId y : node.outputs) {
+        only_helps &= !g_.value(y).is_output;
+        for (NodeId u : g_.users(y)) {
+          used = true;
+          only_helps &= backward_work(u);
+        }
+      }
+      if (!only_helps || !used) continue;
+      out_.backward_helper[*it] = 1;
+      helpers.push_back(*it);
+    }
+    backward_.insert(backward_.begin(), helpers.rbegin(), helpers.rend());
+  }
+
+  // The other forward nodes (the core), their last forward reads and the activation bytes made.
+  void index_core() {
+    core_pos_.assign(static_cast<size_t>(g_.num_nodes()), kNone);
+    for (NodeId n : forward_)
+      if (!out_.backward_helper[n]) {
+        core_pos_[n] = num_core();
+        core_.push_back(n);
+      }
+    last_forward_use_.assign(static_cast<size_t>(g_.num_values()), kNone);
+    for (int32_t i = 0; i < num_core(); ++i)
+      for (ValueId v : g_.node(core_[static_cast<size_t>(i)]).inputs)
+        if (!g_.is_graph_input(v)) last_forward_use_[v] = i;
+    // made_before_[i]: bytes of the values made at core positions < i that a backward node reads.
+    made_before_.assign(core_.size() + 1, 0);
+    for (size_t i = 0; i < core_.size(); ++i) {
+      int64_t made = 0;
+      for (ValueId y : g_.node(core_[i]).outputs)
+        if (g_.value(y).size_bytes > 0 && !g_.value(y).is_output && backward_reads(y))
+          made += g_.value(y).size_bytes;
+      made_before_[i + 1] = made_before_[i] + made;
+    }
+  }
+
+  bool backward_reads(ValueId v) const {
+    for (NodeId u : g_.users(v))
+      if (backward_work(u)) return true;
+    return false;
+  }
+
+  // Core positions after which the forward is cut by one node: no value produced before the
+  // position is read after it (graph inputs, size-0 values — aliases, whose users also read the
+  // root, and effect tokens — and `exempt` values aside; parameters, so a tied embedding does
+  // not join everything). O(V + E). Only cuts whose crossing values some backward node reads are
+  // kept: Rotor's model keeps a^ℓ (inside ā^ℓ) until B^ℓ, which over-counts an activation no
+  // backward node needs (the input of a ReLU, say), and such a cut offers no useful checkpoint
+  // the next one does not. `blocker`, when given, gets per position the value produced before it
+  // and read farthest after it (kNoValue when none crosses).
+  std::vector<int32_t> cut_positions(const ValueFlags& exempt,
+                                     std::vector<ValueId>* blocker = nullptr) const {
+    std::vector<int32_t> cuts;
+    int32_t reach = kNone;  // the last forward read of any value produced before position i
+    ValueId reach_value = kNoValue;
+    if (blocker) blocker->assign(core_.size(), kNoValue);
+    for (int32_t i = 0; i < num_core(); ++i) {
+      const Node& node = g_.node(core_[static_cast<size_t>(i)]);
+      if (blocker && reach > i) (*blocker)[static_cast<size_t>(i)] = reach_value;
+      if (reach <= i && i + 1 < num_core()) {
+        bool crossing_read = false;
+        for (ValueId y : node.outputs)
+          if (g_.value(y).size_bytes > 0 && last_forward_use_[y] > i)
+            crossing_read |= backward_reads(y);
+        if (crossing_read) cuts.push_back(i);
+      }
+      for (ValueId y : node.outputs)
+        if (g_.value(y).size_bytes > 0 && !exempt[y] && last_forward_use_[y] > reach)
+          reach = last_forward_use_[y], reach_value = y;
+    }
+    return cuts;
+  }
+
+  Span largest_stage(std::span<const int32_t> cuts) const {
+    Span best;
+    int32_t begin = 0;
+    for (size_t k = 0; k <= cuts.size(); ++k) {
+      const int32_t end = k < cuts.size() ? cuts[k] + 1 : num_core();
+      if (end - begin > best.size) best = {begin, end - begin};
+      begin = end;
+    }
+    return best;
+  }
+
+  // No cut, or one stage holding most of the forward.
+  bool coarse(std::span<const int32_t> cuts) const {
+    return cuts.empty() || 2 * largest_stage(cuts).size > num_core();
+  }
+
+  // Bytes of the activations made from the position after v's production to its last forward
+  // read (its forward lifetime).
+  int64_t made_while_live(ValueId v) const {
+    const int32_t p = core_pos_[g_.producer(v)];
+    const int32_t q = last_forward_use_[v];
+    return q > p
+               ? made_before_[static_cast<size_t>(q) + 1] - made_before_[static_cast<size_t>(p) + 1]
+               : 0;
+  }
+
+  // Forward values that may cross cuts at `ratio`: sized, not graph outputs, read by a later
+  // forward node, and at most 1/ratio of the activation bytes made while they live.
+  ValueFlags share_candidates(int64_t ratio) const {
+    ValueFlags candidates = no_values();
+    for (NodeId n : core_)
+      for (ValueId y : g_.node(n).outputs) {
+        const int64_t size = g_.value(y).size_bytes;
+        if (size > 0 && !g_.value(y).is_output && size <= made_while_live(y) / ratio)
+          candidates[y] = 1;
+      }
+    return candidates;
+  }
+
+  // Why `cuts` leave most of the forward in one stage: the value crossing most of its positions.
+  std::string why_coarse(std::span<const int32_t> cuts, const ValueFlags& exempt) const {
+    std::vector<ValueId> blocker;
+    (void)cut_positions(exempt, &blocker);
+    const Span s = largest_stage(cuts);
+    IdVector<ValueId, int32_t> crossed(static_cast<size_t>(g_.num_values()), 0);
+    ValueId worst = kNoValue;
+    for (int32_t i = s.begin; i + 1 < s.begin + s.size; ++i) {
+      const ValueId v = blocker[static_cast<size_t>(i)];
+      if (!v.valid()) continue;
+      if (++crossed[v] > (worst.valid() ? crossed[worst] : 0)) worst = v;
+    }
+    const std::string stage =
+        fmt::format("{} of the {} forward nodes are one stage, from '{}' to '{}'", s.size,
+                    num_core(), g_.node(core_[static_cast<size_t>(s.begin)]).name,
+                    g_.node(core_[static_cast<size_t>(s.begin + s.size - 1)]).name);
+    if (!worst.valid())
+      return stage +
+             ": no value crosses its positions, but no value handed on at any of them is "
+             "read by the backward";
+    const Value& value = g_.value(worst);
+    const int64_t made = made_while_live(worst);
+    const std::string share =
+        made / kShareRatios.back() >= value.size_bytes
+            ? fmt::format(
+                  "keeping the values up to 1/{} of the activations made while they live "
+                  "resident did not split the stage",
+                  kShareRatios.back())
+            : fmt::format(
+                  "it is too large to keep resident across blocks ({} of activations are "
+                  "made while it lives; the limit is 1/{} of them)",
+                  format_bytes(made), kShareRatios.back());
+    return fmt::format(
+        "{}: value '{}' ({}, made by '{}', last read by forward node '{}') crosses {} of the "
+        "stage's {} positions; {}",
+        stage, value.name, format_bytes(value.size_bytes), g_.node(g_.producer(worst)).name,
+        g_.node(core_[static_cast<size_t>(last_forward_use_[worst])]).name, crossed[worst],
+        s.size - 1, share);
+  }
+
+  // The exempt values that cross one of `cuts` are shared.
+  void share_crossing(std::span<const int32_t> cuts, const ValueFlags& exempt) {
+    out_.shared = no_values();
+    for (int32_t i = 0; i < num_core(); ++i)
+      for (ValueId y : g_.node(core_[static_cast<size_t>(i)]).outputs) {
+        if (!exempt[y]) continue;
+        const auto next = std::upper_bound(cuts.begin(), cuts.end(), i);
+        out_.shared[y] = next != cuts.end() && *next < last_forward_use_[y];
       }
   }
 
+  // Core position i hands on a value that is not shared and that the backward reads.
+  bool hands_on_activation(int32_t i) const {
+    for (ValueId y : g_.node(core_[static_cast<size_t>(i)]).outputs)
+      if (g_.value(y).size_bytes > 0 && !out_.shared[y] && last_forward_use_[y] > i &&
+          backward_reads(y))
+        return true;
+    return false;
+  }
+
+  // Cuts, then shared values when the cuts alone leave the chain coarse: at the first ratio that
+  // does not, the candidates that cross a kept cut.
   void find_stages() {
-    std::vector<int32_t> cuts = separator_positions(g_, forward_, last_forward_use_);
+    ValueFlags exempt = no_values();
+    std::vector<int32_t> cuts = cut_positions(exempt);
+    if (coarse(cuts))
+      for (const int64_t ratio : kShareRatios) {
+        ValueFlags candidates = share_candidates(ratio);
+        std::vector<int32_t> shared_cuts = cut_positions(candidates);
+        if (coarse(shared_cuts)) continue;
+        cuts = std::move(shared_cuts);
+        exempt = std::move(candidates);
+        break;
+      }
     out_.separator_candidates = static_cast<int32_t>(cuts.size());
     if (cuts.empty())
       throw UnsupportedGraph(fmt::format(
-          "{} has no chain structure: fewer than 2 stages (no forward node separates the "
-          "forward graph: some value crosses every position)",
-          where(g_)));
-    cuts = thin_cuts(g_, forward_, std::move(cuts), options_.max_stages - 1);
+          "{} has no chain structure: fewer than 2 stages (no forward node separates the forward "
+          "graph: {})",
+          where(g_), why_coarse(cuts, exempt)));
+    if (coarse(cuts) && num_core() > kNoteForwardNodes) out_.note = why_coarse(cuts, exempt);
+    cuts = thin_cuts(g_, core_, std::move(cuts), options_.max_stages - 1);
+    share_crossing(cuts, exempt);
+    // A cut that hands on only shared values (after the mask is made, say) is no checkpoint.
+    std::vector<int32_t> useful;
+    for (const int32_t i : cuts)
+      if (hands_on_activation(i)) useful.push_back(i);
+    if (!useful.empty() && useful.size() < cuts.size()) {
+      cuts = std::move(useful);
+      share_crossing(cuts, exempt);
+    }
     out_.stages.resize(cuts.size() + 1);
-    out_.stage_of.assign(static_cast<size_t>(g_.num_nodes()), 0);
     output_stage_.assign(static_cast<size_t>(g_.num_values()), 0);
     size_t stage = 0;
-    for (size_t i = 0; i < forward_.size(); ++i) {
-      const NodeId n = forward_[i];
+    for (int32_t i = 0; i < num_core(); ++i) {
+      const NodeId n = core_[static_cast<size_t>(i)];
       out_.stages[stage].forward.push_back(n);
       out_.stage_of[n] = static_cast<int32_t>(stage) + 1;
-      if (stage < cuts.size() && static_cast<int32_t>(i) == cuts[stage]) {
+      if (stage < cuts.size() && i == cuts[stage]) {
         out_.separators.push_back(n);
         for (ValueId y : g_.node(n).outputs)
-          if (g_.value(y).size_bytes > 0 && last_forward_use_[y] > static_cast<int32_t>(i)) {
+          if (g_.value(y).size_bytes > 0 && last_forward_use_[y] > i && !out_.shared[y]) {
             out_.stages[stage].output.push_back(y);
             output_stage_[y] = static_cast<int32_t>(stage) + 1;
           }
@@ -191,7 +395,8 @@ class Extractor {
     hi = num_stages();
     for (ValueId v : g_.node(n).inputs) {
       if (g_.is_graph_input(v) || !forward_value(v)) continue;
-      if (g_.value(v).size_bytes == 0) continue;  // produced before any backward node
+      // Size 0: made before any backward node; shared: resident.
+      if (g_.value(v).size_bytes == 0 || out_.shared[v]) continue;
       const NodeId p = g_.producer(v);
       const int32_t s = out_.stage_of[p];
       const int32_t top = output_stage_[v] == s ? s + 1 : s;
@@ -231,7 +436,9 @@ class Extractor {
             "stages of the activations it or its users read) but by stage {} ({})",
             where(g_), g_.describe(n), low[n], cap,
             cap_reason.valid() ? g_.describe(cap_reason) : std::string("-")));
-      const bool floating = lo == 0;  // reads no forward value
+      // Reads backward values but no forward one (a sum of gradients). A node that reads only
+      // graph inputs (a view of a weight, a constant) goes with its users instead.
+      const bool floating = lo == 0 && cap_reason.valid();
       out_.stage_of[n] = (options_.floating_late && floating) || low[n] == 0 ? cap : low[n];
     }
     for (NodeId n : backward_)
@@ -254,7 +461,7 @@ class Extractor {
       const NodeId p = g_.producer(v);
       const auto s = static_cast<size_t>(out_.stage_of[p]);
       if (forward_value(v)) {
-        if (value.is_output)
+        if (value.is_output || out_.shared[v])
           out_.resident_bytes += value.size_bytes;
         else if (!g_.node(p).recomputable)
           kept_once[s] += value.size_bytes;
@@ -359,8 +566,11 @@ class Extractor {
   const Graph& g_;
   const ChainExtractOptions options_;
   std::vector<NodeId> forward_, backward_;
-  IdVector<ValueId, int32_t> last_forward_use_;
-  IdVector<ValueId, int32_t> output_stage_;  // ℓ when the value is in a^ℓ, else 0
+  std::vector<NodeId> core_;                     // the other forward nodes, in graph order
+  IdVector<NodeId, int32_t> core_pos_;           // position in core_, kNone for the rest
+  IdVector<ValueId, int32_t> last_forward_use_;  // core position of the last core read
+  std::vector<int64_t> made_before_;             // activation bytes made before each core position
+  IdVector<ValueId, int32_t> output_stage_;      // ℓ when the value is in a^ℓ, else 0
   GraphChain out_;
 };
 

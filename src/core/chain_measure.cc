@@ -10,24 +10,28 @@
 namespace remat {
 namespace {
 
-bool forward_value(const Graph& g, ValueId v) {
-  return !g.is_graph_input(v) && g.node(g.producer(v)).phase == Phase::kForward;
+// Made by a forward node that is not a backward helper (chain_extract.cc's forward_value).
+bool forward_value(const Graph& g, const GraphChain& gc, ValueId v) {
+  if (g.is_graph_input(v)) return false;
+  const NodeId p = g.producer(v);
+  return g.node(p).phase == Phase::kForward && !gc.backward_helper[p];
 }
 
 // Values the chain accounts for (chain_extract.cc, size_stages): sized, produced, and neither a
-// forward graph output (resident) nor the output of a non-recomputable forward node (kept once).
-bool counted(const Graph& g, ValueId v) {
+// forward graph output or shared value (resident) nor the output of a non-recomputable forward
+// node (kept once).
+bool counted(const Graph& g, const GraphChain& gc, ValueId v) {
   if (g.is_graph_input(v) || g.value(v).size_bytes == 0) return false;
-  if (!forward_value(g, v)) return true;
-  return !g.value(v).is_output && g.node(g.producer(v)).recomputable;
+  if (!forward_value(g, gc, v)) return true;
+  return !g.value(v).is_output && !gc.shared[v] && g.node(g.producer(v)).recomputable;
 }
 
 // Peak of live counted bytes + temp while `nodes` run, each production living until the last read
 // before the next production of the same value; `initial` values are live at the start; the last
 // production (or the initial one) of a value `keep` accepts lives to the end.
 template <class Keep>
-int64_t run_peak(const Graph& g, std::span<const NodeId> nodes, std::span<const ValueId> initial,
-                 const Keep& keep) {
+int64_t run_peak(const Graph& g, const GraphChain& gc, std::span<const NodeId> nodes,
+                 std::span<const ValueId> initial, const Keep& keep) {
   const auto steps = static_cast<int32_t>(nodes.size());
   struct Interval {
     int64_t bytes;
@@ -36,7 +40,7 @@ int64_t run_peak(const Graph& g, std::span<const NodeId> nodes, std::span<const 
   std::vector<Interval> intervals;
   std::unordered_map<int32_t, size_t> open;  // value -> its current interval
   for (ValueId v : initial) {
-    if (!counted(g, v) || open.count(v.value())) continue;
+    if (!counted(g, gc, v) || open.count(v.value())) continue;
     open[v.value()] = intervals.size();
     intervals.push_back({g.value(v).size_bytes, -1, 0});
   }
@@ -45,7 +49,7 @@ int64_t run_peak(const Graph& g, std::span<const NodeId> nodes, std::span<const 
     for (ValueId v : n.inputs)
       if (auto it = open.find(v.value()); it != open.end()) intervals[it->second].end = t;
     for (ValueId y : n.outputs) {
-      if (!counted(g, y)) continue;
+      if (!counted(g, gc, y)) continue;
       open[y.value()] = intervals.size();
       intervals.push_back({g.value(y).size_bytes, t, t});
     }
@@ -94,8 +98,8 @@ StageRunFigures measure_stage_runs(const Graph& g, const GraphChain& gc, int32_t
     const ValueId v{i};
     if (g.is_graph_input(v) || g.value(v).size_bytes == 0) continue;
     const int32_t s = stage_of_value(v);
-    if (forward_value(g, v)) {
-      if (!g.value(v).is_output && !g.node(g.producer(v)).recomputable && s <= l)
+    if (forward_value(g, gc, v)) {
+      if (!g.value(v).is_output && !gc.shared[v] && !g.node(g.producer(v)).recomputable && s <= l)
         extra += g.value(v).size_bytes;
       continue;
     }
@@ -111,7 +115,7 @@ StageRunFigures measure_stage_runs(const Graph& g, const GraphChain& gc, int32_t
   auto bytes_of = [&](std::span<const ValueId> vs) {
     int64_t sum = 0;
     for (ValueId v : vs)
-      if (counted(g, v)) sum += g.value(v).size_bytes;
+      if (counted(g, gc, v)) sum += g.value(v).size_bytes;
     return sum;
   };
   const std::span<const ValueId> input =
@@ -133,7 +137,7 @@ StageRunFigures measure_stage_runs(const Graph& g, const GraphChain& gc, int32_t
   for (NodeId n : backward) {
     for (ValueId v : g.node(n).inputs) {
       const auto i = static_cast<size_t>(v.value());
-      if (made[i] && !remade[i] && !kept[i] && counted(g, v) && forward_value(g, v) &&
+      if (made[i] && !remade[i] && !kept[i] && counted(g, gc, v) && forward_value(g, gc, v) &&
           !in_output(v, l)) {
         kept[i] = 1;
         saved.push_back(v);
@@ -143,7 +147,7 @@ StageRunFigures measure_stage_runs(const Graph& g, const GraphChain& gc, int32_t
   }
   f.abar = a + bytes_of(saved);
   auto is_input = [&](ValueId v) { return l > 1 && in_output(v, l - 1); };
-  const int64_t peak_f = run_peak(g, forward, input, [&](ValueId v) {
+  const int64_t peak_f = run_peak(g, gc, forward, input, [&](ValueId v) {
     return is_input(v) || in_output(v, l) || kept[static_cast<size_t>(v.value())] != 0;
   });
   f.o_f = std::max<int64_t>(peak_f - f.abar - a_in, 0) + extra;
@@ -152,9 +156,9 @@ StageRunFigures measure_stage_runs(const Graph& g, const GraphChain& gc, int32_t
   initial.insert(initial.end(), nodes.output.begin(), nodes.output.end());
   initial.insert(initial.end(), saved.begin(), saved.end());
   initial.insert(initial.end(), delta_in.begin(), delta_in.end());
-  const int64_t peak_b = run_peak(g, backward, initial, [&](ValueId v) {
+  const int64_t peak_b = run_peak(g, gc, backward, initial, [&](ValueId v) {
     if (is_input(v)) return true;
-    if (!forward_value(g, v))
+    if (!forward_value(g, gc, v))
       return g.value(v).is_output || lowest_user[static_cast<size_t>(v.value())] < l;
     return false;
   });

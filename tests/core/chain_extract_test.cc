@@ -1,12 +1,16 @@
-// Graph → chain extraction and lowering (remat/lower.h) on generated joint graphs; the traced
-// PyTorch models are covered by python/tests/test_graph_chain.py.
+// Graph → chain extraction and lowering (remat/lower.h) on generated joint graphs and on
+// hand-built layered ones in other tracers' shapes (late helper views, values every layer reads);
+// the traced PyTorch models are covered by python/tests/test_graph_chain.py.
 #include <gtest/gtest.h>
 
 #include "remat/error.h"
 #include "remat/generate.h"
+#include "remat/io.h"
 #include "remat/lower.h"
 #include "remat/registry.h"
 #include "remat/simulate.h"
+#include "testing/layered_joint.h"
+#include "testing/testing.h"
 
 namespace remat {
 namespace {
@@ -17,7 +21,7 @@ std::vector<StageRun> runs_of(const ChainSequence& ops) {
   return runs;
 }
 
-class JointChain : public testing::TestWithParam<uint64_t> {};
+class JointChain : public ::testing::TestWithParam<uint64_t> {};
 
 TEST_P(JointChain, EveryNodeInOneStageAndStoreAllIsTheBaseline) {
   const Graph g = generate_joint({.num_nodes = 400, .seed = GetParam()});
@@ -54,7 +58,7 @@ TEST_P(JointChain, LoweredRotorPlanFitsWhenTheChainPlanFits) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Seeds, JointChain, testing::Values(1, 2, 3));
+INSTANTIATE_TEST_SUITE_P(Seeds, JointChain, ::testing::Values(1, 2, 3));
 
 TEST(ChainExtract, GraphWithoutPhasesIsUnsupported) {
   const Graph g = generate_random_layered({.num_nodes = 50, .seed = 1});
@@ -64,6 +68,137 @@ TEST(ChainExtract, GraphWithoutPhasesIsUnsupported) {
   } catch (const UnsupportedGraph& e) {
     EXPECT_NE(std::string(e.what()).find("has no phase"), std::string::npos) << e.what();
   }
+}
+
+using testing::layered_joint;
+using testing::LayeredJointOptions;
+
+std::vector<std::string> separator_names(const Graph& g, const GraphChain& gc) {
+  std::vector<std::string> names;
+  for (NodeId n : gc.separators) names.push_back(g.node(n).name);
+  return names;
+}
+
+ValueId value_named(const Graph& g, std::string_view name) {
+  const std::optional<ValueId> v = g.find_value(name);
+  EXPECT_TRUE(v.has_value()) << name;
+  return v.value_or(ValueId{0});
+}
+
+// Every node in one stage; store-all lowers to the default schedule's cost; and at every budget
+// where rotor's chain plan fits the chain's budget, its lowered plan fits the graph's (the chain's
+// peak plus the resident bytes bounds the simulator's).
+void expect_chain_bounds_the_graph(const Graph& g, const GraphChain& gc) {
+  std::vector<int> seen(static_cast<size_t>(g.num_nodes()), 0);
+  for (const StageNodes& s : gc.stages) {
+    for (NodeId n : s.forward) ++seen[static_cast<size_t>(n.value())];
+    for (NodeId n : s.backward) ++seen[static_cast<size_t>(n.value())];
+  }
+  for (int count : seen) EXPECT_EQ(count, 1);
+  const Evaluation store_all = simulate(g, lower_chain_plan(g, gc, store_all_runs(gc)));
+  ASSERT_TRUE(store_all.valid) << store_all.error;
+  EXPECT_EQ(store_all.cost, baseline(g).cost);
+  EXPECT_LE(store_all.peak_bytes,
+            simulate_chain(gc.chain, store_all_sequence(gc.chain)).peak_bytes + gc.resident_bytes);
+  int fitted = 0;
+  for (int percent : {90, 70, 50, 40, 30}) {
+    const int64_t budget = baseline(g).peak_bytes * percent / 100;
+    SolveOptions options;
+    options.budget = {std::max<int64_t>(0, budget - gc.resident_bytes)};
+    const ChainSolveResult r = solve(gc.chain, "rotor", options);
+    const Evaluation e = simulate(g, lower_chain_plan(g, gc, runs_of(r.plan.sequence)));
+    ASSERT_TRUE(e.valid) << e.error;
+    EXPECT_LE(e.peak_bytes, r.eval.peak_bytes + gc.resident_bytes) << percent;
+    if (r.eval.peak_bytes <= options.budget.bytes) {
+      ++fitted;
+      EXPECT_LE(e.peak_bytes, budget) << percent;
+    }
+  }
+  EXPECT_GT(fitted, 0);
+}
+
+TEST(ChainExtract, HelperViewsAtTheEndOfTheForwardGiveTheSameStages) {
+  // A tracer that sets phases by data flow puts the transposed activations and weights that the
+  // backward reads at the end of the forward: every activation then had a forward reader after
+  // the last layer, and the forward was one stage.
+  const Graph early = layered_joint({.layers = 4});
+  const Graph late = layered_joint({.layers = 4, .late_views = true});
+  const GraphChain a = extract_chain(early), b = extract_chain(late);
+  EXPECT_EQ(b.chain.stages.size(), 8u);  // embedding, GELU, four layers, final norm, head
+  EXPECT_EQ(separator_names(late, b), separator_names(early, a));
+  EXPECT_TRUE(b.note.empty()) << b.note;
+  for (const char* view : {"t_h_layer0", "t_d_layer2", "t_W2_layer3"}) {
+    const NodeId n = *late.find_node(view);
+    EXPECT_TRUE(b.backward_helper[n]) << view;
+    EXPECT_EQ(b.stage_of[n], a.stage_of[*early.find_node(view)]) << view;
+  }
+  expect_chain_bounds_the_graph(late, b);
+}
+
+TEST(ChainExtract, ASmallValueEveryLayerReadsIsSharedNotAMerge) {
+  for (const bool late : {false, true}) {
+    const Graph g = layered_joint({.layers = 4, .late_views = late, .shared_mask = true});
+    const GraphChain gc = extract_chain(g);
+    EXPECT_EQ(gc.chain.stages.size(), 8u) << ::testing::PrintToString(separator_names(g, gc));
+    const ValueId mask = value_named(g, "mask");
+    EXPECT_TRUE(gc.shared[mask]);
+    for (const StageNodes& s : gc.stages)  // resident: in no stage's sizes
+      for (const std::vector<ValueId>* list : {&s.output, &s.saved})
+        EXPECT_EQ(std::count(list->begin(), list->end(), mask), 0);
+    int64_t inputs = 0;
+    for (ValueId v : g.graph_inputs()) inputs += g.value(v).size_bytes;
+    EXPECT_EQ(gc.resident_bytes,
+              inputs + g.value(mask).size_bytes + g.value(value_named(g, "loss")).size_bytes);
+    expect_chain_bounds_the_graph(g, gc);
+  }
+}
+
+TEST(ChainExtract, AnEncoderOutputEveryDecoderLayerReadsIsAnInputOfEachDecoderStage) {
+  const Graph g = layered_joint({.layers = 4, .encoder_layers = 2});
+  const GraphChain gc = extract_chain(g);
+  // embedding, GELU, 2 encoder layers, final norm and decoder embedding, GELU, 4 decoder layers,
+  // final norm, head and loss
+  EXPECT_EQ(gc.chain.stages.size(), 12u) << ::testing::PrintToString(separator_names(g, gc));
+  EXPECT_TRUE(gc.shared[value_named(g, "h_enc_final")]);
+  expect_chain_bounds_the_graph(g, gc);
+}
+
+TEST(ChainExtract, ALargeValueEveryLayerReadsIsNamed) {
+  // 16 layers: more than 100 forward nodes, of which all but the embedding's are one stage,
+  // because 'crossing' (larger than what a layer makes) is read by every layer.
+  const Graph g = layered_joint({.layers = 16, .crossing_bytes = 16 * 4096});
+  const GraphChain gc = extract_chain(g);
+  EXPECT_EQ(gc.chain.stages.size(), 5u);  // embedding, GELU, the layers, final norm, head
+  EXPECT_NE(gc.note.find("value 'crossing' (65.54 KB, made by 'crossing'"), std::string::npos)
+      << gc.note;
+  EXPECT_NE(gc.note.find("too large to keep resident"), std::string::npos) << gc.note;
+  EXPECT_FALSE(gc.shared[value_named(g, "crossing")]);
+  // Read by the loss too: no forward node separates anything, and the error names it.
+  const std::string error = remat::testing::input_error_of([] {
+    (void)extract_chain(
+        layered_joint({.layers = 16, .crossing_bytes = 16 * 4096, .crossing_everywhere = true}));
+  });
+  EXPECT_NE(error.find("fewer than 2 stages"), std::string::npos) << error;
+  EXPECT_NE(error.find("value 'crossing'"), std::string::npos) << error;
+}
+
+TEST(ChainExtract, CorpusGraphsFromOtherTracersAreBoundByTheirChains) {
+  // bench/block_corpus.py's graphs: late helper views; a mask and rotary tables every layer reads.
+  for (const char* name : {"gpt4_late_views", "llama4_make_fx"}) {
+    const Graph g =
+        read_graph_file(std::string(REMAT_SOURCE_DIR) + "/tests/data/blocks/" + name + ".json");
+    const GraphChain gc = extract_chain(g);
+    EXPECT_GE(gc.chain.stages.size(), 12u) << name;  // two per layer, the embedding and the head
+    expect_chain_bounds_the_graph(g, gc);
+  }
+}
+
+TEST(ChainExtract, FewLayersWithALargeCrossingValueHaveNoNote) {
+  // Below 100 forward nodes one large stage is no surprise worth a note; the chain still bounds.
+  const Graph g = layered_joint({.layers = 4, .crossing_bytes = 16 * 4096});
+  const GraphChain gc = extract_chain(g);
+  EXPECT_TRUE(gc.note.empty()) << gc.note;
+  expect_chain_bounds_the_graph(g, gc);
 }
 
 }  // namespace

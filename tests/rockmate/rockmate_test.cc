@@ -12,8 +12,10 @@
 #include "remat/io.h"
 #include "remat/lower.h"
 #include "remat/simulate.h"
+#include "blocks/blocks.h"
 #include "rotor_dp/chain_arrays.h"
 #include "rotor_dp/dp.h"
+#include "testing/layered_joint.h"
 #include "testing/testing.h"
 
 namespace remat::rockmate {
@@ -166,6 +168,95 @@ TEST(RockmateSolve, DpMemoryBoundsTheSimulatedPeakAndRotorIsNeverBetter) {
   } else {  // built without CBC: keep-all and keep-nothing only, and the stats say so
     EXPECT_EQ(milp_available, 0);
     EXPECT_EQ(milp_runs, 0);
+  }
+}
+
+// Layered graphs in other tracers' shapes (testing/layered_joint.h): late helper views, a mask
+// every layer reads, an encoder output every decoder layer reads.
+std::vector<std::pair<std::string, Graph>> layered_graphs() {
+  using testing::layered_joint;
+  std::vector<std::pair<std::string, Graph>> out;
+  out.emplace_back("views in the backward", layered_joint({.layers = 4}));
+  out.emplace_back("late views", layered_joint({.layers = 4, .late_views = true}));
+  out.emplace_back("mask", layered_joint({.layers = 4, .shared_mask = true}));
+  out.emplace_back("late views and mask",
+                   layered_joint({.layers = 4, .late_views = true, .shared_mask = true}));
+  out.emplace_back("encoder-decoder", layered_joint({.layers = 4, .encoder_layers = 2}));
+  return out;
+}
+
+// The class of the block whose first forward node is `first`.
+int32_t class_of(const Graph& g, const BlockStructure& bs, std::string_view first) {
+  for (const Block& b : bs.blocks)
+    if (g.node(b.nodes.front()).name == first) return b.class_id;
+  ADD_FAILURE() << "no block starts with " << first;
+  return -1;
+}
+
+TEST(RockmateBlocks, IdenticalLayersAreOneClassWhateverTheTracerShape) {
+  for (const auto& [label, g] : layered_graphs()) {
+    const BlockStructure bs = build_blocks(g);
+    const int32_t layer = class_of(g, bs, "ln_layer0");
+    // The last decoder layer starts the sum of the encoder output's gradients: it differs.
+    const int32_t layers = label == "encoder-decoder" ? 3 : 4;
+    for (int32_t l = 1; l < layers; ++l)
+      EXPECT_EQ(class_of(g, bs, "ln_layer" + std::to_string(l)), layer) << label << " " << l;
+    EXPECT_EQ(bs.classes[static_cast<size_t>(layer)].members.size(), static_cast<size_t>(layers))
+        << label;
+  }
+}
+
+TEST(RockmateMeasure, KeepAllRunsMeasureAsTheExtractedStagesOnLayeredGraphs) {
+  // Backward helpers and shared values are charged the same way by measure_stage_runs.
+  for (const auto& [label, g] : layered_graphs()) {
+    const BlockStructure bs = build_blocks(g);
+    for (size_t i = 0; i < bs.chain.stages.size(); ++i) {
+      const StageNodes& s = bs.chain.stages[i];
+      const StageRunFigures f =
+          measure_stage_runs(g, bs.chain, static_cast<int32_t>(i) + 1, s.forward, s.backward);
+      const ChainStage& cs = bs.chain.chain.stages[i];
+      EXPECT_EQ(f.abar, cs.sizes.abar) << label << " stage " << i + 1;
+      EXPECT_EQ(f.o_b, cs.o_b) << label << " stage " << i + 1;
+      EXPECT_LE(f.o_f, cs.o_f) << label << " stage " << i + 1;
+    }
+  }
+}
+
+TEST(RockmateSolve, DpMemoryBoundsTheSimulatedPeakOnLayeredGraphs) {
+  for (const auto& [label, g] : layered_graphs()) {
+    const int64_t base = baseline(g).peak_bytes;
+    for (double fraction : {0.7, 0.5}) {
+      const auto budget = static_cast<int64_t>(fraction * static_cast<double>(base));
+      const SolveResult rk = solve_and_check(g, budget, "rockmate", {{"budgets", "2x2"}});
+      const std::string where = fmt::format("{} at {}", label, fraction);
+      EXPECT_EQ(counter(rk, "bound_violations"), 0) << where;
+      if (!rk.plan.stats.counter("store_all") && !rk.plan.stats.counter("used_default_schedule")) {
+        EXPECT_LE(rk.eval.peak_bytes, counter(rk, "dp_memory_bound")) << where;
+      }
+      EXPECT_LE(rk.eval.peak_bytes, budget) << where;  // these graphs leave room for it
+    }
+  }
+}
+
+// Joint graphs from outside the project's tracer (bench/block_corpus.py writes them): a 4-layer
+// GPT whose backward helper views sit at the end of the forward, and a 4-layer Llama-style model
+// (rotary tables and causal mask read by every layer) from plain make_fx.
+TEST(RockmateCorpus, FourLayersGiveFourAttentionAndFourMlpBlocks) {
+  for (const char* name : {"gpt4_late_views", "llama4_make_fx"}) {
+    const Graph g =
+        read_graph_file(fmt::format("{}/tests/data/blocks/{}.json", REMAT_SOURCE_DIR, name));
+    const BlockStructure bs = build_blocks(g);
+    EXPECT_TRUE(bs.chain.note.empty()) << name << ": " << bs.chain.note;
+    int32_t classes_of_four = 0;
+    for (const BlockClass& c : bs.classes) classes_of_four += c.members.size() == 4 ? 1 : 0;
+    EXPECT_EQ(classes_of_four, 2) << name;
+    const int64_t budget = baseline(g).peak_bytes / 2;
+    // (rockmate's MILPs take seconds here: bench/blocks_bench.py runs them)
+    const SolveResult rotor = solve_and_check(g, budget, "rotor");
+    const SolveResult rockmate = solve_and_check(g, budget, "rockmate", {{"milp", "false"}});
+    EXPECT_LE(rotor.eval.peak_bytes, budget) << name;
+    EXPECT_LE(rockmate.eval.peak_bytes, budget) << name;
+    EXPECT_EQ(counter(rockmate, "bound_violations"), 0) << name;
   }
 }
 

@@ -1,5 +1,6 @@
 // `remat info / solve / compare / sweep / simulate / gen chain` on chain files: the one dispatch on
-// the file kind. Assertions on --json output, not on column spacing.
+// the file kind; and rotor's and rockmate's notes on a graph with one large block. Assertions on
+// --json output, not on column spacing.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "remat/io.h"
+#include "testing/layered_joint.h"
 #include "testing/testing.h"
 
 namespace remat {
@@ -94,6 +96,35 @@ TEST(RotorCli, InfoCompareSweepGen) {
   EXPECT_EQ(read_chain_file(dir + "/c.json").length(), 12);
   EXPECT_EQ(run_remat("gen chain --kind mlp").exit_code, 2);
   EXPECT_EQ(json_of("solve " + dir + "/c.json --solver rotor --budget 60%")["status"], "feasible");
+}
+
+// 16 layers all reading one value larger than what a layer makes: all but the embedding is one
+// block. Whoever asks, rotor and rockmate say why, naming the value, beside their plan.
+TEST(RotorCli, OneLargeBlockIsExplainedWhereverAPlanIsShown) {
+  const std::string dir = testing::temp_dir("rotor_cli_one_block");
+  const std::string graph = dir + "/crossing.json";
+  write_graph_file(graph, testing::layered_joint({.layers = 16, .crossing_bytes = 16 * 4096}));
+  const std::string why = "value 'crossing'";
+  for (const std::string solver : {"rotor", "rockmate --param milp=false"}) {
+    const std::string args = "solve " + graph + " --solver " + solver + " --budget 50%";
+    const auto text = run_remat(args);
+    EXPECT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("note      145 of the 150 forward nodes are one stage"),
+              std::string::npos)
+        << text.out;
+    const json plan = json_of(args);
+    ASSERT_TRUE(plan["stats"]["lists"].contains("notes")) << solver;
+    EXPECT_NE(plan["stats"]["lists"]["notes"][0].get<std::string>().find(why), std::string::npos);
+  }
+  const auto blocks = run_remat("info " + graph + " --blocks");
+  EXPECT_NE(blocks.out.find("note             145 of the 150"), std::string::npos) << blocks.out;
+  EXPECT_NE(json_of("info " + graph + " --blocks")["notes"][0].get<std::string>().find(why),
+            std::string::npos);
+  const auto table = run_remat("compare " + graph + " --solvers rotor,none --budgets 50%");
+  EXPECT_NE(table.out.find("* note: rotor: 145 of the 150"), std::string::npos) << table.out;
+  const json rows = json_of("compare " + graph + " --solvers rotor,none --budgets 50%");
+  EXPECT_NE(rows[0]["notes"][0].get<std::string>().find(why), std::string::npos);
+  EXPECT_FALSE(rows[1].contains("notes"));  // the default schedule has no chain to explain
 }
 
 }  // namespace

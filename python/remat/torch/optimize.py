@@ -342,6 +342,10 @@ def plan(traced, budget="50%", solver="auto", *, time_limit=None, seed=1, thread
         sequence = remat.default_schedule(g)  # never worse than the baseline
     evaluation = remat.simulate(g, sequence)
     extra = _percent(evaluation.cost - base_cost, base_cost)
+    # The solver's notes: what it could not do, or why its plan is not what it looks like (rotor
+    # and rockmate on a graph whose forward is mostly one block name the value that crosses it).
+    for note in dict(result.lists).get("notes", ()):
+        warnings.warn(f"remat: {traced.model_name}: {solver}: {note}", stacklevel=3)
     if not result.feasible:
         warnings.warn(f"remat: {traced.model_name}: {solver} found no plan within "
                       f"{remat.format_bytes(budget_bytes)} ({result.status}); running the "

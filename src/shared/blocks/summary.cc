@@ -34,6 +34,7 @@ BlocksSummary describe_blocks(const Graph& g) {
   }
   for (const BlockClass& c : bs.classes)
     out.classes.push_back({fmt::format("{:016x}", c.canonical_hash), c.members});
+  out.note = bs.chain.note;
   return out;
 }
 

@@ -28,6 +28,7 @@ struct ClassSummary {
 struct BlocksSummary {
   std::vector<BlockSummary> blocks;
   std::vector<ClassSummary> classes;
+  std::string note;  // why one block holds most of a large forward (GraphChain::note), or empty
 };
 // Throws InputError (UnsupportedGraph) when the graph has no chain structure.
 BlocksSummary describe_blocks(const Graph& graph);

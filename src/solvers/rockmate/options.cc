@@ -93,6 +93,14 @@ BlockModel block_model(const Graph& g, const Block& b, int32_t stage_of_loss_gra
   auto produced_here = [&](ValueId v) {
     return !g.is_graph_input(v) && in_block[static_cast<size_t>(g.producer(v).value())];
   };
+  // By the block's parts, not phases: a backward helper (lower.h) is a forward node in the
+  // backward part.
+  std::vector<uint8_t> in_forward_part(static_cast<size_t>(g.num_nodes()), 0);
+  for (int32_t i = 0; i < b.num_forward; ++i)
+    in_forward_part[static_cast<size_t>(b.nodes[static_cast<size_t>(i)].value())] = 1;
+  auto made_in_forward_part = [&](ValueId v) {
+    return produced_here(v) && in_forward_part[static_cast<size_t>(g.producer(v).value())];
+  };
   auto from_dropped = [&](ValueId v) {
     if (!produced_here(v)) return false;
     const auto it = std::find(b.nodes.begin(), b.nodes.end(), g.producer(v));
@@ -136,8 +144,7 @@ BlockModel block_model(const Graph& g, const Block& b, int32_t stage_of_loss_gra
             .temp_bytes = 0,
             .recomputable = false};
   for (ValueId v : b.outputs)
-    if (produced_here(v) && g.node(g.producer(v)).phase == Phase::kForward &&
-        g.value(v).size_bytes > 0 && !g.value(v).is_output)
+    if (made_in_forward_part(v) && g.value(v).size_bytes > 0 && !g.value(v).is_output)
       loss.inputs.push_back(value_of(v));
   for (ValueId v : incoming) loss.outputs.push_back(value_of(v));
   const ValueId token{static_cast<int32_t>(spec.values.size())};
@@ -152,7 +159,7 @@ BlockModel block_model(const Graph& g, const Block& b, int32_t stage_of_loss_gra
   for (NodeId n : b.nodes)
     for (ValueId v : g.node(n).outputs) {
       const bool hands_on = g.value(v).is_output ||
-                            (g.node(n).phase == Phase::kBackward &&
+                            (!in_forward_part[static_cast<size_t>(n.value())] &&
                              std::find(b.outputs.begin(), b.outputs.end(), v) != b.outputs.end());
       if (hands_on && local.count(v.value()))
         spec.values[static_cast<size_t>(local[v.value()].value())].is_output = true;

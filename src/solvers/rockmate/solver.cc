@@ -293,6 +293,7 @@ class RockmateSolver : public Solver {
     if (simulate(g, store_all).peak_bytes <= budget) {
       plan.sequence = std::move(store_all);  // every node once: nothing is cheaper
       st.add_counter("store_all", 1);
+      if (!bs.chain.note.empty()) st.lists.emplace_back("notes", std::vector{bs.chain.note});
       return plan;
     }
     OptionStats ostats;
@@ -323,11 +324,13 @@ class RockmateSolver : public Solver {
       plan.sequence = std::move(best.sequence);
     }
     st.add_counter("milp_available", milp_available() ? 1 : 0);
+    std::vector<std::string> notes;
+    if (!bs.chain.note.empty()) notes.push_back(bs.chain.note);
     if (params.milp && !milp_available())
-      st.lists.emplace_back(
-          "notes", std::vector<std::string>{"rk-Checkmate needs CBC and this build has none "
-                                            "(REMAT_WITH_CBC off): every block has keep-all and "
-                                            "keep-nothing only, i.e. Rotor's DP over the blocks"});
+      notes.emplace_back(
+          "rk-Checkmate needs CBC and this build has none (REMAT_WITH_CBC off): every block has "
+          "keep-all and keep-nothing only, i.e. Rotor's DP over the blocks");
+    if (!notes.empty()) st.lists.emplace_back("notes", std::move(notes));
     st.add_counter("milp_runs", static_cast<double>(ostats.milp_runs));
     st.add_counter("milp_feasible", static_cast<double>(ostats.milp_feasible));
     st.add_counter("milp_reused", static_cast<double>(ostats.milp_reused));

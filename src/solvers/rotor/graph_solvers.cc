@@ -46,6 +46,12 @@ constexpr ParamInfo kMaxStagesInfo = {
     "max_stages", "100", "stages",
     "graphs only: most stages of the extracted chain (consecutive stages merged beyond it)"};
 
+// Why the chain has one stage with most of the forward (lower.h): a plan made on it is not a
+// result that looks like one.
+void add_chain_note(const GraphChain& gc, SolveStats& st) {
+  if (!gc.note.empty()) st.lists.emplace_back("notes", std::vector<std::string>{gc.note});
+}
+
 }  // namespace
 
 std::vector<ParamInfo> with_max_stages(std::span<const ParamInfo> chain_rows) {
@@ -80,6 +86,7 @@ Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {
     plan.sequence = std::move(store_all);
     plan.stats.add_counter("stages", static_cast<double>(gc.chain.stages.size()));
     plan.stats.add_counter("store_all", 1);
+    add_chain_note(gc, plan.stats);
     return plan;
   }
 
@@ -164,6 +171,7 @@ Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {
   st.lists.emplace_back("separators", std::move(separators));
   st.lists.emplace_back("chain_ops",
                         std::vector<std::string>{format_sequence(best.chain.plan.sequence)});
+  add_chain_note(gc, st);
   return plan;
 }
 
