@@ -67,6 +67,23 @@ double cost_gcd(const Graph& g) {
   return d > 0 ? static_cast<double>(d) : 1;
 }
 
+// Objective coefficients stay at most this large: Clp aborts the process (an assert, not an
+// exception) on a coefficient of 1e25 or more, and costs are any finite numbers.
+constexpr double kMaxObjectiveCoefficient = 0x1p50;
+
+// The cost gcd, times a power of two when the largest cost over it is still above
+// kMaxObjectiveCoefficient (a power of two divides exactly, so the objective is the same up to
+// scale).
+double cost_scale(const Graph& g) {
+  double largest = 0;
+  for (const Node& n : g.nodes()) largest = std::max(largest, n.cost);
+  const double gcd = cost_gcd(g);
+  if (largest / gcd <= kMaxObjectiveCoefficient) return gcd;
+  int exponent = 0;
+  std::frexp(largest / kMaxObjectiveCoefficient, &exponent);
+  return std::ldexp(1.0, exponent);
+}
+
 struct Decoded {
   Sequence sequence;
   std::vector<int32_t> stage_of;  // stage of each position
@@ -147,7 +164,7 @@ StageModel build_stage_model(const Graph& g, int64_t budget_bytes) {
   StageModel sm;
   sm.graph = &g;
   sm.size_scale = size_gcd(g);
-  sm.cost_scale = cost_gcd(g);
+  sm.cost_scale = cost_scale(g);
   milp::MilpModel& m = sm.model;
   const int64_t room = budget_bytes - graph_input_bytes(g);
   const double cap = room < 0 ? -1.0 : static_cast<double>(room / sm.size_scale);
