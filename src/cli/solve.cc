@@ -46,6 +46,7 @@ std::string summary(const Problem& problem, const Outcome& r, Budget budget) {
 }
 
 void run_solve(const SolveArgs& args) {
+  if (!args.output.empty()) refuse_overwriting_input(args.output, args.path, "the plan");
   const Problem problem = read_problem(args.path);
   if (const auto why = refusal(problem, args.solver)) throw InputError(*why);
   // "min" asks for the least-memory plan: the memory lower bound of a graph, or on a chain the
@@ -77,8 +78,10 @@ void run_solve(const SolveArgs& args) {
                           budget.bytes, format_bytes(budget.bytes), args.path, least,
                           format_bytes(least), result.solver));
   }
+  // `-o -`: standard output gets the plan JSON alone, so it can be piped into a reader.
   if (!args.output.empty()) emit(result.plan_json, args.output);
-  emit(args.json ? result.plan_json : summary(problem, result, budget), "");
+  if (args.output.empty() || !is_standard_output(args.output))
+    emit(args.json ? result.plan_json : summary(problem, result, budget), "");
 }
 
 }  // namespace
@@ -95,7 +98,9 @@ void register_solve(CLI::App& app) {
          "(the memory lower bound: the least-memory plan)")
       ->default_val("100%");
   cmd->add_option("--solver,-s", args->solver, "solver name (listed below)")->default_val("auto");
-  cmd->add_option("--output,-o", args->output, "write the plan JSON here");
+  cmd->add_option("--output,-o", args->output,
+                  "write the plan JSON here ('-': standard output, then without the summary)")
+      ->check(output_path_validator());
   cmd->add_flag("--json", args->json, "print the plan JSON instead of a summary");
   add_solver_options(*cmd, args->solver_args);
   std::string solvers;
