@@ -7,8 +7,6 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "testing/testing.h"
 
@@ -16,23 +14,11 @@ namespace remat {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::read_file;
 using testing::run_remat;
+using testing::write_file;
 
 const std::string kLateUse = std::string(REMAT_SOURCE_DIR) + "/tests/data/late_use.json";
-
-std::string write_file(const std::string& dir, const std::string& name, const std::string& text) {
-  const std::string path = dir + "/" + name;
-  std::ofstream(path) << text;
-  return path;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Runs `remat ARGS_AND_REDIRECTIONS` under sh (run_remat redirects both streams itself); stderr
 // goes to a file unless the command redirects it. Returns the exit code (-1 when a signal ended
 // the process) and what reached the file.

@@ -17,12 +17,7 @@ namespace remat {
 namespace {
 
 std::string internal_error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const InternalError& e) {
-    return e.what();
-  }
-  return "no error";
+  return testing::error_of<InternalError>(action);
 }
 
 TEST(InternalErrors, AFailedCheckThrowsInsteadOfAborting) {
