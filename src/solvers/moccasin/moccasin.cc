@@ -111,9 +111,10 @@ Built build_instance(const Graph& graph, int64_t budget, int copies, bool staged
   return built;
 }
 
-// The instance in the coarsest size unit Gecode needs (gecode_range_use): on large graphs the
-// cumulative's capacity times its tasks' start domains overflows 64 bits in the finer one, and
-// Gecode refuses the model. Sizes still round up and the budget down, so plans stay within it.
+// The instance in the finest size unit that keeps it inside Gecode's integer range
+// (gecode_range_use): on large graphs the cumulative's capacity times its tasks' start domains
+// overflows 64 bits in size_unit()'s, and Gecode refuses the model. Sizes still round up and the
+// budget down, so plans stay within it.
 Built build_within_gecode_range(const Graph& graph, int64_t budget, int copies, bool staged,
                                 std::span<const int32_t> min_copies) {
   int64_t coarser = 1;
@@ -126,7 +127,7 @@ Built build_within_gecode_range(const Graph& graph, int64_t budget, int copies, 
     if (!(use < last_use) || built.size_unit == kMaxTotalBytes)
       throw UnsupportedGraph(fmt::format(
           "moccasin: '{}' ({} nodes, {} copies per node) needs {:.3g} times Gecode's integer "
-          "range whatever the size unit; use fewer copies (--param c=...) or another solver",
+          "range whatever the size unit; use fewer copies (parameter c) or another solver",
           shorten(graph.name()), graph.num_nodes(), copies, use));
     last_use = use;
     const auto factor = static_cast<int64_t>(std::min(std::ceil(use) + 1, 0x1p40));
