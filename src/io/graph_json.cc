@@ -176,7 +176,7 @@ void append_ids(std::string& out, std::span<const ValueId> ids) {
 }  // namespace
 
 // Written directly, one value or node per line, "format" first (so readers stream it): a JSON
-// tree of a 1 M-node graph with 2e8 edges held several times the file's size.
+// tree of the whole graph holds several times the file's size.
 std::string graph_to_json(const Graph& graph) {
   std::string out = "{\n \"format\": \"remat-graph\",\n \"version\": 1,\n \"name\": ";
   append_string(out, graph.name());

@@ -330,9 +330,9 @@ TEST(HostileInput, GraphJsonWriterEscapesNamesAndKeepsEveryNumber) {
   EXPECT_EQ(graph_to_json(again), text);
 }
 
-// Skip edges may come from any earlier node: drawing a coin per candidate was quadratic (200,000
-// nodes took 34 s, 1,000,000 never finished); drawing the gaps between edges is linear in the
-// edges made. A thin graph of 300,000 nodes has few edges, so it is quick only when linear.
+// Skip edges may come from any earlier node: drawing a coin per candidate is quadratic in the
+// nodes; drawing the gaps between edges is linear in the edges made. A thin graph of 300,000
+// nodes has few edges, so it is quick only when linear.
 TEST(HostileInput, RandomLayeredGraphsTakeTimeLinearInNodesAndEdges) {
   const Graph thin = generate_random_layered({.num_nodes = 300'000, .seed = 5, .width = 0.002});
   EXPECT_EQ(thin.num_nodes(), 300'000);

@@ -279,7 +279,14 @@ std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& opti
     const double left = options.time_limit_s * p.warm_fraction - warm_clock.elapsed_s();
     warm.time_limit_s = std::max(1e-3, left / static_cast<double>(solvers.size() - k));
     warm.on_progress = options.on_progress;
-    SolveResult r = solve(graph, solver, warm);
+    SolveResult r;
+    try {
+      r = solve(graph, solver, warm);
+    } catch (const UnsupportedGraph&) {
+      // In `auto`, a warm solver that cannot take this graph (checkmate-lp's range) is skipped.
+      if (p.warm != Warm::kAuto) throw;
+      continue;
+    }
     const PlanScore score{r.eval.peak_bytes, r.eval.cost};
     if (!best || better_plan(score, best_score, options.budget.bytes)) {
       best = StartPlan{std::move(r.plan.sequence),
