@@ -21,6 +21,9 @@
 namespace remat {
 
 enum class FileKind { kGraph, kNetworkx, kChain, kPlan };
+// Input files are read up to this many bytes (4 GiB): a larger file, or a pipe that goes on past
+// it, is refused; so are devices that never end (/dev/zero), terminals excepted.
+inline constexpr int64_t kMaxInputBytes = int64_t{1} << 32;
 // Reads the whole file ("-": standard input); throws InputError when it cannot be read.
 std::string read_text_file(const std::string& path);
 // Writes `text` to `path` via a temporary file next to it and a rename, so readers never see a
@@ -34,8 +37,10 @@ void remove_pending_output() noexcept;
 // Detects the kind of a JSON document (the "format" field, or NetworkX's "nodes"/"links").
 FileKind detect_file_kind(std::string_view json_text, std::string_view source);
 
-// remat-graph JSON v1.
+// remat-graph JSON v1. A graph none of whose nodes makes a graph output is refused (nothing to
+// plan): require_outputs(), which every reader and Python's Graph.build apply.
 Graph parse_graph_json(std::string_view json_text, std::string_view source);
+void require_outputs(const Graph& graph, std::string_view source);
 std::string graph_to_json(const Graph& graph);
 // Any graph file: remat-graph or NetworkX (converted on the fly).
 Graph read_graph_file(const std::string& path);

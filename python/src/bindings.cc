@@ -2,7 +2,8 @@
 // Graphs are built from plain lists of dicts (the remat-graph JSON fields), solved with the judged
 // remat::solve() and checked with remat::simulate(); every peak and cost Python sees comes from the
 // simulator. InputError derives from std::invalid_argument, so Python receives ValueError with the
-// core's message.
+// core's message; InternalError (a bug) arrives as RuntimeError, never as the end of the process.
+// Ctrl-C during a solve raises KeyboardInterrupt as soon as the solver checks its time limit.
 //   g = _remat.Graph.build("mlp", values=[{"name": "x", "size": 64}, ...], nodes=[...])
 //   r = _remat.solve(g, "50%", "none", time_limit=1.0, seed=1, threads=1, params={},
 //                    progress=lambda stage, fraction, iterations, best: print(stage, fraction))
@@ -19,6 +20,7 @@
 #include "blocks/summary.h"
 #include "remat/error.h"
 #include "remat/graph.h"
+#include "remat/interrupt.h"
 #include "remat/io.h"
 #include "remat/lower.h"
 #include "remat/registry.h"
@@ -180,7 +182,9 @@ Graph build_graph(const py::object& name, const py::list& values, const py::list
       throw InputError(fmt::format("python: node {} must be a dict", i));
     spec.nodes.push_back(node_from_dict(names, nodes[i].cast<py::dict>(), i));
   }
-  return Graph::build(std::move(spec), "python");
+  Graph graph = Graph::build(std::move(spec), "python");
+  require_outputs(graph, "python");
+  return graph;
 }
 
 std::vector<int32_t> value_indices(std::span<const ValueId> ids) {
@@ -235,15 +239,9 @@ Sequence to_sequence(const Graph& g, const std::vector<int32_t>& ids) {
 Budget to_budget(const Graph& g, const py::object& budget) {
   const bool number = !py::isinstance<py::bool_>(budget) &&
                       (py::isinstance<py::int_>(budget) || py::isinstance<py::float_>(budget));
-  if (number) {
-    // Range-checked as a double first: an int above 2^63 or a NaN has no int64_t value.
-    const double bytes = budget.cast<double>();
-    if (!(bytes >= 0 && bytes <= static_cast<double>(kMaxTotalBytes)))
-      throw InputError(fmt::format("python: budget {} bytes is outside [0, 2^62]",
-                                   shorten(py::repr(budget).cast<std::string>(), 40)));
-    return py::isinstance<py::int_>(budget) ? Budget{budget.cast<int64_t>()}
-                                            : Budget{static_cast<int64_t>(bytes)};
-  }
+  // Bytes go through the CLI's --budget reader as the number's text: the same range and exact
+  // integers (2^62 + 1 is refused, not read as 2^62), and nan, inf or -1 refused alike.
+  if (number) return parse_budget(py::str(budget).cast<std::string>(), 0);
   if (py::isinstance<py::str>(budget))
     return parse_budget(budget.cast<std::string>(), baseline(g).peak_bytes);
   throw InputError("python: budget must be bytes (int) or text such as \"50%\" or \"90MB\"");
@@ -284,29 +282,60 @@ std::vector<int32_t> recomputed_nodes(const Graph& g, const Sequence& seq) {
   return out;
 }
 
-// Calls a Python progress callback from solver threads: takes the GIL, and keeps the first
-// Python error to raise once the solver has returned (a solver cannot be unwound through).
-class ProgressRelay {
+// What a solve run with the GIL released needs from Python. The progress callback is called
+// from solver threads with the GIL taken; the signal poll runs on the calling thread through
+// remat::InterruptPoll, so Ctrl-C (Python's SIGINT handler raising KeyboardInterrupt) stops the
+// solve at the solver's next time-limit check. The first Python error, from the callback or a
+// signal handler, stops the solve and is raised once the solver has returned (a solver cannot be
+// unwound through).
+class PythonSide {
  public:
-  explicit ProgressRelay(py::object callback) : callback_(std::move(callback)) {}
-  void operator()(const Progress& p) {
-    py::gil_scoped_acquire gil;
-    if (failed_) return;
-    try {
-      callback_(std::string(p.stage), p.fraction, p.iterations, p.best_objective, p.best_peak_bytes,
-                p.best_cost);
-    } catch (py::error_already_set& e) {
-      error_ = std::move(e);
-      failed_ = true;
-    }
+  explicit PythonSide(py::object progress) : progress_(std::move(progress)) {}
+
+  void attach(SolveOptions& options) {
+    if (!progress_.is_none()) options.on_progress = [this](const Progress& p) { report(p); };
   }
-  void rethrow() {
-    if (failed_) throw std::move(*error_);
+
+  // Runs `solve` with the GIL released and the signal poll installed; then raises the first
+  // Python error, if any.
+  template <class Solve>
+  auto run(Solve solve) {
+    decltype(solve()) result;
+    {
+      py::gil_scoped_release release;
+      const InterruptPoll poll(&PythonSide::poll, this);
+      result = solve();
+    }
+    if (error_) throw std::move(*error_);
+    return result;
   }
 
  private:
-  py::object callback_;
-  bool failed_ = false;
+  void report(const Progress& p) {
+    py::gil_scoped_acquire gil;
+    if (error_) return;
+    try {
+      progress_(std::string(p.stage), p.fraction, p.iterations, p.best_objective, p.best_peak_bytes,
+                p.best_cost);
+    } catch (py::error_already_set& e) {
+      error_ = std::move(e);
+    }
+  }
+
+  // InterruptPoll's function: true once a Python error is pending (a signal handler raised, or
+  // the progress callback did).
+  static bool poll(void* context) noexcept {
+    auto* self = static_cast<PythonSide*>(context);
+    try {
+      py::gil_scoped_acquire gil;
+      if (!self->error_ && PyErr_CheckSignals() != 0) self->error_.emplace();  // fetches it
+      return self->error_.has_value();
+    } catch (...) {
+      return false;
+    }
+  }
+
+  py::object progress_;
   std::optional<py::error_already_set> error_;
 };
 
@@ -321,17 +350,9 @@ PySolveResult solve_py(const Graph& g, const py::object& budget, const std::stri
   options.seed = seed;
   options.threads = threads;
   for (const auto& item : params) options.params[py::str(item.first)] = param_text(item.second);
-  std::optional<ProgressRelay> relay;
-  if (!progress.is_none()) {
-    relay.emplace(progress);
-    options.on_progress = [&relay](const Progress& p) { (*relay)(p); };
-  }
-  SolveResult r;
-  {
-    py::gil_scoped_release release;
-    r = solve(g, solver, options);
-  }
-  if (relay) relay->rethrow();
+  PythonSide side(progress);
+  side.attach(options);
+  const SolveResult r = side.run([&] { return solve(g, solver, options); });
   const Baseline base = baseline(g);
   PySolveResult out;
   out.sequence = node_indices(r.plan.sequence);
@@ -370,17 +391,9 @@ py::dict chain_solve_py(const std::string& chain_json, int64_t budget_bytes,
   options.seed = seed;
   options.threads = threads;
   for (const auto& item : params) options.params[py::str(item.first)] = param_text(item.second);
-  std::optional<ProgressRelay> relay;
-  if (!progress.is_none()) {
-    relay.emplace(progress);
-    options.on_progress = [&relay](const Progress& p) { (*relay)(p); };
-  }
-  ChainSolveResult r;
-  {
-    py::gil_scoped_release release;
-    r = solve(chain, solver, options);
-  }
-  if (relay) relay->rethrow();
+  PythonSide side(progress);
+  side.attach(options);
+  const ChainSolveResult r = side.run([&] { return solve(chain, solver, options); });
   const ChainEvaluation store_all = simulate_chain(chain, store_all_sequence(chain));
   py::list ops;
   for (const ChainOp& op : r.plan.sequence)

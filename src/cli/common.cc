@@ -1,12 +1,17 @@
 #include "common.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <optional>
+#include <utility>
 
 #include "remat/error.h"
 #include "remat/io.h"
@@ -120,14 +125,51 @@ SolveOptions make_solve_options(const SolverArgs& args, Budget budget, std::stri
 
 void emit(const std::string& text, const std::string& path) {
   if (path.empty() || path == "-") {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
+    errno = 0;
+    if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() ||
+        std::fflush(stdout) != 0 || std::ferror(stdout))
+      throw InputError(fmt::format("standard output: write failed: {}",
+                                   errno != 0 ? std::strerror(errno) : "error"));
     return;
   }
   write_text_file_atomic(path, text);
 }
 
-double percent(double part, double whole) { return whole != 0 ? 100.0 * part / whole : 0.0; }
+CLI::Validator output_path_validator() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        return text.empty() ? "the file name is empty (use '-' for standard output)" : "";
+      },
+      "FILE");
+}
+
+namespace {
+
+std::optional<std::pair<dev_t, ino_t>> file_identity(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return std::pair{st.st_dev, st.st_ino};
+}
+
+}  // namespace
+
+bool is_standard_output(const std::string& path) {
+  if (path == "-") return true;
+  struct stat out {};
+  if (::fstat(STDOUT_FILENO, &out) != 0) return false;
+  return file_identity(path) == std::pair{out.st_dev, out.st_ino};
+}
+
+void refuse_overwriting_input(const std::string& output, const std::string& input,
+                              std::string_view what) {
+  if (output == "-" || input == "-") return;
+  const auto in = file_identity(input);
+  if (in && in == file_identity(output))
+    throw InputError(fmt::format("{}: is the input file {}; writing {} there would replace it",
+                                 shorten(output, 200), shorten(input, 200), what));
+}
+
+double percent(double part, double whole) { return whole != 0 ? part / whole * 100.0 : 0.0; }
 
 double gap_percent(double cost, double lower_bound) { return percent(cost - lower_bound, cost); }
 

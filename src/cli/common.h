@@ -46,9 +46,21 @@ void check_param_scopes(const std::vector<std::string>& entries,
                         std::span<const std::string> solvers);
 SolveOptions make_solve_options(const SolverArgs& args, Budget budget, std::string_view solver);
 
-// Writes to `path` atomically, or to stdout when `path` is empty or "-".
+// Writes to `path` atomically, or to stdout when `path` is empty or "-". A failed write to
+// stdout (a full disk, /dev/full) is an InputError naming it.
 void emit(const std::string& text, const std::string& path);
 
+// Output file options (-o, --plot): an empty name is refused, not taken as "not given".
+CLI::Validator output_path_validator();
+// True when `path` is "-" or names the file standard output writes to (/dev/stdout).
+bool is_standard_output(const std::string& path);
+// Throws InputError when `output` names the existing file `input` (the graph would be replaced by
+// what is written, a plan or a plot); `what` names the output ("the plan").
+void refuse_overwriting_input(const std::string& output, const std::string& input,
+                              std::string_view what);
+
+// part / whole in % (0 when whole is 0); divides first, so parts near the largest double do not
+// overflow to inf%.
 double percent(double part, double whole);
 // (cost − lower bound) / cost in %, the MILP solvers' gap: 0 when the bound is reached.
 double gap_percent(double cost, double lower_bound);

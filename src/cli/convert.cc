@@ -18,7 +18,9 @@ void register_convert(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("convert", "convert a NetworkX graph to remat-graph JSON");
   cmd->add_option("IN", args->input, "input graph (NetworkX node-link or remat-graph JSON)")
       ->required();
-  cmd->add_option("OUT", args->output, "output remat-graph JSON ('-' for stdout)")->required();
+  cmd->add_option("OUT", args->output, "output remat-graph JSON ('-' for stdout)")
+      ->required()
+      ->check(output_path_validator());
   cmd->callback([args] { emit(graph_to_json(read_graph_file(args->input)), args->output); });
 }
 

@@ -35,7 +35,8 @@ void register_random_layered(CLI::App& gen) {
   cmd->add_option("--max-size", p.max_size, "largest value size in bytes")->default_val(p.max_size);
   cmd->add_option("--min-cost", p.min_cost, "smallest node cost")->default_val(p.min_cost);
   cmd->add_option("--max-cost", p.max_cost, "largest node cost")->default_val(p.max_cost);
-  cmd->add_option("--output,-o", args->output, "output file (default: stdout)");
+  cmd->add_option("--output,-o", args->output, "output file (default: stdout)")
+      ->check(output_path_validator());
   cmd->callback(
       [args] { emit(graph_to_json(generate_random_layered(args->params)), args->output); });
 }
@@ -60,7 +61,8 @@ void register_joint(CLI::App& gen) {
       ->default_val(p.min_width);
   cmd->add_option("--max-width", p.max_width, "largest activation width (features)")
       ->default_val(p.max_width);
-  cmd->add_option("--output,-o", args->output, "output file (default: stdout)");
+  cmd->add_option("--output,-o", args->output, "output file (default: stdout)")
+      ->check(output_path_validator());
   cmd->callback([args] { emit(graph_to_json(generate_joint(args->params)), args->output); });
 }
 
@@ -80,7 +82,8 @@ void register_gen_chain(CLI::App& gen) {
   cmd->add_option("--min-size", p.min_size, "random: smallest size")->default_val(p.min_size);
   cmd->add_option("--max-size", p.max_size, "random: largest size")->default_val(p.max_size);
   cmd->add_option("--max-time", p.max_time, "random: largest u_f, u_b")->default_val(p.max_time);
-  cmd->add_option("--output,-o", args->output, "output file (default: stdout)");
+  cmd->add_option("--output,-o", args->output, "output file (default: stdout)")
+      ->check(output_path_validator());
   cmd->callback([args] { emit(chain_to_json(generate_chain(args->params)), args->output); });
 }
 

@@ -139,7 +139,7 @@ void run_info(const InfoArgs& args) {
     emit(doc.dump(2) + "\n", "");
     return;
   }
-  std::string out = fmt::format("graph            {}\n", g.name().empty() ? args.path : g.name());
+  std::string out = fmt::format("graph            {}\n", problem.display_name());
   out += fmt::format("nodes            {} ({} forward, {} backward, {} not recomputable)\n",
                      g.num_nodes(), forward, backward, fixed);
   out +=

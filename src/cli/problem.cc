@@ -9,7 +9,7 @@ namespace remat::cli {
 
 std::string Problem::display_name() const {
   const std::string& name = chain() ? chain()->name : graph()->name();
-  return name.empty() ? path : name;
+  return escape_control(name.empty() ? path : name);
 }
 
 Problem read_problem(const std::string& path) {

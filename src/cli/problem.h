@@ -25,7 +25,7 @@ struct Problem {
   const Graph* graph() const { return std::get_if<Graph>(&data); }
   const Chain* chain() const { return std::get_if<Chain>(&data); }
   std::string_view kind() const { return chain() ? "chain" : "graph"; }
-  // The problem's own name, else the path.
+  // The problem's own name, else the path, escaped for a terminal (remat::escape_control).
   std::string display_name() const;
 };
 Problem read_problem(const std::string& path);

@@ -84,12 +84,13 @@ void run_simulate(const SimulateArgs& args) {
   out += fmt::format("steps     {}\n", plan.sequence.size());
   out += fmt::format("peak      {} bytes ({:.1f}% of baseline) at step {} ({})\n", e.peak_bytes,
                      peak_pct, e.peak_step,
-                     g.node(plan.sequence[static_cast<size_t>(e.peak_step)]).name);
+                     escape_control(g.node(plan.sequence[static_cast<size_t>(e.peak_step)]).name));
   out += fmt::format("cost      {:.10g} (CI {:+.2f}%)\n", e.cost, ci);
   if (args.timeline) {
     out += "\nstep  node  memory_bytes\n";
     for (size_t t = 0; t < e.timeline.size(); ++t)
-      out += fmt::format("{} {} {}\n", t, g.node(plan.sequence[t]).name, e.timeline[t]);
+      out += fmt::format("{} {} {}\n", t, escape_control(g.node(plan.sequence[t]).name),
+                         e.timeline[t]);
   }
   emit(out, "");
 }

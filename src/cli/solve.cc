@@ -58,6 +58,7 @@ std::string summary(const Problem& problem, const Outcome& r, Budget budget) {
 }
 
 void run_solve(const SolveArgs& args) {
+  if (!args.output.empty()) refuse_overwriting_input(args.output, args.path, "the plan");
   const Problem problem = read_problem(args.path);
   if (const auto why = refusal(problem, args.solver)) throw InputError(*why);
   check_param_scopes(args.solver_args.params, std::span(&args.solver, 1));
@@ -91,8 +92,10 @@ void run_solve(const SolveArgs& args) {
                           budget.bytes, format_bytes(budget.bytes), args.path, least,
                           format_bytes(least), result.solver));
   }
+  // `-o -`: standard output gets the plan JSON alone, so it can be piped into a reader.
   if (!args.output.empty()) emit(result.plan_json, args.output);
-  emit(args.json ? result.plan_json : summary(problem, result, budget), "");
+  if (args.output.empty() || !is_standard_output(args.output))
+    emit(args.json ? result.plan_json : summary(problem, result, budget), "");
 }
 
 }  // namespace
@@ -109,7 +112,9 @@ void register_solve(CLI::App& app) {
          "(the memory lower bound: the least-memory plan)")
       ->default_val("100%");
   cmd->add_option("--solver,-s", args->solver, "solver name (listed below)")->default_val("auto");
-  cmd->add_option("--output,-o", args->output, "write the plan JSON here");
+  cmd->add_option("--output,-o", args->output,
+                  "write the plan JSON here ('-': standard output, then without the summary)")
+      ->check(output_path_validator());
   std::vector<std::string_view> starters;
   for (const SolverEntry& e : solver_registry())
     if (e.accepts_start) starters.push_back(e.name);

@@ -95,6 +95,7 @@ std::string curve_svg(const std::vector<CurvePoint>& curve, std::string_view tit
 }
 
 void run_sweep(const SweepArgs& args) {
+  if (!args.plot.empty()) refuse_overwriting_input(args.plot, args.path, "the plot");
   const Problem problem = read_problem(args.path);
   if (const auto why = refusal(problem, args.solver)) throw InputError(*why);
   check_param_scopes(args.solver_args.params, std::span(&args.solver, 1));
@@ -152,7 +153,8 @@ void register_sweep(CLI::App& app) {
   cmd->add_option("--points", args->points, "number of budgets")
       ->default_val(10)
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("--plot", args->plot, "write the curve as an SVG file");
+  cmd->add_option("--plot", args->plot, "write the curve as an SVG file")
+      ->check(output_path_validator());
   cmd->add_flag("--json", args->json, "print JSON");
   add_solver_options(*cmd, args->solver_args);
   cmd->callback([args] { run_sweep(*args); });

@@ -1,7 +1,9 @@
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
 #include <string>
 
 #include "remat/error.h"
@@ -13,13 +15,18 @@ namespace {
 
 struct Unit {
   std::string_view suffix;
-  double bytes;
+  int64_t bytes;
 };
 // Longest suffixes first so "MiB" is not read as "B".
-constexpr Unit kUnits[] = {
-    {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
-    {"KB", 1e3},     {"MB", 1e6},        {"GB", 1e9},           {"TB", 1e12},
-    {"B", 1.0}};
+constexpr Unit kUnits[] = {{"KiB", int64_t{1} << 10},
+                           {"MiB", int64_t{1} << 20},
+                           {"GiB", int64_t{1} << 30},
+                           {"TiB", int64_t{1} << 40},
+                           {"KB", 1'000},
+                           {"MB", 1'000'000},
+                           {"GB", 1'000'000'000},
+                           {"TB", 1'000'000'000'000},
+                           {"B", 1}};
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
@@ -27,20 +34,49 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A decimal number: digits, an optional fraction, an optional exponent ("12", "1.5", "2e9",
+// "1e+20" as Python prints floats). No sign, hex, "inf" or "nan" (std::stod takes "0x10" as 16).
+bool decimal_number(std::string_view s) {
+  const size_t e = s.find_first_of("eE");
+  const std::string_view mantissa = s.substr(0, e);
+  const size_t dot = mantissa.find('.');
+  const std::string_view whole = mantissa.substr(0, dot);
+  const std::string_view fraction =
+      dot == std::string_view::npos ? std::string_view() : mantissa.substr(dot + 1);
+  if (whole.empty() && fraction.empty()) return false;
+  if ((!whole.empty() && !all_digits(whole)) ||
+      (dot != std::string_view::npos && !fraction.empty() && !all_digits(fraction)))
+    return false;
+  if (e == std::string_view::npos) return true;
+  std::string_view exponent = s.substr(e + 1);
+  if (!exponent.empty() && (exponent.front() == '+' || exponent.front() == '-'))
+    exponent.remove_prefix(1);
+  return all_digits(exponent);
+}
+
+[[noreturn]] void invalid_budget(std::string_view whole) {
+  throw InputError(fmt::format(
+      "invalid budget '{}' (expected a percentage of the baseline peak like '50%', or bytes "
+      "like '123456', '90MB', '1.5GiB')",
+      shorten(whole)));
+}
+
+// `bytes`: how many, when the text does not say it exactly ("1e+30 bytes, " for "1e30").
+[[noreturn]] void above_limit(std::string_view whole, std::string_view bytes = {}) {
+  throw InputError(
+      fmt::format("budget '{}' is {}above the limit of 2^62 bytes ({}) that no graph can exceed",
+                  shorten(whole), bytes, kMaxTotalBytes));
+}
+
 double parse_number(std::string_view number, std::string_view whole) {
   const std::string text(trim(number));
-  size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (text.empty() || used != text.size() || !std::isfinite(x) || x < 0)
-    throw InputError(fmt::format(
-        "invalid budget '{}' (expected a percentage of the baseline peak like '50%', or bytes "
-        "like '123456', '90MB', '1.5GiB')",
-        shorten(whole)));
+  if (!decimal_number(text)) invalid_budget(whole);
+  const double x = std::strtod(text.c_str(), nullptr);
+  if (!std::isfinite(x)) above_limit(whole);
   return x;
 }
 
@@ -48,10 +84,25 @@ double parse_number(std::string_view number, std::string_view whole) {
 Budget to_budget(double bytes, std::string_view whole) {
   const double floored = std::floor(bytes);
   if (!(floored <= static_cast<double>(kMaxTotalBytes)))
-    throw InputError(fmt::format(
-        "budget '{}' is {:.4g} bytes, above the limit of 2^62 bytes ({}) that no graph can exceed",
-        shorten(whole), floored, kMaxTotalBytes));
+    above_limit(whole, fmt::format("{:.4g} bytes, ", floored));
   return {static_cast<int64_t>(floored)};
+}
+
+// Whole bytes times a unit, exactly (a double would read 2^62 + 1 as 2^62).
+Budget exact_bytes(std::string_view digits, int64_t unit, std::string_view whole) {
+  const auto scale = static_cast<unsigned __int128>(unit);
+  unsigned __int128 bytes = 0;
+  for (const char c : digits) {
+    bytes = bytes * 10 + static_cast<unsigned>(c - '0');
+    if (bytes * scale > kMaxTotalBytes) above_limit(whole);
+  }
+  return {static_cast<int64_t>(bytes * scale)};
+}
+
+Budget bytes_with_unit(std::string_view number, int64_t unit, std::string_view whole) {
+  const std::string_view t = trim(number);
+  if (all_digits(t)) return exact_bytes(t, unit, whole);
+  return to_budget(parse_number(t, whole) * static_cast<double>(unit), whole);
 }
 
 // ⌊pct % × baseline⌋ exactly when pct has at most six decimals (every budget people type), so 100%
@@ -76,9 +127,8 @@ Budget parse_budget(std::string_view text, int64_t baseline_peak_bytes) {
   }
   for (const Unit& unit : kUnits)
     if (t.size() > unit.suffix.size() && t.ends_with(unit.suffix))
-      return to_budget(parse_number(t.substr(0, t.size() - unit.suffix.size()), text) * unit.bytes,
-                       text);
-  return to_budget(parse_number(t, text), text);
+      return bytes_with_unit(t.substr(0, t.size() - unit.suffix.size()), unit.bytes, text);
+  return bytes_with_unit(t, 1, text);
 }
 
 std::string format_bytes(int64_t bytes) {

@@ -105,9 +105,13 @@ void check_totals(const GraphSpec& spec, std::string_view source) {
     add(node.temp_bytes, fmt::format("{} with temp {}", node_label(spec, n), node.temp_bytes));
     total_cost += node.cost;
   }
-  if (!std::isfinite(total_cost))
-    throw InputError(
-        fmt::format("{}: the node costs add up to more than a double can hold", source));
+  // A plan has fewer than 2^31 steps, each at most the total: below this its cost stays finite.
+  constexpr double kMaxTotalCost = 1e298;
+  if (!(total_cost <= kMaxTotalCost))
+    throw InputError(fmt::format(
+        "{}: the node costs add up to {:.4g}, above the limit of {:g} (so that the cost of any "
+        "plan fits a double)",
+        source, total_cost, kMaxTotalCost));
 }
 
 // Producer index per value; throws when a value has two producers.

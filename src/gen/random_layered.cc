@@ -55,6 +55,27 @@ std::vector<int32_t> layer_widths(const RandomLayeredParams& p, Rng& rng) {
   return widths;
 }
 
+// Calls take(u) for each u in [begin, end) with probability p each, independently: it draws the
+// gaps between the chosen ones (geometric), so the work is linear in the edges made, not in the
+// candidates (a skip edge may come from any earlier node: per candidate that is quadratic).
+template <class Take>
+void sample_each(int32_t begin, int32_t end, double p, Rng& rng, Take take) {
+  if (!(p > 0) || begin >= end) return;
+  if (p >= 1) {
+    for (int32_t u = begin; u < end; ++u) take(u);
+    return;
+  }
+  const double log_miss = std::log1p(-p);
+  for (int64_t u = begin;;) {
+    // P(gap = k) = (1 - p)^k p; a gap beyond the range ends the loop (also when it is huge).
+    const double gap = std::floor(std::log1p(-rng.uniform()) / log_miss);
+    if (!(gap < static_cast<double>(end - u))) return;
+    u += static_cast<int64_t>(gap);
+    take(static_cast<int32_t>(u));
+    ++u;
+  }
+}
+
 // Every node but the sink feeds at least one node of the next layer, as in the MOCCASIN data
 // set's graphs: a value nobody reads would be a graph output, resident to the end (the earlier
 // generator left 15-47 of them in graphs of 1,000-6,000 nodes).
@@ -94,8 +115,8 @@ Graph generate_random_layered(const RandomLayeredParams& p) {
       node.outputs = {ValueId{n}};
       if (layer > 0) {
         const int32_t prev_begin = layer_start[layer - 1], prev_end = layer_start[layer];
-        for (int32_t u = prev_begin; u < prev_end; ++u)
-          if (rng.uniform() < p.edge_density) node.inputs.push_back(ValueId{u});
+        auto read = [&node](int32_t u) { node.inputs.push_back(ValueId{u}); };
+        sample_each(prev_begin, prev_end, p.edge_density, rng, read);
         if (node.inputs.empty())
           node.inputs.push_back(ValueId{
               prev_begin +
@@ -107,8 +128,7 @@ Graph generate_random_layered(const RandomLayeredParams& p) {
         const size_t oldest = layer >= window + 1 ? layer - window - 1 : 0;
         const double skip_p =
             p.skip_density / static_cast<double>(p.skip_window == 0 ? widths.size() : window);
-        for (int32_t u = layer_start[oldest]; u < prev_begin; ++u)
-          if (rng.uniform() < skip_p) node.inputs.push_back(ValueId{u});
+        sample_each(layer_start[oldest], prev_begin, skip_p, rng, read);
       }
       spec.nodes.push_back(std::move(node));
       spec.values.push_back(

@@ -1,4 +1,6 @@
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -16,26 +18,64 @@
 
 namespace remat {
 
+namespace {
+
+[[noreturn]] void too_large(std::string_view path) {
+  throw InputError(fmt::format("{}: larger than {} bytes (4 GiB), the most remat reads",
+                               shorten(path, 200), kMaxInputBytes));
+}
+
+// Refuses what can only be read forever or not at all: a device (/dev/zero, /dev/urandom) that
+// is not a terminal, and a directory; `fd` is the open file.
+void check_readable_kind(int fd, std::string_view path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return;  // the read reports the problem
+  if (S_ISDIR(st.st_mode))
+    throw InputError(fmt::format("{}: is a directory, not a file", shorten(path, 200)));
+  if ((S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) && ::isatty(fd) != 1)
+    throw InputError(fmt::format("{}: is a device, not a file", shorten(path, 200)));
+  if (S_ISREG(st.st_mode) && st.st_size > kMaxInputBytes) too_large(path);
+}
+
+// Reads `fd` to its end in chunks, straight into one string (no stream-buffer copy).
+std::string read_all(int fd, std::string_view path) {
+  std::string text;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    text.reserve(static_cast<size_t>(st.st_size));
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t got = ::read(fd, chunk, sizeof chunk);
+    if (got == 0) return text;
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      throw InputError(
+          fmt::format("{}: cannot read: {}", shorten(path, 200), std::strerror(errno)));
+    }
+    if (static_cast<int64_t>(text.size()) + got > kMaxInputBytes) too_large(path);
+    text.append(chunk, static_cast<size_t>(got));
+  }
+}
+
+}  // namespace
+
 std::string read_text_file(const std::string& path) {
   if (path == "-") {
-    std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-    if (std::cin.bad()) throw InputError("-: cannot read standard input");
-    return text;
+    check_readable_kind(STDIN_FILENO, "-: standard input");
+    return read_all(STDIN_FILENO, "-: standard input");
   }
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: is a directory, not a file", path));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  // Straight into one string (no stream-buffer copy): a pipe or FIFO is read to its end in chunks.
-  std::string text;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  if (!ec && size < (uintmax_t{1} << 40)) text.reserve(static_cast<size_t>(size));
-  char chunk[1 << 16];
-  while (in.read(chunk, sizeof chunk) || in.gcount() > 0)
-    text.append(chunk, static_cast<size_t>(in.gcount()));
-  if (in.bad()) throw InputError(fmt::format("{}: cannot read", path));
-  return text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw InputError(fmt::format("{}: cannot open: {}", shorten(path, 200), std::strerror(errno)));
+  try {
+    check_readable_kind(fd, path);
+    std::string text = read_all(fd, path);
+    ::close(fd);
+    return text;
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
 }
 
 namespace {

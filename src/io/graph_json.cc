@@ -1,6 +1,9 @@
 // remat-graph JSON v1 (docs/formats.md).
 #include <fmt/format.h>
 
+#include <iterator>
+#include <span>
+
 #include "json_util.h"
 #include "remat/io.h"
 
@@ -18,10 +21,10 @@ std::vector<ValueId> read_value_list(const json& node, std::string_view key,
     if (!item.is_number_integer())
       io::field_error(source, where, key,
                       fmt::format("must list integer value ids (got {})", io::brief(item)));
-    const int64_t id = item.get<int64_t>();
+    const int64_t id = io::saturated_int(item);
     if (id < 0 || id > INT32_MAX)
       io::field_error(source, where, key,
-                      fmt::format("refers to value {}, which does not exist", id));
+                      fmt::format("refers to value {}, which does not exist", item.dump()));
     ids.push_back(ValueId{static_cast<int32_t>(id)});
   }
   return ids;
@@ -100,10 +103,21 @@ Graph graph_from(const json& doc, GraphSpec spec, std::string_view source) {
     spec.values.push_back(read_value(item, spec.values.size(), source));
   for (const json& item : io::require_array(doc, "nodes", source, "the document"))
     spec.nodes.push_back(read_node(item, spec.nodes.size(), source));
-  return Graph::build(std::move(spec), source);
+  Graph graph = Graph::build(std::move(spec), source);
+  require_outputs(graph, source);
+  return graph;
 }
 
 }  // namespace
+
+void require_outputs(const Graph& graph, std::string_view source) {
+  for (ValueId v : graph.graph_outputs())
+    if (graph.producer(v).valid()) return;
+  throw InputError(fmt::format(
+      "{}: the graph has no outputs (no value a node produces has \"output\": true): a plan "
+      "would compute nothing",
+      source));
+}
 
 Graph io::graph_from_doc(const json& doc, std::string_view source) {
   return graph_from(doc, {}, source);
@@ -145,39 +159,61 @@ bool io::GraphStream::on_event(int depth, json::parse_event_t event, json& parse
 
 Graph io::GraphStream::build(const json& doc) { return graph_from(doc, std::move(spec_), source_); }
 
+namespace {
+
+// A JSON string literal (names are UTF-8; a stray byte becomes U+FFFD rather than an exception).
+void append_string(std::string& out, std::string_view text) {
+  out += json(text).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+void append_ids(std::string& out, std::span<const ValueId> ids) {
+  out += '[';
+  for (size_t i = 0; i < ids.size(); ++i)
+    fmt::format_to(std::back_inserter(out), "{}{}", i ? ", " : "", ids[i].value());
+  out += ']';
+}
+
+}  // namespace
+
+// Written directly, one value or node per line, "format" first (so readers stream it): a JSON
+// tree of the whole graph holds several times the file's size.
 std::string graph_to_json(const Graph& graph) {
-  json values = json::array();
+  std::string out = "{\n \"format\": \"remat-graph\",\n \"version\": 1,\n \"name\": ";
+  append_string(out, graph.name());
+  out += ",\n \"values\": [";
   for (int32_t v = 0; v < graph.num_values(); ++v) {
     const Value& value = graph.value(ValueId{v});
-    json item = {{"id", v}, {"name", value.name}, {"size", value.size_bytes}};
-    if (value.is_output) item["output"] = true;
-    if (value.alias_of != kNoValue) item["alias_of"] = value.alias_of.value();
-    values.push_back(std::move(item));
+    fmt::format_to(std::back_inserter(out), "{}\n  {{\"id\": {}, \"name\": ", v ? "," : "", v);
+    append_string(out, value.name);
+    fmt::format_to(std::back_inserter(out), ", \"size\": {}", value.size_bytes);
+    if (value.is_output) out += ", \"output\": true";
+    if (value.alias_of != kNoValue)
+      fmt::format_to(std::back_inserter(out), ", \"alias_of\": {}", value.alias_of.value());
+    out += '}';
   }
-  json nodes = json::array();
+  out += "\n ],\n \"nodes\": [";
   for (int32_t n = 0; n < graph.num_nodes(); ++n) {
     const Node& node = graph.node(NodeId{n});
-    json inputs = json::array(), outputs = json::array();
-    for (ValueId v : node.inputs) inputs.push_back(v.value());
-    for (ValueId v : node.outputs) outputs.push_back(v.value());
-    json item = {{"id", n},
-                 {"name", node.name},
-                 {"op", node.op},
-                 {"kind", to_string(node.kind)},
-                 {"cost", node.cost},
-                 {"inputs", std::move(inputs)},
-                 {"outputs", std::move(outputs)}};
-    if (node.phase != Phase::kUnknown) item["phase"] = to_string(node.phase);
-    if (node.temp_bytes != 0) item["temp"] = node.temp_bytes;
-    if (!node.recomputable) item["recomputable"] = false;
-    nodes.push_back(std::move(item));
+    fmt::format_to(std::back_inserter(out), "{}\n  {{\"id\": {}, \"name\": ", n ? "," : "", n);
+    append_string(out, node.name);
+    out += ", \"op\": ";
+    append_string(out, node.op);
+    // "{}" prints the shortest text that reads back as the same double.
+    fmt::format_to(std::back_inserter(out), ", \"kind\": \"{}\", \"cost\": {}",
+                   to_string(node.kind), node.cost);
+    if (node.phase != Phase::kUnknown)
+      fmt::format_to(std::back_inserter(out), ", \"phase\": \"{}\"", to_string(node.phase));
+    if (node.temp_bytes != 0)
+      fmt::format_to(std::back_inserter(out), ", \"temp\": {}", node.temp_bytes);
+    if (!node.recomputable) out += ", \"recomputable\": false";
+    out += ", \"inputs\": ";
+    append_ids(out, node.inputs);
+    out += ", \"outputs\": ";
+    append_ids(out, node.outputs);
+    out += '}';
   }
-  const json doc = {{"format", "remat-graph"},
-                    {"version", 1},
-                    {"name", graph.name()},
-                    {"values", std::move(values)},
-                    {"nodes", std::move(nodes)}};
-  return doc.dump(1) + "\n";
+  out += "\n ]\n}\n";
+  return out;
 }
 
 }  // namespace remat

@@ -115,6 +115,11 @@ json parse_json(std::string_view text, std::string_view source,
   }
 }
 
+int64_t saturated_int(const json& item) {
+  if (item.is_number_unsigned() && item.get<uint64_t>() > uint64_t{INT64_MAX}) return INT64_MAX;
+  return item.get<int64_t>();
+}
+
 void field_error(std::string_view source, std::string_view where, std::string_view key,
                  std::string_view problem) {
   throw InputError(fmt::format("{}: {}: field '{}' {}", source, where, key, problem));
@@ -145,6 +150,9 @@ const json& require_array(const json& obj, std::string_view key, std::string_vie
 int64_t get_int(const json& obj, std::string_view key, std::string_view source,
                 std::string_view where) {
   const json& field = require_field(obj, key, source, where);
+  if (field.is_number_unsigned() && field.get<uint64_t>() > uint64_t{INT64_MAX})
+    field_error(source, where, key,
+                fmt::format("is {}, above the largest integer 2^63-1", field.dump()));
   if (field.is_number_integer()) return field.get<int64_t>();
   if (field.is_number_float()) {
     const double x = field.get<double>();
@@ -179,7 +187,7 @@ std::string get_string_or(const json& obj, std::string_view key, std::string_vie
   if (!obj.contains(key) || obj.at(std::string(key)).is_null()) return std::string(fallback);
   const json& field = obj.at(std::string(key));
   if (field.is_string()) return field.get<std::string>();
-  if (field.is_number_integer()) return std::to_string(field.get<int64_t>());
+  if (field.is_number_integer()) return field.dump();  // as written, 2^64-1 included
   field_error(source, where, key, fmt::format("must be a string (got {})", brief(field)));
 }
 

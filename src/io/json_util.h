@@ -54,6 +54,10 @@ class GraphStream {
 // dumped, so a deep or huge value cannot blow up the message.
 std::string brief(const json& value);
 
+// The integer `item` holds (is_number_integer()), with one above 2^63-1 read as 2^63-1 instead
+// of wrapping to a negative number; messages print item.dump(), the number as written.
+int64_t saturated_int(const json& item);
+
 // `where` is "node 3", "value 7", "chain stage 2", ...
 [[noreturn]] void field_error(std::string_view source, std::string_view where, std::string_view key,
                               std::string_view problem);

@@ -71,6 +71,9 @@ std::vector<int64_t> schedule_ids(const json& doc, const std::vector<NxNode>& no
       if (!id.is_number_integer())
         throw InputError(fmt::format("{}: graph attribute 'order' lists {}, not a node id", source,
                                      io::brief(id)));
+      if (id.is_number_unsigned() && id.get<uint64_t>() > uint64_t{INT64_MAX})  // no such node
+        throw InputError(fmt::format(
+            "{}: graph attribute 'order' lists node {}, which does not exist", source, id.dump()));
       order.push_back(id.get<int64_t>());
     }
     if (order.size() != nodes.size())
@@ -180,7 +183,9 @@ Graph io::networkx_from_doc(const json& doc, std::string_view source) {
                                 .size_bytes = nodes[i].param_size});
     spec.nodes[k].inputs.push_back(ValueId{static_cast<int32_t>(spec.values.size() - 1)});
   }
-  return Graph::build(std::move(spec), source);
+  Graph graph = Graph::build(std::move(spec), source);
+  require_outputs(graph, source);
+  return graph;
 }
 
 }  // namespace remat

@@ -97,13 +97,14 @@ Plan parse_plan_json(const Graph& graph, std::string_view json_text, std::string
     const json& step = steps[t];
     int64_t id = 0;
     if (step.is_number_integer()) {
-      id = step.get<int64_t>();
+      id = io::saturated_int(step);
     } else {
       id = io::get_int(step, "id", source, where);
     }
     if (id < 0 || id >= graph.num_nodes())
-      throw InputError(fmt::format("{}: {}: node id {} does not exist in the graph ({} nodes)",
-                                   source, where, id, graph.num_nodes()));
+      throw InputError(fmt::format(
+          "{}: {}: node id {} does not exist in the graph ({} nodes)", source, where,
+          step.is_number_integer() ? step.dump() : fmt::to_string(id), graph.num_nodes()));
     const NodeId n{static_cast<int32_t>(id)};
     if (step.is_object() && step.contains("name")) {
       const std::string name = io::get_string_or(step, "name", "", source, where);

@@ -1,7 +1,9 @@
 // The judged solve (registry.h): one status policy for graphs and chains.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <new>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -79,6 +81,32 @@ void judge(Result& result, int64_t budget, bool minimises_cost, MakeDefault make
   if (fits && status == SolveStatus::kOverBudget) status = SolveStatus::kFeasible;
 }
 
+// A solver's failure that is not about the input (a failed internal check, a back end's own
+// exception) is a bug: an InternalError naming the solver and the problem, never an exception
+// the caller cannot place (or one that ends the process on its way out).
+template <class Run>
+auto run_solver(std::string_view solver, std::string_view problem, Run run) {
+  const auto bug = [&](std::string_view what) {
+    return InternalError(fmt::format("solver '{}' on {}: {}", solver, problem, what));
+  };
+  try {
+    return run();
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::bad_alloc&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw bug(e.what());
+  } catch (...) {
+    throw bug("an exception of unknown type");
+  }
+}
+
+std::string describe(std::string_view kind, const std::string& name) {
+  return name.empty() ? fmt::format("an unnamed {}", kind)
+                      : fmt::format("{} '{}'", kind, shorten(name));
+}
+
 }  // namespace
 
 SolveResult solve(const Graph& graph, std::string_view solver, const SolveOptions& options) {
@@ -88,6 +116,13 @@ SolveResult solve(const Graph& graph, std::string_view solver, const SolveOption
 SolveResult solve(const Graph& graph, const SolverEntry& row, const SolveOptions& options) {
   check_options(row, options);
   check_accepts(row, graph);
+  const std::string problem = describe("graph", graph.name());
+  // Nothing to compute: refused like a file without outputs (io.h, require_outputs).
+  const auto outputs = graph.graph_outputs();
+  if (std::none_of(outputs.begin(), outputs.end(),
+                   [&](ValueId v) { return graph.producer(v).valid(); }))
+    throw InputError(
+        fmt::format("{} has no outputs that a node produces: nothing to plan", problem));
   if (!options.start.empty()) {
     const Evaluation start = simulate(graph, options.start);
     if (!start.valid)
@@ -102,14 +137,15 @@ SolveResult solve(const Graph& graph, const SolverEntry& row, const SolveOptions
     result.plan.stats.min_feasible_budget = lower_bound;
   } else {
     const Deadline clock(options.time_limit_s);
-    result.plan = row.make(registry_directory())->solve(graph, options);
+    result.plan = run_solver(row.name, problem,
+                             [&] { return row.make(registry_directory())->solve(graph, options); });
     result.plan.stats.wall_time_s = clock.elapsed_s();
     note_interrupt(result.plan.stats);
   }
   result.plan.solver = std::string(row.name);
   result.eval = simulate(graph, result.plan.sequence);
-  REMAT_CHECK(result.eval.valid, fmt::format("solver '{}' returned an invalid sequence: {}",
-                                             row.name, result.eval.error));
+  REMAT_CHECK(result.eval.valid, fmt::format("solver '{}' returned an invalid sequence for {}: {}",
+                                             row.name, problem, result.eval.error));
   judge(result, options.budget.bytes, row.minimises_cost, [&] {
     Sequence fallback = default_schedule(graph);
     Evaluation fallback_eval = simulate(graph, fallback);
@@ -131,7 +167,9 @@ ChainSolveResult solve(const Chain& chain, const SolverEntry& row, const SolveOp
   validate_chain(chain, chain.name.empty() ? "chain" : chain.name);
   ChainSolveResult result;
   const Deadline clock(options.time_limit_s);
-  result.plan = row.make(registry_directory())->solve_chain(chain, options);
+  result.plan = run_solver(row.name, describe("chain", chain.name), [&] {
+    return row.make(registry_directory())->solve_chain(chain, options);
+  });
   result.plan.stats.wall_time_s = clock.elapsed_s();
   note_interrupt(result.plan.stats);
   result.plan.solver = std::string(row.name);

@@ -379,7 +379,7 @@ TEST(CheckmateData, Rl1ReachesThePublishedOptimaWithin120s) {
 // Without the annealing warm start (anneal=false) the plan comes from the repair heuristics and
 // CBC alone; the parameter is honoured (its counters are absent).
 TEST(Checkmate, AnnealingWarmStartCanBeTurnedOff) {
-  const Graph g = generate_random_layered({.num_nodes = 14, .seed = 5});
+  const Graph g = generate_random_layered({.num_nodes = 14, .seed = 6});
   SolveOptions options;
   options.budget.bytes = baseline(g).peak_bytes * 80 / 100;
   options.time_limit_s = 10;

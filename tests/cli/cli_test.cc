@@ -16,13 +16,9 @@ namespace {
 namespace fs = std::filesystem;
 using testing::run_remat;
 
-const std::string kLateUse = std::string(REMAT_SOURCE_DIR) + "/tests/data/late_use.json";
+using testing::write_file;
 
-std::string write_file(const std::string& dir, const std::string& name, const std::string& text) {
-  const std::string path = dir + "/" + name;
-  std::ofstream(path) << text;
-  return path;
-}
+const std::string kLateUse = std::string(REMAT_SOURCE_DIR) + "/tests/data/late_use.json";
 
 // Each case: command-line arguments (with OUT for an output path) and a fragment of the message.
 struct BadInput {

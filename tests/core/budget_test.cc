@@ -22,6 +22,25 @@ TEST(Budget, RejectsGarbage) {
     EXPECT_THROW(parse_budget(text, 1000), InputError) << text;
 }
 
+TEST(Budget, BytesAreExactIntegersAndOnlyDecimal) {
+  // 2^62 + 1 is one byte above the limit; a double would have read it as 2^62.
+  EXPECT_EQ(parse_budget("4611686018427387904", 1).bytes, kMaxTotalBytes);
+  EXPECT_NE(testing::input_error_of([] {
+              (void)parse_budget("4611686018427387905", 1);
+            }).find("is above the limit of 2^62 bytes"),
+            std::string::npos);
+  EXPECT_EQ(parse_budget("4194304TiB", 1).bytes, kMaxTotalBytes);  // 2^22 * 2^40, exactly
+  EXPECT_THROW(parse_budget("4194305TiB", 1), InputError);
+  EXPECT_EQ(parse_budget("1e3", 1).bytes, 1000);
+  EXPECT_EQ(parse_budget("1e+3", 1).bytes, 1000);  // as Python prints a float
+  // std::stod's other spellings are not budgets: 0x10 is not 16 bytes.
+  for (const char* text : {"0x10", "0X1p4", "inf", "infinity", "+5", "1e", ".", "5e3.5", "1,5"})
+    EXPECT_NE(
+        testing::input_error_of([&] { (void)parse_budget(text, 1000); }).find("invalid budget"),
+        std::string::npos)
+        << text;
+}
+
 TEST(Solve, BaselineIsJudgedBySimulator) {
   const Graph g = testing::graph_from_json(R"({"format": "remat-graph", "version": 1,
     "values": [{"id": 0, "name": "a", "size": 10}, {"id": 1, "name": "b", "size": 5, "output": true}],

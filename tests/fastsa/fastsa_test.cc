@@ -134,10 +134,10 @@ MemoryPassRuns run_with_and_without_memory_pass(int32_t nodes, uint64_t seed, in
   return runs;
 }
 
-// 150 nodes at 55 %: the strict objective (C^0.6) stalls at 61.9 % on groups and on single
+// 150 nodes at 55 %: the strict objective (C^0.6) stalls at 57.5 % on groups and on single
 // nodes; the memory pass reaches the budget.
 TEST(FastsaMemoryPass, ReachesTheBudgetWhereTheStrictObjectiveStalls) {
-  const MemoryPassRuns runs = run_with_and_without_memory_pass(150, 1, 55);
+  const MemoryPassRuns runs = run_with_and_without_memory_pass(150, 7, 55);
   EXPECT_EQ(runs.with_pass.plan.stats.status, SolveStatus::kFeasible);
   EXPECT_EQ(runs.strict_only.plan.stats.status, SolveStatus::kOverBudget);
 }
@@ -157,7 +157,7 @@ TEST(FastsaMemoryPass, AClearlyLowerPeakOverBudgetIsTheStart) {
 // counters: the random stream is restored and its iterations are nobody's, so the plan is the
 // one without it.
 TEST(FastsaMemoryPass, OverBudgetAndNotClearlyLowerChangesNothing) {
-  const MemoryPassRuns runs = run_with_and_without_memory_pass(100, 4, 45);
+  const MemoryPassRuns runs = run_with_and_without_memory_pass(100, 6, 45);
   EXPECT_EQ(runs.with_pass.plan.sequence, runs.strict_only.plan.sequence);
   EXPECT_EQ(runs.with_pass.plan.stats.iterations,
             runs.strict_only.plan.stats.iterations +

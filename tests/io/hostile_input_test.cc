@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -85,7 +86,9 @@ TEST(HostileInput, D3TotalBytesAbove2To62AreRefusedSoSumsStayExact) {
                  R"({"id": 0, "cost": 1e308, "outputs": [0]},
                                            {"id": 1, "cost": 1e308, "inputs": [0], "outputs": [1]})");
   message = input_error_of([&] { (void)parse_graph_json(costly, "c.json"); });
-  EXPECT_NE(message.find("costs add up to more than a double"), std::string::npos) << message;
+  EXPECT_NE(message.find("c.json: the node costs add up to inf, above the limit of 1e+298"),
+            std::string::npos)
+      << message;
 }
 
 TEST(HostileInput, D5BudgetsAbove2To62AreRangeCheckedBeforeConversion) {
@@ -238,6 +241,114 @@ TEST(HostileInput, D16DuplicateNetworkxNamesAreMadeUnique) {
   const Graph g = import_networkx_json(text, "nx.json");
   std::set<std::string> names;
   for (const Node& node : g.nodes()) EXPECT_TRUE(names.insert(node.name).second) << node.name;
+}
+
+TEST(HostileInput, AGraphWithoutOutputsIsRefusedAtReadTime) {
+  const std::string message = input_error_of([] {
+    (void)parse_graph_json(graph_with(R"({"id": 0, "size": 100}, {"id": 1, "size": 100})",
+                                      R"({"id": 0, "cost": 1, "outputs": [0]},
+                                         {"id": 1, "cost": 1, "inputs": [0], "outputs": [1]})"),
+                           "t.json");
+  });
+  EXPECT_NE(message.find("t.json: the graph has no outputs"), std::string::npos) << message;
+  // An output no node produces (a graph input) leaves nothing to compute either.
+  EXPECT_NE(input_error_of([] {
+              (void)parse_graph_json(
+                  graph_with(R"({"id": 0, "size": 1, "output": true}, {"id": 1, "size": 1})",
+                             R"({"id": 0, "cost": 1, "inputs": [0], "outputs": [1]})"),
+                  "i.json");
+            }).find("i.json: the graph has no outputs"),
+            std::string::npos);
+}
+
+TEST(HostileInput, IntegersAbove2To63AreReportedAsWrittenNotNegative) {
+  const auto error_of = [](const std::string& values, const std::string& nodes) {
+    return input_error_of([&] { (void)parse_graph_json(graph_with(values, nodes), "b.json"); });
+  };
+  const std::string one_node = R"({"id": 0, "cost": 1, "outputs": [0]})";
+  EXPECT_NE(error_of(R"({"id": 0, "size": 9223372036854775808, "output": true})", one_node)
+                .find("value 0: field 'size' is 9223372036854775808, above the largest integer"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"id": 0, "size": 1, "output": true})",
+                     R"({"id": 0, "cost": 1, "outputs": [18446744073709551615]})")
+                .find("refers to value 18446744073709551615, which does not exist"),
+            std::string::npos);
+  EXPECT_NE(error_of(R"({"id": 18446744073709551615, "size": 1, "output": true})", one_node)
+                .find("field 'id' is 18446744073709551615"),
+            std::string::npos);
+  // A name written as a number keeps its digits.
+  const Graph g = parse_graph_json(
+      graph_with(R"({"id": 0, "size": 1, "output": true, "name": 18446744073709551615})", one_node),
+      "n.json");
+  EXPECT_EQ(g.value(ValueId{0}).name, "18446744073709551615");
+  const std::string order = input_error_of([] {
+    (void)import_networkx_json(R"({"directed": true, "graph": {"order": [18446744073709551615]},
+      "nodes": [{"id": 0, "name": "x", "cost_cpu": 1, "cost_ram": 4}], "links": []})",
+                               "nx.json");
+  });
+  EXPECT_NE(order.find("lists node 18446744073709551615"), std::string::npos) << order;
+}
+
+TEST(HostileInput, GraphJsonWriterEscapesNamesAndKeepsEveryNumber) {
+  GraphSpec spec;
+  spec.name = "q\"uote \\ back\nslash \x1b[31m \xc3\xa9";
+  spec.values = {{.name = "tab\there", .size_bytes = kMaxTotalBytes / 4},
+                 {.name = "\"", .size_bytes = 0, .alias_of = ValueId{0}},
+                 {.name = "out", .size_bytes = 7, .is_output = true}};
+  spec.nodes = {{.name = "a\u2028b", .cost = 0.1, .outputs = {ValueId{0}, ValueId{1}}},
+                {.name = "c",
+                 .cost = 1e297,
+                 .inputs = {ValueId{1}},
+                 .outputs = {ValueId{2}},
+                 .op = "op\x01",
+                 .phase = Phase::kBackward,
+                 .temp_bytes = 3,
+                 .recomputable = false},
+                {.name = "d", .cost = 4.9e-324, .inputs = {ValueId{2}}}};
+  const Graph g = Graph::build(std::move(spec), "spec");
+  const std::string text = graph_to_json(g);
+  const Graph again = parse_graph_json(text, "again.json");
+  EXPECT_EQ(again.name(), g.name());
+  for (int32_t v = 0; v < g.num_values(); ++v) {
+    EXPECT_EQ(again.value(ValueId{v}).name, g.value(ValueId{v}).name);
+    EXPECT_EQ(again.value(ValueId{v}).size_bytes, g.value(ValueId{v}).size_bytes);
+    EXPECT_EQ(again.value(ValueId{v}).alias_of, g.value(ValueId{v}).alias_of);
+  }
+  for (int32_t n = 0; n < g.num_nodes(); ++n) {
+    const Node &a = g.node(NodeId{n}), &b = again.node(NodeId{n});
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.op, b.op);
+    EXPECT_EQ(a.cost, b.cost);  // bit for bit
+    EXPECT_EQ(a.phase, b.phase);
+    EXPECT_EQ(a.temp_bytes, b.temp_bytes);
+    EXPECT_EQ(a.recomputable, b.recomputable);
+    EXPECT_EQ(a.inputs, b.inputs);
+    EXPECT_EQ(a.outputs, b.outputs);
+  }
+  EXPECT_EQ(graph_fingerprint(again), graph_fingerprint(g));
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);  // JSON escapes control characters
+  EXPECT_EQ(graph_to_json(again), text);
+}
+
+// Skip edges may come from any earlier node: drawing a coin per candidate is quadratic in the
+// nodes; drawing the gaps between edges is linear in the edges made. A thin graph of 300,000
+// nodes has few edges, so it is quick only when linear.
+TEST(HostileInput, RandomLayeredGraphsTakeTimeLinearInNodesAndEdges) {
+  const Graph thin = generate_random_layered({.num_nodes = 300'000, .seed = 5, .width = 0.002});
+  EXPECT_EQ(thin.num_nodes(), 300'000);
+  EXPECT_LT(thin.total_input_count(), 4 * 300'000);
+  // The gaps are drawn from the right distribution: the edge count matches its expectation.
+  // Layers are 1 .. 1.5 x the mean width wide (0.75 x on average); a node reads each node of the
+  // previous layer with probability edge_density and each of the l - 1 earlier layers' nodes
+  // with probability skip_density / layers (on average over l: skip_density x width / 2); the
+  // edges that make every node feed the next layer come on top.
+  const RandomLayeredParams p{.num_nodes = 20'000, .seed = 6};
+  const Graph g = generate_random_layered(p);
+  const double width = 0.75 * p.width * std::sqrt(static_cast<double>(p.num_nodes)) * 2;
+  const double expected = p.num_nodes * width * (p.edge_density + p.skip_density / 2);
+  const auto edges = static_cast<double>(g.total_input_count());
+  EXPECT_GT(edges, 0.95 * expected);
+  EXPECT_LT(edges, 1.15 * expected);
 }
 
 }  // namespace

@@ -54,12 +54,7 @@ SolveResult solve_and_check(const Graph& g, int64_t budget_bytes, std::string_vi
 }
 
 std::string input_error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "no error";
+  return error_of<InputError>(action);
 }
 
 int count_runs(const Graph& g, const Sequence& sequence, std::string_view name) {
@@ -79,16 +74,23 @@ CommandResult run_remat(const std::string& args) {
   const int status = std::system(command.c_str());
   CommandResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  };
-  r.out = slurp(out_path);
-  r.err = slurp(err_path);
+  r.out = read_file(out_path);
+  r.err = read_file(err_path);
   fs::remove_all(dir);
   return r;
+}
+
+std::string write_file(const std::string& dir, const std::string& name, const std::string& text) {
+  const std::string path = dir + "/" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
 }
 
 std::string temp_dir(std::string_view test_name) {

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "remat/error.h"
 #include "remat/graph.h"
 #include "remat/registry.h"
 
@@ -30,6 +31,16 @@ Graph graph_from_json(std::string_view json_text);
 SolveResult solve_and_check(const Graph& g, int64_t budget_bytes, std::string_view solver,
                             ParamMap params = {}, uint64_t seed = 1);
 
+// The message of the `Error` that `action` throws, or "no error".
+template <class Error>
+std::string error_of(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
 // The message of the InputError that `action` throws, or "no error".
 std::string input_error_of(const std::function<void()>& action);
 
@@ -46,6 +57,10 @@ CommandResult run_remat(const std::string& args);
 
 // A fresh empty temporary folder for one test.
 std::string temp_dir(std::string_view test_name);
+// Writes `text` to dir/name; returns the path.
+std::string write_file(const std::string& dir, const std::string& name, const std::string& text);
+// The whole file ("" when it cannot be read).
+std::string read_file(const std::string& path);
 
 // Keeps every hardware thread busy while it lives: a solve run beside it gets less of the CPU, as
 // on a loaded machine, so its wall-clock limits fall at other points of its work than alone.

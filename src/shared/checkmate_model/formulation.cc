@@ -57,6 +57,19 @@ int64_t size_gcd(const Graph& g) {
   return d > 0 ? d : 1;
 }
 
+// Sizes and temps (values in memory) in bytes.
+int64_t model_bytes(const Graph& g) {
+  int64_t sum = 0;
+  for (int32_t v = 0; v < g.num_values(); ++v)
+    if (has_memory(g, ValueId{v})) sum += g.value(ValueId{v}).size_bytes;
+  for (const Node& n : g.nodes()) sum += n.temp_bytes;
+  return sum;
+}
+
+// Memory in the model stays at most this many units of the size gcd: CBC's cut generators assert
+// (abort the process) on memory rows of about 1e16 units, where tolerances are absolute.
+constexpr int64_t kMaxSizeUnits = int64_t{1} << 40;
+
 // gcd of the costs when all are integers below 2^50, else 1.
 double cost_gcd(const Graph& g) {
   int64_t d = 0;
@@ -65,6 +78,23 @@ double cost_gcd(const Graph& g) {
     d = std::gcd(d, static_cast<int64_t>(n.cost));
   }
   return d > 0 ? static_cast<double>(d) : 1;
+}
+
+// Objective coefficients stay at most this large: Clp aborts the process (an assert, not an
+// exception) on a coefficient of 1e25 or more, and costs are any finite numbers.
+constexpr double kMaxObjectiveCoefficient = 0x1p50;
+
+// The cost gcd, times a power of two when the largest cost over it is still above
+// kMaxObjectiveCoefficient (a power of two divides exactly, so the objective is the same up to
+// scale).
+double cost_scale(const Graph& g) {
+  double largest = 0;
+  for (const Node& n : g.nodes()) largest = std::max(largest, n.cost);
+  const double gcd = cost_gcd(g);
+  if (largest / gcd <= kMaxObjectiveCoefficient) return gcd;
+  int exponent = 0;
+  std::frexp(largest / kMaxObjectiveCoefficient, &exponent);
+  return std::ldexp(1.0, exponent);
 }
 
 struct Decoded {
@@ -147,10 +177,17 @@ StageModel build_stage_model(const Graph& g, int64_t budget_bytes) {
   StageModel sm;
   sm.graph = &g;
   sm.size_scale = size_gcd(g);
-  sm.cost_scale = cost_gcd(g);
+  sm.cost_scale = cost_scale(g);
+  const int64_t units = model_bytes(g) / sm.size_scale;
+  if (units > kMaxSizeUnits)
+    throw UnsupportedGraph(fmt::format(
+        "checkmate: the sizes and temps of '{}' add up to {} units of {} bytes (their gcd), above "
+        "the 2^40 units the MILP/LP models take (CBC aborts on such rows); use another solver",
+        shorten(g.name()), units, sm.size_scale));
   milp::MilpModel& m = sm.model;
   const int64_t room = budget_bytes - graph_input_bytes(g);
-  const double cap = room < 0 ? -1.0 : static_cast<double>(room / sm.size_scale);
+  // A budget above all sizes and temps never binds: the cap stays within the model's range.
+  const double cap = room < 0 ? -1.0 : static_cast<double>(std::min(room / sm.size_scale, units));
   const auto scaled = [&](int64_t bytes) { return static_cast<double>(bytes / sm.size_scale); };
 
   sm.r_col.assign(static_cast<size_t>(T) * static_cast<size_t>(T), -1);

@@ -70,7 +70,8 @@ struct StageModel {
   std::optional<std::vector<double>> encode(const Sequence& sequence) const;
 };
 
-// Builds the model for `budget_bytes` (graph inputs count against it).
+// Builds the model for `budget_bytes` (graph inputs count against it). Throws UnsupportedGraph when
+// the sizes and temps over their gcd exceed 2^40 units (beyond what CBC solves without aborting).
 StageModel build_stage_model(const Graph& graph, int64_t budget_bytes);
 
 // R-from-S (spec §1.5): the cheapest R that realises `held`, concatenated stage by stage.

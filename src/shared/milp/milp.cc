@@ -157,6 +157,8 @@ int no_callback(CbcModel*, int) { return 0; }
 }  // namespace
 
 int32_t MilpModel::add_column(double lower, double upper, double cost, bool integer) {
+  // Clp asserts (aborts the process) on an objective coefficient of 1e25 or more: callers scale.
+  REMAT_CHECK(std::abs(cost) < 1e20, fmt::format("objective coefficient {} out of range", cost));
   col_lower.push_back(lower);
   col_upper.push_back(upper);
   objective.push_back(cost);

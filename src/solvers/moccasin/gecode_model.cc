@@ -468,4 +468,38 @@ PhaseResult solve_phase2(const Instance& instance, const Solution* start,
   return run_phase(instance, false, start, params);
 }
 
+double gecode_range_use(const Instance& inst) {
+  const auto n = static_cast<int64_t>(inst.nodes.size());
+  int64_t total_copies = 0;
+  for (const NodeModel& node : inst.nodes) total_copies += node.copies;
+  const int64_t horizon = inst.staged ? n * (n + 1) / 2 : total_copies;
+  // A start plus a length (at most horizon + 1 each) must be an Int value.
+  const double horizon_use = static_cast<double>(2 * (horizon + 1)) / Int::Limits::max;
+  if (horizon_use > 1) return horizon_use;  // (and staged_event() would overflow below)
+  // Each cumulative task: its start domain's width (staged: copy 1 is fixed, a later copy of the
+  // node at p ranges over stages p + 2 .. n) and its demand, as the model posts them.
+  auto start_width = [&](int32_t p, int32_t copy) -> double {
+    if (!inst.staged) return static_cast<double>(horizon);
+    if (copy == 0) return 1;
+    return staged_event(static_cast<int32_t>(n), p) - staged_event(p + 2, p) + 1;
+  };
+  double widths = 0, tasks = 0, demand = 0;
+  auto add_task = [&](int32_t units, double width) {
+    if (units > 0) widths += width, tasks += 1, demand += units;
+  };
+  for (int32_t p = 0; p < static_cast<int32_t>(n); ++p) {
+    const NodeModel& node = inst.nodes[static_cast<size_t>(p)];
+    for (int32_t copy = 0; copy < node.copies; ++copy) {
+      const double width = start_width(p, copy);
+      for (const Output& output : node.outputs) add_task(output.size, width);
+      add_task(node.temp, width);
+    }
+  }
+  // Phase 1's capacity variable reaches the whole demand; phase 2's is the capacity. Gecode's
+  // check is exact in 64 bits; 2^62 leaves room for the rounding of these doubles.
+  const double capacity = std::max(std::min(demand, static_cast<double>(Int::Limits::max)),
+                                   static_cast<double>(inst.capacity));
+  return std::max(horizon_use, capacity * widths * tasks / 0x1p62);
+}
+
 }  // namespace remat::moccasin

@@ -79,6 +79,12 @@ PhaseResult solve_phase1(const Instance& instance, const Solution* start,
 PhaseResult solve_phase2(const Instance& instance, const Solution* start,
                          const SearchParams& params);
 
+// How much of Gecode's integer range the instance needs, as a share: above 1 Gecode refuses the
+// model (OutOfLimits). The checks it mirrors: every start plus length is an Int, and the
+// cumulative's capacity times the width of its tasks' start domains times their number fits in
+// 64 bits. Coarser size units lower it (moccasin.cc); the event horizon does not.
+double gecode_range_use(const Instance& instance);
+
 // Last event: staged n(n+1)/2 (the first computation of the last node), free Σ C_v.
 inline int32_t horizon(const Instance& instance) {
   const auto n = static_cast<int32_t>(instance.nodes.size());

@@ -59,15 +59,19 @@ std::vector<int32_t> scaled_weights(const Graph& graph, int copies, bool& exact)
 struct Built {
   Instance instance;
   bool exact_costs = true;
+  int64_t size_unit = 1;  // bytes per memory unit of the model
 };
 
-// `min_copies` (per node, may be empty) raises C_v where a start plan runs a node more often.
+// `min_copies` (per node, may be empty) raises C_v where a start plan runs a node more often;
+// sizes are counted in size_unit() times `coarser` bytes.
 Built build_instance(const Graph& graph, int64_t budget, int copies, bool staged,
-                     std::span<const int32_t> min_copies) {
+                     std::span<const int32_t> min_copies, int64_t coarser) {
   Built built;
   Instance& inst = built.instance;
   inst.staged = staged;
-  const int64_t unit = size_unit(graph);
+  const int64_t fine = size_unit(graph);
+  const int64_t unit = fine > kMaxTotalBytes / coarser ? kMaxTotalBytes : fine * coarser;
+  built.size_unit = unit;
   auto units = [&](int64_t bytes) { return static_cast<int32_t>((bytes + unit - 1) / unit); };
   int64_t inputs = 0;
   for (ValueId v : graph.graph_inputs()) inputs += graph.value(v).size_bytes;
@@ -104,6 +108,30 @@ Built build_instance(const Graph& graph, int64_t budget, int copies, bool staged
     inst.nodes.push_back(std::move(model));
   }
   return built;
+}
+
+// The instance in the finest size unit that keeps it inside Gecode's integer range
+// (gecode_range_use): on large graphs the cumulative's capacity times its tasks' start domains
+// overflows 64 bits in size_unit()'s, and Gecode refuses the model. Sizes still round up and the
+// budget down, so plans stay within it.
+Built build_within_gecode_range(const Graph& graph, int64_t budget, int copies, bool staged,
+                                std::span<const int32_t> min_copies) {
+  int64_t coarser = 1;
+  double last_use = HUGE_VAL;
+  for (;;) {
+    Built built = build_instance(graph, budget, copies, staged, min_copies, coarser);
+    const double use = gecode_range_use(built.instance);
+    if (use <= 1) return built;
+    // Every size is one unit already (or the horizon alone is too long): no unit helps.
+    if (!(use < last_use) || built.size_unit == kMaxTotalBytes)
+      throw UnsupportedGraph(fmt::format(
+          "moccasin: '{}' ({} nodes, {} copies per node) needs {:.3g} times Gecode's integer "
+          "range whatever the size unit; use fewer copies (parameter c) or another solver",
+          shorten(graph.name()), graph.num_nodes(), copies, use));
+    last_use = use;
+    const auto factor = static_cast<int64_t>(std::min(std::ceil(use) + 1, 0x1p40));
+    coarser = coarser > kMaxTotalBytes / factor ? kMaxTotalBytes : coarser * factor;
+  }
 }
 
 Sequence to_sequence(const Solution& solution) {
@@ -256,7 +284,14 @@ std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& opti
     const double left = options.time_limit_s * p.warm_fraction - warm_clock.elapsed_s();
     warm.time_limit_s = std::max(1e-3, left / static_cast<double>(solvers.size() - k));
     warm.on_progress = options.on_progress;
-    SolveResult r = others.solve(graph, solver, warm);
+    SolveResult r;
+    try {
+      r = others.solve(graph, solver, warm);
+    } catch (const UnsupportedGraph&) {
+      // In `auto`, a warm solver that cannot take this graph (checkmate-lp's range) is skipped.
+      if (p.warm != Warm::kAuto) throw;
+      continue;
+    }
     const PlanScore score{r.eval.peak_bytes, r.eval.cost};
     stopped = std::max(stopped, r.plan.stats.stop_reason);
     if (!best || better_plan(score, best_score, options.budget.bytes)) {
@@ -291,7 +326,7 @@ class MoccasinSolver final : public Solver {
       normalised = staged != start_positions;
       start_positions = std::move(staged);
     }
-    const Built built = build_instance(
+    const Built built = build_within_gecode_range(
         graph, options.budget.bytes, static_cast<int>(p.copies), p.fixed_order,
         start ? computations(graph.num_nodes(), start_positions) : std::vector<int32_t>{});
     const Instance& inst = built.instance;
@@ -381,6 +416,7 @@ class MoccasinSolver final : public Solver {
     plan.stats.add_counter("failures", static_cast<double>(phase1.failures + phase2.failures));
     plan.stats.add_counter("restarts", static_cast<double>(phase1.restarts + phase2.restarts));
     plan.stats.add_counter("capacity_units", inst.capacity);
+    plan.stats.add_counter("size_unit_bytes", static_cast<double>(built.size_unit));
     // Without a proof the search ran on (LNS restarts) until its share of the time limit: the
     // plan then depends on how far it got (docs/solvers/moccasin.md, Determinism).
     if (!proved) plan.stats.stopped(StopReason::kTimeLimit);

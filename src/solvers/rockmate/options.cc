@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -611,13 +612,19 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
     w.grid = peak_grid(w.model, params.peak_points);
     work.push_back(std::move(w));
   }
-  // Independent classes on `threads` workers; results land in fixed slots.
+  // Independent classes on `threads` workers; results land in fixed slots. An exception leaving
+  // a worker thread would end the process: each is kept and the first rethrown after the join.
   std::atomic<size_t> next{0};
+  std::vector<std::exception_ptr> errors(work.size());
   auto worker = [&] {
     for (size_t t; (t = next.fetch_add(1)) < work.size();) {
       if (deadline.expired()) continue;
-      work[t].result =
-          solve_class(work[t].model, work[t].grid, params.save_points, params, deadline, 1 + t);
+      try {
+        work[t].result =
+            solve_class(work[t].model, work[t].grid, params.save_points, params, deadline, 1 + t);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
     }
   };
   const int threads =
@@ -628,6 +635,8 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
     std::vector<std::jthread> pool;
     for (int i = 0; i < threads; ++i) pool.emplace_back(worker);
   }
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
   for (Work& w : work) {
     const Block& rep = bs.blocks[static_cast<size_t>(bs.classes[w.cls].members.front())];
     std::vector<LocalOption>& list = out[w.cls];
