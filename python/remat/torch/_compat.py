@@ -23,9 +23,9 @@ def functional_call(module, tensors_by_name, args, kwargs=None):
     return _functional_call(module, tensors_by_name, tuple(args), dict(kwargs or {}))
 
 
-def trace_real(fn, args):
-    """make_fx over real tensors: aten ops of one call of fn(*args), autograd included."""
-    return make_fx(fn, tracing_mode="real")(*args)
+def trace_fake(fn, args):
+    """make_fx over fake tensors: aten ops of one call of fn(*args), autograd included."""
+    return make_fx(fn, tracing_mode="fake", _allow_non_fake_inputs=True)(*args)
 
 
 def storage_key_and_bytes(tensor):
