@@ -35,7 +35,9 @@ if [[ " ${REMAT_CMAKE_ARGS:-} " != *" -DREMAT_PYTHON=OFF "* ]]; then
   cmake_args+=(-DPython_EXECUTABLE="$venv/bin/python"
                -Dpybind11_DIR="$("$venv/bin/python" -m pybind11 --cmakedir)")
 fi
-# ccache makes a rebuild in a fresh clone (CI) cheap after the first one.
+# ccache makes a rebuild in a fresh clone (CI) cheap after the first one: paths under the clone
+# are hashed relative to it, so a clone in another folder hits the same entries.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
 start=$SECONDS
 cmake -S . -B "$build_dir" -G Ninja "${cmake_args[@]}" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
   ${REMAT_CMAKE_ARGS:-} >/dev/null

@@ -12,6 +12,7 @@ venv=$(./scripts/venv.sh)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 launcher=${CMAKE_CXX_COMPILER_LAUNCHER:-$(command -v ccache || true)}
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}  # as scripts/setup.sh
 CXX=${CXX:-c++} CMAKE_CXX_COMPILER_LAUNCHER=$launcher CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
   "$venv/bin/python" -m pip wheel --quiet --disable-pip-version-check --no-build-isolation \
   --no-deps --wheel-dir "$tmp/dist" --config-settings build-dir=build-wheel .
