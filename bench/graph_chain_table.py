@@ -1,6 +1,6 @@
 """Rotor on traced graphs against FastSA (issue 9's bars), printed as tables.
 
-    PYTHONPATH=build/python:python /usr/bin/python3 bench/graph_chain_table.py [--time-limit 10]
+    ./scripts/python bench/graph_chain_table.py [--time-limit 10]
 
 1. Traces the 6-layer GPT of examples/train_gpt.py (batch 8 x 128) and torchvision's ResNet-18
    (batch 16 x 3 x 96 x 96), and a GPT of about 2,000 nodes (14 layers, batch 4 x 64).

@@ -20,7 +20,7 @@ narrow it with --models, --budgets, --solvers and --time-limit; --graph-cache DI
 model once (ViT-B/16 takes several minutes and 6 GB) and reloads it on later runs of the same
 tracer (the file name carries a digest of python/remat/torch's source).
 
-    PYTHONPATH=build/python:python /usr/bin/python3 bench/models_bench.py \\
+    ./scripts/python bench/models_bench.py \\
         --models resnet18,gpt4 --budgets 50,25 --solvers auto,fastsa --time-limit 60
 """
 import argparse

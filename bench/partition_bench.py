@@ -2,7 +2,7 @@
 AOTAutograd: saved values and bytes, recomputed ops, partition time, and whether loss and
 gradients equal eager PyTorch.
 
-    PYTHONPATH=build/python:python /usr/bin/python3 bench/partition_bench.py
+    ./scripts/python bench/partition_bench.py
 
 Models: the MLP and ResNet-18 of python/tests/models.py and the GPT example (2 layers, batch
 2x32, vocabulary 64), the shapes of python/tests/test_torch_partition.py. remat plans with its

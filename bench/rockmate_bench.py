@@ -1,6 +1,6 @@
 """Rockmate's bars (issue 13), printed.
 
-    PYTHONPATH=build/python:python /usr/bin/python3 bench/rockmate_bench.py [--time-limit 60]
+    ./scripts/python bench/rockmate_bench.py [--time-limit 60]
         [--budgets 70%,50%,40%,30%] [--solvers rockmate,rotor,fastsa,checkmate] [--skip-table]
         [--only-table] [--graphs gpt6,resnet18,resnet18-32]
 

@@ -1,6 +1,6 @@
 """Tracing time against one eager training step (bar: at most 3x), with where the time goes.
 
-    PYTHONPATH=build/python:python /usr/bin/python3 bench/trace_bench.py [--repeats 3]
+    ./scripts/python bench/trace_bench.py [--repeats 3]
 
 Models: ResNet-18 (torchvision, batch 32x3x128x128, 100 classes) and the GPT example
 (examples/train_gpt.py, 4 layers, batch 8x128), the sizes of the examples. Eager step: forward,

@@ -2,7 +2,7 @@
 remat, check that loss and gradients equal plain PyTorch (dropout seeded), and compare peak memory
 and step time.
 
-    PYTHONPATH=build/python:python /usr/bin/python3 examples/train_gpt.py --budgets 100%,50%,25%
+    ./scripts/python examples/train_gpt.py --budgets 100%,50%,25%
     python -m remat.torch trace examples/train_gpt.py:make -o gpt.json    # the graph alone
 """
 

@@ -1,7 +1,7 @@
 """torchvision ResNet-18 on random data: plan one training step under a memory budget with remat,
 check that loss and gradients equal plain PyTorch, and compare peak memory and step time.
 
-    PYTHONPATH=build/python:python /usr/bin/python3 examples/train_resnet.py --budgets 100%,50%,25%
+    ./scripts/python examples/train_resnet.py --budgets 100%,50%,25%
 """
 
 import torch

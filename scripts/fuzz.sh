@@ -14,6 +14,7 @@ seconds=${FUZZ_SECONDS:-0}
 targets=(graph_json networkx chain_json plan_json budget)
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}  # as scripts/setup.sh: clones share entries
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
   -DREMAT_FUZZ=ON -DREMAT_PYTHON=OFF -DREMAT_TESTS=OFF -DREMAT_BENCH=OFF -DREMAT_WITH_CBC=OFF \
   -DREMAT_WITH_GECODE=OFF "${launcher[@]}" >/dev/null

@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
-# Installs the Debian packages remat needs (only those missing), then configures and builds it in
-# build/. Safe to run again: it does nothing that is already done.
+# Installs what is missing, then configures and builds remat in build/: the Debian packages of the
+# C++ side (only those missing), the Python virtual environment (scripts/venv.sh: PyTorch and the
+# rest of requirements-dev.txt, outside the clone), and the build with that environment's
+# interpreter and pybind11. Safe to run again: it does nothing that is already done.
+#   REMAT_BUILD_DIR=DIR    build there instead of build/
+#   REMAT_CMAKE_ARGS=...   more CMake arguments (-DREMAT_PYTHON=OFF: no extension, no environment)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 packages=(
-  g++ cmake ninja-build pkg-config
+  g++ cmake ninja-build pkg-config ccache
   nlohmann-json3-dev libcli11-dev libfmt-dev libboost-graph-dev
   googletest libgtest-dev libbenchmark-dev
-  python3-dev pybind11-dev python3-torch python3-torchvision python3-networkx python3-pytest
-  coinor-libcbc-dev coinor-libclp-dev libgecode-dev python3-scipy ccache
+  coinor-libcbc-dev coinor-libclp-dev libgecode-dev
+  python3-venv python3-dev  # the interpreter of the virtual environment, and its headers
   clang-14  # the libFuzzer targets (scripts/fuzz.sh); Debian's clang-14 ships libFuzzer
 )
 missing=()
@@ -25,7 +29,17 @@ if ((${#missing[@]})); then
 fi
 
 build_dir=${REMAT_BUILD_DIR:-build}
-# ccache makes a rebuild in a fresh clone (CI) cheap after the first one.
-cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPython3_EXECUTABLE=/usr/bin/python3 \
-  -DCMAKE_CXX_COMPILER_LAUNCHER=ccache ${REMAT_CMAKE_ARGS:-} >/dev/null
+cmake_args=(-DCMAKE_BUILD_TYPE=Release)
+if [[ " ${REMAT_CMAKE_ARGS:-} " != *" -DREMAT_PYTHON=OFF "* ]]; then
+  venv=$(./scripts/venv.sh)
+  cmake_args+=(-DPython_EXECUTABLE="$venv/bin/python"
+               -Dpybind11_DIR="$("$venv/bin/python" -m pybind11 --cmakedir)")
+fi
+# ccache makes a rebuild in a fresh clone (CI) cheap after the first one: paths under the clone
+# are hashed relative to it, so a clone in another folder hits the same entries.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}
+start=$SECONDS
+cmake -S . -B "$build_dir" -G Ninja "${cmake_args[@]}" -DCMAKE_CXX_COMPILER_LAUNCHER=ccache \
+  ${REMAT_CMAKE_ARGS:-} >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)"
+echo "setup: configure and build took $((SECONDS - start)) s" >&2

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs the whole test suite: the C++ suites (ctest), the
-# Python suite (pytest under /usr/bin/python3, the interpreter that has Debian's PyTorch).
-#   scripts/test.sh              # everything, the fuzz targets included (scripts/fuzz.sh)
+# Python suite (pytest under the project's virtual environment, scripts/venv.sh), the wheel that
+# `pip install .` builds, installed into a throwaway environment and used from outside the clone
+# (scripts/wheel_check.sh), and the fuzz targets (scripts/fuzz.sh). Each part prints its wall time.
+#   scripts/test.sh              # everything
 #   scripts/test.sh --sanitize   # the C++ suites only, built with ASan+UBSan in build-sanitize/
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,12 +15,17 @@ if [ "${1:-}" = "--sanitize" ]; then
   (cd "${REMAT_BUILD_DIR:-build-sanitize}" && ctest --output-on-failure --timeout 1800 -j "$(nproc)")
   exit 0
 fi
-./scripts/setup.sh
+
+timed() {  # timed NAME COMMAND...: runs it and prints how long it took
+  local name=$1 start=$SECONDS
+  shift
+  "$@"
+  echo "test.sh: $name took $((SECONDS - start)) s"
+}
+timed setup ./scripts/setup.sh
 build_dir=${REMAT_BUILD_DIR:-build}
-(cd "$build_dir" && ctest --output-on-failure --timeout 600 -j "$(nproc)")
-if [ -d python/tests ]; then
-  PYTHONPATH="$PWD/$build_dir/python:$PWD/python${PYTHONPATH:+:$PYTHONPATH}" \
-    /usr/bin/python3 -m pytest -q python/tests
-fi
+timed ctest bash -c "cd '$build_dir' && ctest --output-on-failure --timeout 600 -j $(nproc)"
+timed pytest ./scripts/python -m pytest -q -rs python/tests  # -rs: each skip and its reason
+timed wheel ./scripts/wheel_check.sh
 # The readers under libFuzzer (clang, ASan+UBSan): a fixed number of runs with a fixed seed.
-./scripts/fuzz.sh
+timed fuzz ./scripts/fuzz.sh

@@ -97,9 +97,8 @@ class TiedEmbedding(nn.Module):
 
 
 def silu_cnn():
-    """SiLU: make_fx (PyTorch 1.13) records its backward decomposed (sigmoid, mul, add), because a
-    dispatch mode is active while tracing; eager runs the fused silu_backward kernel, which rounds
-    differently. Loss is bitwise equal, gradients only to float tolerance."""
+    """SiLU, in place and not: make_fx must record the fused silu_backward kernel eager runs (a
+    decomposed backward, sigmoid/mul/add, as PyTorch 1.13 traced it, rounds differently)."""
     torch.manual_seed(0)
     model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.SiLU(inplace=True),
                           nn.Conv2d(16, 16, 3, padding=1), nn.SiLU(), nn.AdaptiveAvgPool2d(1),

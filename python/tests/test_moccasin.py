@@ -10,21 +10,23 @@ pytestmark = pytest.mark.skipif(
     not {"checkmate", "moccasin"} <= set(remat.solvers()), reason="needs CBC and Gecode")
 
 
+# Budgets where both prove optimality in about a second. At 80 % seed 1 took moccasin its whole
+# time limit without a proof, and seed 5 has no plan in the node order (CBC's whole limit too).
+POINTS = [(1, 0.9), (4, 0.9), (4, 0.8), (5, 0.9), (6, 0.9)]
+
+
 def test_proven_optima_equal_the_checkmate_milps():
     compared = 0
-    for seed in (1, 4, 5):
+    for seed, fraction in POINTS:
         graph = random_graph(seed)  # 12 nodes
         peak = remat.baseline(graph)[0]
-        lower = remat.memory_lower_bound(graph)
-        for fraction in (0.9, 0.8):
-            budget = max(int(fraction * peak), lower)
-            milp = remat.solve(graph, budget, "checkmate", time_limit=10)
-            cp = remat.solve(graph, budget, "moccasin", time_limit=10, c="12")
-            if cp.feasible:
-                assert cp.peak_bytes <= budget
-            if milp.status == "optimal" and cp.status == "optimal":
-                assert cp.cost == pytest.approx(milp.cost, rel=1e-9), (seed, fraction)
-                compared += 1
-    # Measured: both prove optimality at 5 of these 6 points (seed 1 at 80 %: moccasin finds the
-    # optimum without proving it in 10 s).
-    assert compared >= 3
+        budget = max(int(fraction * peak), remat.memory_lower_bound(graph))
+        milp = remat.solve(graph, budget, "checkmate", time_limit=10)
+        cp = remat.solve(graph, budget, "moccasin", time_limit=10, c="12")
+        if cp.feasible:
+            assert cp.peak_bytes <= budget
+        if milp.status == "optimal" and cp.status == "optimal":
+            assert cp.cost == pytest.approx(milp.cost, rel=1e-9), (seed, fraction)
+            compared += 1
+    # The time limits are a safety net: on a loaded machine one proof may miss it.
+    assert compared >= len(POINTS) - 1

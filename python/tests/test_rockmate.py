@@ -1,6 +1,6 @@
 """Rockmate on traced models: rk-GB blocks and classes, plan quality against rotor and, on a 2-layer
-GPT, against checkmate's best plan, the MILP options and their caches, and gradients through
-optimize(solver="rockmate"). (The full comparison with the Checkmate MILP: bench/rockmate_bench.py;
+GPT, against the cost lower bound, the MILP options and their caches, and gradients through
+optimize(solver="rockmate"). (The comparison with the Checkmate MILP: bench/rockmate_bench.py;
 CBC proves no bound on a traced GPT within test time.)"""
 
 import json
@@ -115,20 +115,21 @@ def test_optimize_with_rockmate_gives_eager_gradients(name):
 
 
 @needs_cbc
-def test_two_layer_gpt_is_within_two_points_of_checkmate():
+def test_two_layer_gpt_is_within_two_points_of_the_optimum():
     # Issue 13: on a 2-layer GPT rockmate's CI is within 2 points of the Checkmate MILP's optimum
-    # at the same budget. CBC proves no bound on this model in test time (255k columns), so the
-    # reference is checkmate's best plan in 10 s, which the optimum is at most: the test can only
-    # be stricter than the must-show. Measured: rockmate CI 0.19 %, checkmate 0.22 % (0.17 % in
-    # 60 s); before the greedy options, 5.69 % (the attention block had nothing between keeping
-    # 1.3 MB and recomputing its whole forward).
+    # at the same budget. The optimum is at least the graph's cost lower bound (every node once),
+    # so within 2 points of that bound is within 2 of the optimum; the MILP itself (255k
+    # columns, no proof in minutes, about 20 s for a plan) is bench/rockmate_bench.py's part 2.
+    # Measured: rockmate CI 0.19 %, checkmate's 10 s plan 0.22 %; before the greedy options,
+    # 5.69 % (the attention block had nothing between keeping 1.3 MB and recomputing its whole
+    # forward).
     graph = traced("gpt2")[3].graph
     rk = remat.solve(graph, "70%", "rockmate", time_limit=60)
-    cm = remat.solve(graph, "70%", "checkmate", time_limit=10)
-    assert rk.feasible and cm.feasible
+    assert rk.feasible
     assert counters(rk)["options_greedy"] > 0
-    rk_ci, cm_ci = (100 * (r.cost / r.baseline_cost - 1) for r in (rk, cm))
-    assert rk_ci <= cm_ci + 2, (rk_ci, cm_ci)
+    rk_ci, bound_ci = (100 * (cost / rk.baseline_cost - 1)
+                       for cost in (rk.cost, remat.cost_lower_bound(graph)))
+    assert rk_ci <= bound_ci + 2, (rk_ci, bound_ci)
 
 
 @needs_cbc

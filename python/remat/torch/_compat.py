@@ -1,59 +1,31 @@
-"""The only file that knows PyTorch 1.13 from 2.x, and the only one touching private torch APIs.
+"""The only file that touches private PyTorch APIs (PyTorch 2; the tests run on the version
+README.md names).
 
 Everything else in remat.torch calls these helpers: a functional call of a module with given
 parameters, make_fx, pytree flattening, operator schemas and overload names, the identity and size
-of a tensor's storage, its version counter, and the cached weight list of recurrent modules.
+of a tensor's storage, its version counter, and AOTAutograd's joint-graph partitioning.
 """
-
-import contextlib
 
 import torch
 import torch.utils._pytree as _pytree
-
-TORCH_MAJOR = int(torch.__version__.split(".")[0])
-
-if TORCH_MAJOR >= 2:
-    from torch.func import functional_call as _functional_call
-else:  # 1.13
-    from torch.nn.utils.stateless import functional_call as _functional_call
-
-from torch.fx.experimental.proxy_tensor import make_fx  # same place in 1.13 and 2.x
+from torch.func import functional_call as _functional_call
+from torch.fx.experimental.proxy_tensor import make_fx
 
 tree_flatten = _pytree.tree_flatten
 tree_unflatten = _pytree.tree_unflatten
+tree_map_only = _pytree.tree_map_only
 
 
 def functional_call(module, tensors_by_name, args, kwargs=None):
     """Calls `module(*args, **kwargs)` with its parameters and buffers replaced by
-    `tensors_by_name`. Recurrent modules (nn.LSTM, nn.GRU, nn.RNN) read their weights from a cached
-    list (`_flat_weights`) that functional_call does not replace on 1.13; it is swapped too."""
-    with _flat_weights_replaced(module, tensors_by_name):
-        return _functional_call(module, tensors_by_name, tuple(args), dict(kwargs or {}))
+    `tensors_by_name` (recurrent modules' cached weight lists follow, through their
+    __setattr__)."""
+    return _functional_call(module, tensors_by_name, tuple(args), dict(kwargs or {}))
 
 
-@contextlib.contextmanager
-def _flat_weights_replaced(module, tensors_by_name):
-    saved = []
-    for prefix, sub in module.named_modules():
-        names = getattr(sub, "_flat_weights_names", None)
-        flat = sub.__dict__.get("_flat_weights")
-        if names is None or flat is None:
-            continue
-        full = [f"{prefix}.{n}" if prefix else n for n in names]
-        if not any(f in tensors_by_name for f in full):
-            continue
-        saved.append((sub, flat))
-        sub.__dict__["_flat_weights"] = [tensors_by_name.get(f, w) for f, w in zip(full, flat)]
-    try:
-        yield
-    finally:
-        for sub, flat in saved:
-            sub.__dict__["_flat_weights"] = flat
-
-
-def trace_real(fn, args):
-    """make_fx over real tensors: aten ops of one call of fn(*args), autograd included."""
-    return make_fx(fn, tracing_mode="real")(*args)
+def trace_fake(fn, args):
+    """make_fx over fake tensors: aten ops of one call of fn(*args), autograd included."""
+    return make_fx(fn, tracing_mode="fake", _allow_non_fake_inputs=True)(*args)
 
 
 def storage_key_and_bytes(tensor):
@@ -61,10 +33,7 @@ def storage_key_and_bytes(tensor):
 
     An empty storage has no identity (its data pointer is null), so it gets None and size 0.
     """
-    if TORCH_MAJOR >= 2:
-        storage = tensor.untyped_storage()
-    else:
-        storage = tensor.storage()
+    storage = tensor.untyped_storage()
     nbytes = int(storage.nbytes())
     if nbytes == 0:
         return None, 0
@@ -120,75 +89,78 @@ def named_tensor_tables(module):
                     yield (f"{prefix}.{name}" if prefix else name), tensor
 
 
-# -- AOTAutograd (functorch.compile on 1.13, torch._functorch on 2.x) ----------------------------
+# -- AOTAutograd (torch._functorch) ------------------------------------------------------------
 
 def aot_module(module, fw_compiler, bw_compiler, partition_fn):
     """AOTAutograd of a module with the given compilers and partition function."""
-    if TORCH_MAJOR >= 2:
-        from torch._functorch.aot_autograd import aot_module as _aot_module
-    else:
-        from functorch.compile import aot_module as _aot_module
+    from torch._functorch.aot_autograd import aot_module as _aot_module
+
     return _aot_module(module, fw_compiler=fw_compiler, bw_compiler=bw_compiler,
                        partition_fn=partition_fn)
 
 
 def nop_compiler():
-    if TORCH_MAJOR >= 2:
-        from torch._functorch.aot_autograd import make_boxed_compiler
+    """A compiler that runs the graph as it is (boxed, as AOTAutograd calls it)."""
+    from torch._functorch.aot_autograd import make_boxed_compiler
 
-        return make_boxed_compiler(lambda gm, _inputs: gm)
-    from functorch.compile import nop
-
-    return nop
+    return make_boxed_compiler(lambda gm, _inputs: gm)
 
 
 def functorch_min_cut_partition():
-    """functorch's min_cut_rematerialization_partition (the min-cut paper's partitioner)."""
-    if TORCH_MAJOR >= 2:
-        from torch._functorch.partitioners import min_cut_rematerialization_partition
-    else:
-        from functorch.compile import min_cut_rematerialization_partition
+    """AOTAutograd's min_cut_rematerialization_partition (the min-cut paper's partitioner)."""
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
     return min_cut_rematerialization_partition
 
 
 def _partitioners():
-    if TORCH_MAJOR >= 2:
-        from torch._functorch import partitioners
-    else:
-        from functorch._src import partitioners
+    from torch._functorch import partitioners
+
     return partitioners
 
 
+def _num_fwd_outputs(joint_module, num_fwd_outputs):
+    if num_fwd_outputs is not None:
+        return num_fwd_outputs
+    return joint_module._out_spec.child(0).num_leaves
+
+
 def joint_outputs(joint_module, num_fwd_outputs=None):
-    """(forward outputs, backward outputs) of an AOTAutograd joint graph: fx nodes or None."""
-    outputs = tree_flatten([n.args for n in joint_module.graph.nodes if n.op == "output"])[0]
-    if num_fwd_outputs is None:
-        num_fwd_outputs = joint_module._out_spec.children_specs[0].num_leaves
-    return outputs[:num_fwd_outputs], outputs[num_fwd_outputs:]
+    """(forward outputs, backward outputs) of an AOTAutograd joint graph: fx nodes or None.
+    AOTAutograd passes `num_fwd_outputs` to a partition function; without it, the joint
+    graph's output structure (forward outputs, backward outputs) tells."""
+    fwd, bwd, _, _ = _partitioners()._extract_fwd_bwd_outputs(
+        joint_module, num_fwd_outputs=_num_fwd_outputs(joint_module, num_fwd_outputs))
+    return fwd, bwd
 
 
 def is_tangent(node):
-    return node.op == "placeholder" and "tangents" in str(node.target)
+    from torch._functorch._aot_autograd.utils import _is_tangent
+
+    return _is_tangent(node)
 
 
-def forward_node_names(joint_module, fwd_outputs):
-    """Names of the joint graph's nodes the forward outputs need from the primal inputs."""
+def forward_node_names(joint_module, num_fwd_outputs=None):
+    """Names of the joint graph's nodes the forward outputs need from the primal inputs (and
+    the forward's random seeds), as AOTAutograd's min-cut partitioner finds them."""
+    from torch._functorch._aot_autograd.utils import _is_fwd_seed_offset, _is_primal
+
     partitioners = _partitioners()
-    primals = [n for n in joint_module.graph.nodes if n.op == "placeholder" and not is_tangent(n)]
-    forward = partitioners._extract_graph_with_inputs_outputs(joint_module.graph, primals,
-                                                              list(fwd_outputs))
+    fwd_outputs, _, fwd_descs, _ = partitioners._extract_fwd_bwd_outputs(
+        joint_module, num_fwd_outputs=_num_fwd_outputs(joint_module, num_fwd_outputs))
+    inputs = [n for n in joint_module.graph.nodes if _is_primal(n)]
+    inputs += [n for n in joint_module.graph.nodes if _is_fwd_seed_offset(n)]
+    forward = partitioners._extract_graph_with_inputs_outputs(
+        joint_module.graph, inputs, fwd_outputs, fwd_descs, "forward")
     return {n.name for n in forward.nodes if n.op != "output"}
 
 
 def extract_fwd_bwd_modules(joint_module, saved_values, num_fwd_outputs):
     """The forward and backward modules of a joint graph given the values to save."""
-    partitioners = _partitioners()
-    if TORCH_MAJOR >= 2:
-        tensors = [n for n in saved_values if not _is_sym(n)]
-        symbols = [n for n in saved_values if _is_sym(n)]
-        return partitioners._extract_fwd_bwd_modules(joint_module, tensors, symbols,
-                                                     num_fwd_outputs=num_fwd_outputs)
-    return partitioners._extract_fwd_bwd_modules(joint_module, list(saved_values))
+    tensors = [n for n in saved_values if not _is_sym(n)]
+    symbols = [n for n in saved_values if _is_sym(n)]
+    return _partitioners()._extract_fwd_bwd_modules(joint_module, tensors, symbols,
+                                                    num_fwd_outputs=num_fwd_outputs)
 
 
 def _is_sym(node):
@@ -208,7 +180,7 @@ def node_tensor_meta(node):
 
 
 # -- live-storage accounting (remat.torch.checkpointable) ------------------------------------
-from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402  (1.13 and 2.x)
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 
 def storage_of_weak(ref):

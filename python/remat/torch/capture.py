@@ -141,7 +141,7 @@ def capture(model, spec, example_tensors, loss_fn, model_inputs, model_name):
     devices = {t.device.type for _, t in params + fixed}
     saved_rng = _compat.rng_state(devices)
     try:
-        gm = _compat.trace_real(step_fn, fresh_args())
+        gm = _compat.trace_fake(step_fn, fresh_args())
     except _LossError as error:
         raise ValueError(f"{model_name}: {error}") from None
     except Exception as error:  # make_fx raises plain RuntimeErrors; name the model

@@ -25,6 +25,7 @@ import torch.fx as fx
 
 from remat.torch import _compat, op_kinds
 from remat.torch._compat import tree_flatten
+from remat.torch.execute import traced_call
 
 
 class Recorder(fx.Interpreter):
@@ -63,7 +64,7 @@ class Recorder(fx.Interpreter):
         inputs = [(i, self.env[i]) for i in n.all_input_nodes]
         before = [_compat.version_of(v) if isinstance(v, torch.Tensor) else None for _, v in inputs]
         start = time.perf_counter()
-        result = n.target(*args, **kwargs)
+        result = traced_call(n.target)(*args, **kwargs)
         if self.timed and result is not None:
             _synchronize(result)
         self.seconds[n] = time.perf_counter() - start

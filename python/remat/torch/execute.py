@@ -29,7 +29,7 @@ import torch
 import torch.fx as fx
 from torch.fx.node import map_arg
 
-from remat.torch import _compat
+from remat.torch import _compat, op_kinds
 from remat.torch._compat import tree_flatten
 
 
@@ -79,13 +79,13 @@ class _PlanBuilder:
         kwargs = map_arg(n.kwargs, self.resolve)
         if self.runs[index] > 0 and index in t.recompute_args:
             args = t.recompute_args[index](args)
-        target = n.target
+        target = traced_call(n.target)
         if index in t.replayed and self.planned_runs[index] > 1:
             if self.runs[index] == 0:
                 self.generator_states[index] = self.graph.call_function(
                     _save_generators, args, kwargs)
             else:
-                target = _replaying(n.target)
+                target = _replaying(target)
                 args = (self.generator_states[index],) + tuple(args)
         self.runs[index] += 1
         copy = self.graph.call_function(target, args, kwargs)
@@ -122,6 +122,28 @@ class _PlanBuilder:
         if t.node_fx[producer] not in self.env:
             return False
         return self.serial.get(v) != self.serial.get(root, 0)
+
+
+_IN_GRAD_MODE = {}
+
+
+def traced_call(target):
+    """`target` as the traced graph ran it: as it is, or, for an operator whose kernel reads
+    grad mode (op_kinds.READS_GRAD_MODE), a call that turns grad mode on (make_fx traced with it
+    on; remat runs graphs under no_grad) on detached tensors (so no autograd graph is built)."""
+    if not op_kinds.reads_grad_mode(_compat.packet_name(target)):
+        return target
+    call = _IN_GRAD_MODE.get(target)
+    if call is None:
+        def call(*args, **kwargs):
+            args, kwargs = _compat.tree_map_only(
+                torch.Tensor, torch.Tensor.detach, (args, kwargs))
+            with torch.enable_grad():
+                return target(*args, **kwargs)
+
+        call.__name__ = f"grad_mode_{_compat.packet_name(target)}"
+        _IN_GRAD_MODE[target] = call
+    return call
 
 
 def _cuda_devices(args, kwargs):

@@ -66,6 +66,13 @@ POINTWISE = frozenset({
     "index", "index_put", "slice_backward", "select_backward", "expand_copy", "tril", "triu",
 })
 
+# Operators whose kernel reads autograd's grad mode: mkldnn's LSTM/GRU layer (the CPU path of
+# nn.LSTM and nn.GRU) returns the workspace its backward reads only when grad mode is on. make_fx
+# traces the step with grad mode on; remat runs the traced graph under no_grad, so these calls run
+# with grad mode on (on detached arguments: no autograd graph is recorded; execute.traced_call).
+READS_GRAD_MODE = frozenset({"mkldnn_rnn_layer"})
+
+
 # Operators whose hidden side effect (not declared in the schema) writes some arguments, by
 # argument position, when a condition on the arguments holds. Training-mode batch norm updates its
 # running statistics in place; it computes its output from the batch statistics, so a
@@ -102,6 +109,10 @@ def kind_of(packet_name, is_view):
 
 def is_random(packet_name):
     return packet_name in RANDOM
+
+
+def reads_grad_mode(packet_name):
+    return packet_name in READS_GRAD_MODE
 
 
 def hidden_writes(packet_name, args):

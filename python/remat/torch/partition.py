@@ -1,9 +1,9 @@
 """remat.torch.partition: an AOTAutograd partition function whose saved set remat plans.
 
-    from functorch.compile import aot_module, nop             # PyTorch 1.13
+    from functorch.compile import aot_module, nop
     compiled = aot_module(model, fw_compiler=nop, bw_compiler=nop, partition_fn=rt.partition)
     partial(rt.partition, solver="fastsa", budget="60%")       # any graph solver, any budget
-    torch.compile(model, backend=rt.aot_backend(solver="mincut"))   # PyTorch 2.x
+    torch.compile(model, backend=rt.aot_backend(solver="mincut"))   # no compiler: fx modules
 
 AOTAutograd traces the joint forward+backward graph and asks a partition function which forward
 values the forward graph saves for the backward; everything else the backward needs it
@@ -46,10 +46,15 @@ class PartitionStats:
 
 
 def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
-              num_fwd_outputs=None, time_limit=None, seed=1, **params):
+              num_fwd_outputs=None, static_lifetime_input_indices=None, time_limit=None, seed=1,
+              **params):
     """AOTAutograd partition function: (forward module, backward module) of the joint graph,
     with the saved set planned by remat `solver` under `budget` (see remat.parse_budget; None:
-    no memory budget, the solver's least-cost plan, as AOTAutograd's partitioners do)."""
+    no memory budget, the solver's least-cost plan, as AOTAutograd's partitioners do).
+
+    `static_lifetime_input_indices` (AOTAutograd's inputs that live for the whole program, such
+    as parameters) changes nothing: every primal input is live throughout in the remat graph, so
+    saving one costs no memory there either. Other keywords are the solver's parameters."""
     start = time.perf_counter()
     merge_common_subexpressions(joint_module)
     joint = JointGraph(joint_module, num_fwd_outputs)
@@ -59,6 +64,7 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     result = remat.solve(joint.graph, budget, solver, time_limit=limit, seed=seed, **params)
     saved = joint.saved_nodes(result.sequence)
     fw, bw = _compat.extract_fwd_bwd_modules(joint_module, saved, len(joint.fwd_outputs))
+    drop_forward_random_calls(bw, joint.forward_names)
     stats = partition_stats(fw, bw, len(joint.fwd_outputs), time.perf_counter() - start)
     stats.solver, stats.status = result.solver, result.status
     partition.last = stats
@@ -69,11 +75,8 @@ partition.last = None
 
 
 def aot_backend(**partition_options):
-    """PyTorch 2.x: a torch.compile backend running AOTAutograd with remat's partition and
-    no compiler (the graphs run as fx modules)."""
-    if _compat.TORCH_MAJOR < 2:
-        raise RuntimeError("aot_backend needs PyTorch 2.x; on 1.13 use functorch.compile."
-                           "aot_module(model, nop, nop, partition_fn=remat.torch.partition)")
+    """A torch.compile backend running AOTAutograd with remat's partition and no compiler (the
+    graphs run as fx modules)."""
     import functools
 
     from torch._dynamo.backends.common import aot_autograd
@@ -81,6 +84,32 @@ def aot_backend(**partition_options):
     compiler = _compat.nop_compiler()
     return aot_autograd(fw_compiler=compiler, bw_compiler=compiler,
                         partition_fn=functools.partial(partition, **partition_options))
+
+
+def drop_forward_random_calls(bw, forward_names):
+    """Removes from the backward module the forward's random calls whose result it does not
+    use. AOTAutograd's extraction copies every call whose inputs the backward has, then drops
+    the unused ones, but keeps random calls (impure outside torch.compile): a dropout whose
+    input is saved for another reason would draw again in the backward, unused, and move the
+    generator away from eager's. A forward random call the backward does use would be a new
+    draw, not the forward's: the plan never recomputes one, so that is an error here."""
+    graph = bw.graph
+
+    def forward_random(n):
+        return (n.op == "call_function" and n.name in forward_names
+                and op_kinds.is_random(_compat.packet_name(n.target))
+                and not effects.declared_writes(n))
+
+    for n in reversed(list(graph.nodes)):
+        if n.users:
+            continue
+        if forward_random(n) or (n.target is operator.getitem and forward_random(n.args[0])):
+            graph.erase_node(n)
+    used = [n.name for n in graph.nodes if forward_random(n)]
+    if used:
+        raise RuntimeError(f"remat partition: the backward graph would draw the forward's random "
+                           f"call(s) {', '.join(used)} again instead of reading the saved draw")
+    bw.recompile()
 
 
 def merge_common_subexpressions(joint_module):
@@ -173,7 +202,7 @@ class JointGraph:
     def __init__(self, joint_module, num_fwd_outputs=None):
         self.module = joint_module
         self.fwd_outputs, self.bwd_outputs = _compat.joint_outputs(joint_module, num_fwd_outputs)
-        self.forward_names = _compat.forward_node_names(joint_module, self.fwd_outputs)
+        self.forward_names = _compat.forward_node_names(joint_module, len(self.fwd_outputs))
         self.values, self.value_node, self.value_of, self.value_root = [], [], {}, []
         self.tangent_values = set()
         self.written_roots = set()  # storages in-place calls write: their producers run once
