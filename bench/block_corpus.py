@@ -1,7 +1,7 @@
 """Joint training graphs in node orders other than remat.torch.trace's, for the block and
 separator detection of rotor and rockmate; writes them to tests/data/blocks/ (compact JSON).
 
-    PYTHONPATH=build/python:python /tmp/venv-a/bin/python bench/block_corpus.py [--out DIR]
+    ./scripts/python bench/block_corpus.py [--out DIR]
 
 - gpt4_late_views.json: examples/train_gpt.py's GPT (4 layers, batch 8 x 128 tokens) traced by
   remat.torch.trace, then the backward's helper views (views of forward values or parameters:

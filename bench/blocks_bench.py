@@ -1,7 +1,7 @@
 """Blocks found and plans made by rotor, rockmate and fastsa on joint graphs from several tracers,
 and the time of block detection on a 10,000-node joint graph; prints two tables.
 
-    PYTHONPATH=build/python:python /tmp/venv-a/bin/python bench/blocks_bench.py \
+    ./scripts/python bench/blocks_bench.py \
         [--remat build/src/remat] [--budgets 70,50,30] [--solvers rotor,rockmate,fastsa,auto] \
         [--traced] [--deep] [--time-limit 60]
 
