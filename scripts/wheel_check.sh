@@ -27,6 +27,7 @@ import remat
 
 assert remat.__file__.startswith(sys.prefix), remat.__file__
 values = [{"name": n, "size": 100} for n in ("x", "a", "b", "c")]
+values[-1]["output"] = True  # a graph computes something: the chain's end
 nodes = [{"name": f"f{i}", "inputs": [i], "outputs": [i + 1]} for i in range(3)]
 graph = remat.Graph.build("chain", values=values, nodes=nodes)
 result = remat.solve(graph, "100%", solver="auto", time_limit=5)
