@@ -406,15 +406,19 @@ def _tokens(batch, length, seed=0):
     return ids, mask
 
 
+def _text_model(model, causal):
+    """(model, causal, keyword inputs): a batch of 8 x 128 tokens, its own labels."""
+    ids, mask = _tokens(8, 128)
+    return model, causal, {"input_ids": ids, "attention_mask": mask, "labels": ids}
+
+
 def hf_gpt2():
     import transformers
 
     config = transformers.GPT2Config(n_layer=LAYERS, n_embd=64, n_head=4, vocab_size=HF_VOCAB,
                                      n_positions=128, resid_pdrop=0, embd_pdrop=0,
                                      attn_pdrop=0, use_cache=False)
-    ids, mask = _tokens(8, 128)
-    return transformers.GPT2LMHeadModel(config), True, \
-        {"input_ids": ids, "attention_mask": mask, "labels": ids}
+    return _text_model(transformers.GPT2LMHeadModel(config), True)
 
 
 def hf_llama():
@@ -424,9 +428,7 @@ def hf_llama():
                                       intermediate_size=172, num_attention_heads=4,
                                       num_key_value_heads=2, vocab_size=HF_VOCAB,
                                       max_position_embeddings=128, use_cache=False)
-    ids, mask = _tokens(8, 128)
-    return transformers.LlamaForCausalLM(config), True, \
-        {"input_ids": ids, "attention_mask": mask, "labels": ids}
+    return _text_model(transformers.LlamaForCausalLM(config), True)
 
 
 def hf_bert():
@@ -436,9 +438,7 @@ def hf_bert():
                                      intermediate_size=256, num_attention_heads=4,
                                      vocab_size=HF_VOCAB, max_position_embeddings=128,
                                      hidden_dropout_prob=0, attention_probs_dropout_prob=0)
-    ids, mask = _tokens(8, 128)
-    return transformers.BertForMaskedLM(config), False, \
-        {"input_ids": ids, "attention_mask": mask, "labels": ids}
+    return _text_model(transformers.BertForMaskedLM(config), False)
 
 
 def hf_t5():
