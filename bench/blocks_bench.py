@@ -1,13 +1,15 @@
 """Blocks found and plans made by rotor, rockmate and fastsa on joint graphs from several tracers,
-and the time of block detection on a 10,000-node joint graph; prints two tables.
+and the time of block detection on a 10,000-node joint graph; prints the table, rockmate at
+50 % against the bars, and the times.
 
     ./scripts/python bench/blocks_bench.py \
         [--remat build/src/remat] [--budgets 70,50,30] [--solvers rotor,rockmate,fastsa,auto] \
-        [--traced] [--deep] [--time-limit 60]
+        [--traced] [--deep] [--time-limit 60] [--graphs NAME,...] [--no-timing]
 
 Graphs: tests/data/blocks/*.json (bench/block_corpus.py writes them) and
-tests/data/resnet18_b32_i128.json; with --traced also block_corpus.py's GPT and Llama as
-remat.torch.trace makes them (the same models, in the project's own node order). Per graph: the blocks and classes of
+tests/data/resnet18_b32_i128.json; with --traced also every model of block_corpus.py as
+remat.torch.trace makes it (<name>_traced: the same models, in the project's own node order).
+Per graph: the blocks and classes of
 `remat info --blocks`, then per solver and budget the status, peak and CI (% of the default
 schedule, from the simulator, as `remat solve --json` prints them) and the CPU seconds of the
 `remat solve` process. `--remat` runs another build's binary (an older one, for a before/after).
