@@ -177,7 +177,8 @@ def ddp_features_remat_cannot_follow(ddp):
     if getattr(ddp, "mixed_precision", None) is not None:
         features.append("mixed_precision")
     if getattr(ddp, "_delay_all_reduce_all_params", False):
-        features.append("delayed all-reduce (an in-backward optimizer or static graph delay)")
+        features.append("a delayed all-reduce (delay_all_reduce_named_params, or an optimizer "
+                        "in the backward)")
     if getattr(ddp, "_use_python_reducer", False):
         features.append("the Python reducer (compiled autograd)")
     return features
