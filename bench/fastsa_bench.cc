@@ -1,4 +1,4 @@
-// fastsa_bench — the FastSA bars of issue 3, printed as tables:
+// fastsa_bench — the FastSA bars, printed as tables:
 //   1. mutation throughput of the annealing loop on RL 1000 (one thread),
 //   2. FastSA Table 1 on the MOCCASIN graphs at 90 / 80 / 70 % beside the published row,
 //   3. a 6,000-node generated graph at 50 %,

@@ -261,8 +261,8 @@ TEST(Cli, StartPlanFileIsReadByTheCommand) {
 namespace remat {
 namespace {
 
-// Issue 15 regression tests for the command line, named after the defect they guard.
-TEST(CliHostile, D13OptionErrorsAreOneShortLineAndSeedsAreRangeChecked) {
+// Hostile command lines: each refused with one clear line, never a crash or a wrong answer.
+TEST(CliHostile, OptionErrorsAreOneShortLineAndSeedsAreRangeChecked) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"solve " + kLateUse + " --time-limit 1e308", "is not a number of seconds in (0, 1e+07]"},
       {"solve " + kLateUse + " --time-limit -1", "is not a number of seconds"},
@@ -282,7 +282,7 @@ TEST(CliHostile, D13OptionErrorsAreOneShortLineAndSeedsAreRangeChecked) {
             0);
 }
 
-TEST(CliHostile, D14SweepPlotEscapesNamesInTheSvg) {
+TEST(CliHostile, SweepPlotEscapesNamesInTheSvg) {
   const std::string dir = testing::temp_dir("cli_svg");
   const std::string graph = write_file(dir, "g.json", R"({"format": "remat-graph", "version": 1,
     "name": "</text><script>alert(1)</script>&",
@@ -299,7 +299,7 @@ TEST(CliHostile, D14SweepPlotEscapesNamesInTheSvg) {
       << text;
 }
 
-TEST(CliHostile, D2D1HostileJsonExitsTwoNamingTheFile) {
+TEST(CliHostile, HostileJsonExitsTwoNamingTheFile) {
   const std::string dir = testing::temp_dir("cli_hostile_json");
   const std::string big =
       write_file(dir, "big.json", "{\"format\": \"remat-graph\", \"version\": 1e400}");
@@ -331,7 +331,7 @@ int shell(const std::string& script) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-TEST(CliHostile, D8FirstSigintStopsTheSolveAndWritesTheBestPlan) {
+TEST(CliHostile, FirstSigintStopsTheSolveAndWritesTheBestPlan) {
   const std::string dir = testing::temp_dir("cli_sigint");
   const std::string remat = REMAT_BINARY;
   ASSERT_EQ(shell(remat + " gen random-layered --nodes 400 --seed 3 -o " + dir + "/g.json"), 0);
@@ -393,7 +393,7 @@ TEST(Cli, CheckmateBoundsGapsAndInterrupt) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
-TEST(CliHostile, D8OutputFollowsSymlinksKeepsPermissionsAndWritesSpecialFiles) {
+TEST(CliHostile, OutputFollowsSymlinksKeepsPermissionsAndWritesSpecialFiles) {
   const std::string dir = testing::temp_dir("cli_output");
   const std::string real = write_file(dir, "real.json", "old");
   fs::permissions(real, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
@@ -414,7 +414,7 @@ TEST(CliHostile, D8OutputFollowsSymlinksKeepsPermissionsAndWritesSpecialFiles) {
     EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
 }
 
-TEST(CliHostile, D9GraphFromStandardInputIsReadOnce) {
+TEST(CliHostile, GraphFromStandardInputIsReadOnce) {
   const std::string remat = REMAT_BINARY;
   const std::string dir = testing::temp_dir("cli_stdin");
   EXPECT_EQ(shell("cat " + kLateUse + " | " + remat + " convert - " + dir + "/out.json"), 0);
