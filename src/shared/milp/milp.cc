@@ -156,6 +156,16 @@ int no_callback(CbcModel*, int) { return 0; }
 
 }  // namespace
 
+double units_per_iteration(const MilpModel& model) {
+  const double size =
+      static_cast<double>(model.num_rows() + model.num_columns() + model.num_nonzeros());
+  return (1 + size / kSimplexSizeScale) / kSimplexIterationsPerUnit;
+}
+
+int64_t iterations_for(double work_units, const MilpModel& model) {
+  return work_ops(work_units, 1 / units_per_iteration(model));
+}
+
 int32_t MilpModel::add_column(double lower, double upper, double cost, bool integer) {
   // Clp asserts (aborts the process) on an objective coefficient of 1e25 or more: callers scale.
   REMAT_CHECK(std::abs(cost) < 1e20, fmt::format("objective coefficient {} out of range", cost));
@@ -274,7 +284,9 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
 }
 
 MilpResult solve_lp(const MilpModel& model, const MilpOptions& options) {
-  const auto stop = std::make_shared<SearchStop>(options.time_limit_s, /*iteration_limit=*/0);
+  // An LP is one simplex run: its limit is the point where the run is ended.
+  const auto stop = std::make_shared<SearchStop>(options.time_limit_s, options.iteration_limit);
+  stop->lp_iteration_limit = options.iteration_limit;
   LogRouter router(options.log);
   OsiClpSolverInterface osi;
   osi.passInMessageHandler(&router);
@@ -285,7 +297,11 @@ MilpResult solve_lp(const MilpModel& model, const MilpOptions& options) {
   osi.getModelPtr()->setRandomSeed(1234567);
   osi.initialSolve();
   MilpResult result;
-  result.stopped_on_time = stop->lp_aborted || stop->deadline.expired();
+  result.iterations = stop->iterations;
+  result.stopped_on_iterations =
+      stop->lp_aborted && stop->lp_out_of_work() && !stop->lp_deadline.expired();
+  result.stopped_on_time =
+      !result.stopped_on_iterations && (stop->lp_aborted || stop->deadline.expired());
   if (osi.isProvenOptimal() && !stop->lp_aborted) {
     result.status = MilpStatus::kOptimal;
     result.x.assign(osi.getColSolution(), osi.getColSolution() + model.num_columns());
