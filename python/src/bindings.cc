@@ -339,6 +339,12 @@ class PythonSide {
   std::optional<py::error_already_set> error_;
 };
 
+// What solvers keep between solves (rockmate's block options), for every solve of the process.
+SolveCache& process_cache() {
+  static SolveCache cache;
+  return cache;
+}
+
 PySolveResult solve_py(const Graph& g, const py::object& budget, const std::string& solver,
                        double time_limit, uint64_t seed, int threads, const py::dict& params,
                        const py::object& progress, const std::optional<std::vector<int32_t>>& start,
@@ -350,6 +356,7 @@ PySolveResult solve_py(const Graph& g, const py::object& budget, const std::stri
   options.time_limit_s = time_limit;
   options.seed = seed;
   options.threads = threads;
+  options.cache = &process_cache();
   for (const auto& item : params) options.params[py::str(item.first)] = param_text(item.second);
   PythonSide side(progress);
   side.attach(options);

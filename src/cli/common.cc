@@ -129,6 +129,10 @@ SolveOptions make_solve_options(const SolverArgs& args, Budget budget, std::stri
   options.seed = args.seed;
   options.threads = args.threads;
   options.params = parse_params(args.params, solver);
+  // What a solver keeps between solves (rockmate's block options) serves every solve of the
+  // command: compare and sweep solve the same graph many times.
+  static SolveCache command_cache;
+  options.cache = &command_cache;
   return options;
 }
 
