@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "remat/error.h"
@@ -154,6 +155,15 @@ std::string column_name(int32_t j) { return fmt::format("x{}", j); }
 
 int no_callback(CbcModel*, int) { return 0; }
 
+// Clp's presolve and CBC's set-up see no event: a run asked after the deadline or an interrupt
+// is not started (on a few hundred nodes they alone take about a second).
+std::optional<MilpResult> too_late(const SearchStop& stop) {
+  if (!stop.deadline.expired()) return std::nullopt;
+  MilpResult result;
+  result.stopped_on_time = true;
+  return result;
+}
+
 }  // namespace
 
 double units_per_iteration(const MilpModel& model) {
@@ -213,6 +223,7 @@ double MilpModel::objective_value(std::span<const double> x) const {
 
 MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
   const auto stop = std::make_shared<SearchStop>(options.time_limit_s, options.iteration_limit);
+  if (auto late = too_late(*stop)) return *late;
   LogRouter router(options.log);
   OsiClpSolverInterface osi;
   osi.passInMessageHandler(&router);
@@ -287,6 +298,7 @@ MilpResult solve_lp(const MilpModel& model, const MilpOptions& options) {
   // An LP is one simplex run: its limit is the point where the run is ended.
   const auto stop = std::make_shared<SearchStop>(options.time_limit_s, options.iteration_limit);
   stop->lp_iteration_limit = options.iteration_limit;
+  if (auto late = too_late(*stop)) return *late;
   LogRouter router(options.log);
   OsiClpSolverInterface osi;
   osi.passInMessageHandler(&router);
