@@ -85,7 +85,7 @@ double thread_cpu_s() {
 // iteration is a mutation attempt; reports attempts and valid mutations per second.
 void throughput(const std::string& dir) {
   const Graph g = read_graph_file(bench::find_data_file(dir, "random_layered_n1000_"));
-  const fastsa::UnitTable units = fastsa::node_units(g);
+  const fastsa::UnitTable units = *fastsa::node_units(g);
   fmt::print("## Mutation throughput, RL 1000 ({} nodes), one thread\n\n", g.num_nodes());
   fmt::print(
       "| slots T | iterations | valid mutations | accepted | wall s | CPU s | mutations/s (wall) "

@@ -351,6 +351,31 @@ TEST(CliHostile, FirstSigintStopsTheSolveAndWritesTheBestPlan) {
     EXPECT_EQ(entry.path().string().find(".tmp"), std::string::npos) << entry.path();
 }
 
+// CBC (checkmate), Clp (checkmate-lp) and Gecode (moccasin) poll the interrupt in their event
+// handlers and stop objects: one SIGINT 1 s into a search that would run for minutes ends it within
+// a few seconds (about a second on an idle machine; docs/limits.md), with a complete plan.
+TEST(CliHostile, FirstSigintStopsMilpLpAndConstraintSearchesWithAPlan) {
+  const std::string dir = testing::temp_dir("cli_sigint_solvers");
+  const std::string remat = REMAT_BINARY;
+  ASSERT_EQ(shell(remat + " gen random-layered --nodes 300 --seed 3 -o " + dir + "/g.json"), 0);
+  const std::string solvers = run_remat("solve --help").out;
+  for (const std::string solver : {"checkmate", "checkmate-lp", "moccasin"}) {
+    if (solvers.find("\n  " + solver + " ") == std::string::npos) continue;  // not built
+    SCOPED_TRACE(solver);
+    const std::string plan = dir + "/" + solver + ".json";
+    const auto start = std::chrono::steady_clock::now();
+    const int code = shell(remat + " solve " + dir + "/g.json --solver " + solver +
+                           " --budget 80% --work-limit 100000 -o " + plan +
+                           " >/dev/null & pid=$!; sleep 1; kill -INT $pid; wait $pid");
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(code, 0);
+    EXPECT_LT(seconds, 5.0);
+    const testing::CommandResult r = run_remat("simulate " + dir + "/g.json " + plan);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+  }
+}
+
 // Checkmate's bounds in solve and compare, --bound checkmate, and Ctrl-C on a CBC run.
 TEST(Cli, CheckmateBoundsGapsAndInterrupt) {
   if (run_remat("solve --help").out.find("checkmate-lp") == std::string::npos)
