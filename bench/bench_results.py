@@ -5,11 +5,12 @@
 
 The file starts with the command line, the date, the commit and the machine, so a figure in it can
 be reproduced; docs link to these files instead of copying figures. A run that fails or is
-interrupted leaves the previous file in place (the new one is written to a temporary file and
-renamed only at the end).
+interrupted leaves the previous file in place (the new one is kept in memory and written at the
+end).
 """
 import contextlib
 import datetime
+import io
 import os
 import platform
 import shlex
@@ -64,24 +65,22 @@ class _Tee:
 
 @contextlib.contextmanager
 def recorded(name, path):
-    """Copies standard output into `path` (None: no file) below a header; the file replaces the
-    old one only when the block ends without an exception."""
+    """Copies standard output into `path` (None: no file) below a header; the file is written
+    only when the block ends without an exception (an interrupted run leaves the old one)."""
     if path is None:
         yield
         return
+    text = io.StringIO()
+    text.write(header(name))
+    stdout = sys.stdout
+    sys.stdout = _Tee(stdout, text)
+    try:
+        yield
+    finally:
+        sys.stdout = stdout
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
-        f.write(header(name))
-        stdout = sys.stdout
-        sys.stdout = _Tee(stdout, f)
-        try:
-            yield
-        except BaseException:
-            sys.stdout = stdout
-            f.close()
-            os.unlink(tmp)
-            raise
-        sys.stdout = stdout
+        f.write(text.getvalue())
     os.replace(tmp, path)
     print(f"{name}: figures written to {path}", file=sys.stderr)
