@@ -352,8 +352,9 @@ TEST(CliHostile, FirstSigintStopsTheSolveAndWritesTheBestPlan) {
 }
 
 // CBC (checkmate), Clp (checkmate-lp) and Gecode (moccasin) poll the interrupt in their event
-// handlers and stop objects: one SIGINT 1 s into a search that would run for minutes ends it within
-// a few seconds (about a second on an idle machine; docs/limits.md), with a complete plan.
+// handlers and stop objects: one SIGINT 1 s into a search that would run for minutes ends it with a
+// complete plan whose stop reason is the interrupt (the wall-clock bound is only a safety net: on
+// a loaded machine the stop takes longer than on an idle one).
 TEST(CliHostile, FirstSigintStopsMilpLpAndConstraintSearchesWithAPlan) {
   const std::string dir = testing::temp_dir("cli_sigint_solvers");
   const std::string remat = REMAT_BINARY;
@@ -370,9 +371,13 @@ TEST(CliHostile, FirstSigintStopsMilpLpAndConstraintSearchesWithAPlan) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_EQ(code, 0);
-    EXPECT_LT(seconds, 5.0);
+    EXPECT_LT(seconds, 60.0);
     const testing::CommandResult r = run_remat("simulate " + dir + "/g.json " + plan);
     EXPECT_EQ(r.exit_code, 0) << r.err;
+    std::ifstream file(plan);
+    const std::string text((std::istreambuf_iterator<char>(file)),
+                           std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("\"interrupted\""), std::string::npos) << text.substr(0, 400);
   }
 }
 
