@@ -1,22 +1,36 @@
-"""Joint training graphs in node orders other than remat.torch.trace's, for the block and
-separator detection of rotor and rockmate; writes them to tests/data/blocks/ (compact JSON).
+"""Joint training graphs from tracers other than remat.torch.trace's, for the block and separator
+detection of rotor and rockmate; writes them to tests/data/blocks/ (compact JSON).
 
-    ./scripts/python bench/block_corpus.py [--out DIR]
+    ./scripts/python bench/block_corpus.py [--out DIR] [--only NAME,...]
 
-- gpt4_late_views.json: examples/train_gpt.py's GPT (4 layers, batch 8 x 128 tokens) traced by
+Every model has 4 layers. Costs are FLOPs for matrix products and element counts otherwise (only
+their ratios matter to the solvers).
+
+- gpt4_late_views.json: examples/train_gpt.py's GPT (batch 8 x 128 tokens) traced by
   remat.torch.trace, then the backward's helper views (views of forward values or parameters:
   the transposed weights and activations, the detaches) moved to the end of the forward and
   marked forward, where a tracer that sets phases by data flow puts them (PyTorch's make_fx of
   the joint step, read with forward = "does not depend on the loss gradient").
 - llama4_make_fx.json: a Llama-style model written here (RMSNorm, grouped-query attention, rotary
   cos/sin tables and the causal mask built once in the model and read by every layer, SwiGLU),
-  4 layers, batch 8 x 128 tokens, traced by plain make_fx of a joint function whose loss gradient
-  is an input (as in AOTAutograd), and converted here without remat.torch's tracer: one node per
-  call (getitems fold into their call), sizes are storage bytes, a tensor sharing an earlier
-  storage is an alias, phases by dependence on the gradient input, forward nodes first.
+  batch 8 x 128 tokens, traced by plain make_fx of a joint function whose loss gradient is an
+  input (as in AOTAutograd), and converted here without remat.torch's tracer: one node per call
+  (getitems fold into their call), sizes are storage bytes, a tensor sharing an earlier storage
+  is an alias, phases by dependence on the gradient input, forward nodes first.
+- gpt4_aot.json, llama4_aot.json: the same two models (the GPT in training mode: its dropouts are
+  random calls AOTAutograd records, which run once), their loss included, through AOTAutograd
+  (aot_module, no compiler): the functionalized joint graph with primals_* / tangents_* inputs
+  that a partition function receives, converted by remat.torch.partition's JointGraph.
+- hf_gpt2.json, hf_llama.json, hf_bert.json, hf_t5.json, hf_vit.json: Hugging Face transformers
+  models built from their configs (random weights, no download; width 64, 4 heads, dropout 0)
+  with a loss on their logits, through torch.compile (fullgraph) with an AOTAutograd backend
+  whose partition function keeps the joint graph, converted by JointGraph. Text models get a
+  batch of 8 x 128 tokens with one sequence padded (attention_mask); T5 has 4 encoder and 4
+  decoder layers (64 target tokens), ViT 16 images of 64 x 64 px in patches of 8.
 
-Both keep views and in-place calls as the tracer recorded them. Costs are FLOPs for matrix
-products and element counts otherwise (only their ratios matter to the solvers).
+Every graph keeps views and in-place calls as its tracer recorded them. The files omit the
+fields that have defaults (kind "other", temp 0, recomputable true) and write ops without their
+"aten." prefix and ".default" overload.
 """
 
 import argparse
@@ -294,15 +308,245 @@ def llama_make_fx():
     return joint_graph(*llama_model(), "Llama make_fx"), "plain make_fx, converted here"
 
 
+# -- AOTAutograd (PyTorch 2): the joint graph a partition function receives ------------------
+
+class WithLoss(nn.Module):
+    """model(inputs) and its loss in one module, so the joint graph holds the loss too."""
+
+    def __init__(self, model, loss_fn):
+        super().__init__()
+        self.model, self.loss_fn = model, loss_fn
+
+    def forward(self, x, targets):
+        return self.loss_fn(self.model(x), targets)
+
+
+def capturing_partition(captured):
+    """A partition function that converts the joint graph (remat.torch.partition's JointGraph)
+    into captured["graph"], then partitions as AOTAutograd's default does."""
+    from torch._functorch.partitioners import default_partition
+    from remat.torch.partition import JointGraph
+
+    def partition(joint_module, joint_inputs, **kwargs):
+        captured["graph"] = JointGraph(joint_module, kwargs.get("num_fwd_outputs")).graph
+        return default_partition(joint_module, joint_inputs, **kwargs)
+
+    return partition
+
+
+def aot_module_graph(module, args, name):
+    """The joint graph of aot_module(module)(*args) (no compiler), as a remat graph JSON dict."""
+    from remat.torch import _compat
+
+    captured = {}
+    compiled = _compat.aot_module(module, _compat.nop_compiler(), _compat.nop_compiler(),
+                                  capturing_partition(captured))
+    compiled(*args)
+    return named(captured["graph"], name)
+
+
+def compiled_graph(module, kwargs, name):
+    """The joint graph of torch.compile(module, fullgraph=True)(**kwargs) through an
+    AOTAutograd backend, as a remat graph JSON dict."""
+    from torch._dynamo.backends.common import aot_autograd
+    from remat.torch import _compat
+
+    captured = {}
+    backend = aot_autograd(fw_compiler=_compat.nop_compiler(), bw_compiler=_compat.nop_compiler(),
+                           partition_fn=capturing_partition(captured))
+    torch._dynamo.reset()
+    torch.compile(module, backend=backend, fullgraph=True)(**kwargs)
+    torch._dynamo.reset()
+    return named(captured["graph"], name)
+
+
+def named(graph, name):
+    g = json.loads(graph.to_json())
+    g["name"] = name
+    return g
+
+
+def gpt_aot():
+    model, batch, loss_fn = gpt_model()
+    return aot_module_graph(WithLoss(model, loss_fn).train(), batch, "GPT aot_module"), \
+        "aot_module, JointGraph"
+
+
+def llama_aot():
+    model, batch, loss_fn = llama_model()
+    return aot_module_graph(WithLoss(model, loss_fn), batch, "Llama aot_module"), \
+        "aot_module, JointGraph"
+
+
+# -- Hugging Face models from their configs --------------------------------------------------
+
+HF_VOCAB = 128
+
+
+class HFStep(nn.Module):
+    """A Hugging Face model called with keyword inputs, and the cross-entropy of its logits
+    (next-token for causal models): the loss is part of the step, as in training."""
+
+    def __init__(self, model, causal):
+        super().__init__()
+        self.model, self.causal = model, causal
+
+    def forward(self, labels, **inputs):
+        logits = self.model(**inputs).logits
+        if self.causal:
+            logits, labels = logits[:, :-1], labels[:, 1:]
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1))
+
+
+def _tokens(batch, length, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, HF_VOCAB, (batch, length), generator=generator)
+    mask = torch.ones_like(ids)
+    mask[1, length * 3 // 4:] = 0  # one sequence padded
+    return ids, mask
+
+
+def _text_model(model, causal):
+    """(model, causal, keyword inputs): a batch of 8 x 128 tokens, its own labels."""
+    ids, mask = _tokens(8, 128)
+    return model, causal, {"input_ids": ids, "attention_mask": mask, "labels": ids}
+
+
+def hf_gpt2():
+    import transformers
+
+    config = transformers.GPT2Config(n_layer=LAYERS, n_embd=64, n_head=4, vocab_size=HF_VOCAB,
+                                     n_positions=128, resid_pdrop=0, embd_pdrop=0,
+                                     attn_pdrop=0, use_cache=False)
+    return _text_model(transformers.GPT2LMHeadModel(config), True)
+
+
+def hf_llama():
+    import transformers
+
+    config = transformers.LlamaConfig(num_hidden_layers=LAYERS, hidden_size=64,
+                                      intermediate_size=172, num_attention_heads=4,
+                                      num_key_value_heads=2, vocab_size=HF_VOCAB,
+                                      max_position_embeddings=128, use_cache=False)
+    return _text_model(transformers.LlamaForCausalLM(config), True)
+
+
+def hf_bert():
+    import transformers
+
+    config = transformers.BertConfig(num_hidden_layers=LAYERS, hidden_size=64,
+                                     intermediate_size=256, num_attention_heads=4,
+                                     vocab_size=HF_VOCAB, max_position_embeddings=128,
+                                     hidden_dropout_prob=0, attention_probs_dropout_prob=0)
+    return _text_model(transformers.BertForMaskedLM(config), False)
+
+
+def hf_t5():
+    import transformers
+
+    config = transformers.T5Config(num_layers=LAYERS, num_decoder_layers=LAYERS, d_model=64,
+                                   d_kv=16, d_ff=256, num_heads=4, vocab_size=HF_VOCAB,
+                                   dropout_rate=0, decoder_start_token_id=0, use_cache=False)
+    ids, mask = _tokens(8, 128)
+    target, target_mask = _tokens(8, 64, seed=1)
+    return transformers.T5ForConditionalGeneration(config), False, \
+        {"input_ids": ids, "attention_mask": mask, "decoder_input_ids": target,
+         "decoder_attention_mask": target_mask, "labels": target}
+
+
+def hf_vit():
+    import transformers
+
+    config = transformers.ViTConfig(num_hidden_layers=LAYERS, hidden_size=64,
+                                    intermediate_size=256, num_attention_heads=4, image_size=64,
+                                    patch_size=8, num_labels=10, hidden_dropout_prob=0,
+                                    attention_probs_dropout_prob=0)
+    generator = torch.Generator().manual_seed(0)
+    images = torch.randn(16, 3, 64, 64, generator=generator)
+    return transformers.ViTForImageClassification(config), False, \
+        {"pixel_values": images, "labels": torch.randint(0, 10, (16,), generator=generator)}
+
+
+HF_MODELS = {"hf_gpt2": hf_gpt2, "hf_llama": hf_llama, "hf_bert": hf_bert, "hf_t5": hf_t5,
+             "hf_vit": hf_vit}
+
+
+def hf_step(label):
+    """(HFStep module in training mode, its keyword inputs) of a Hugging Face corpus model."""
+    torch.manual_seed(0)
+    model, causal, inputs = HF_MODELS[label]()
+    return HFStep(model, causal).train(), inputs
+
+
+def hf_graph(label):
+    step, inputs = hf_step(label)
+    return compiled_graph(step, inputs, f"{label} torch.compile"), "torch.compile, JointGraph"
+
+
+def traced_models():
+    """label -> a function giving (module, args, loss_fn, model_kwargs) for remat.torch.trace:
+    the same models as the corpus graphs, for bench/blocks_bench.py --traced."""
+    def ours(make):
+        def model():
+            m, batch, loss_fn = make()
+            return m, batch, loss_fn, None
+        return model
+
+    def hf(label):
+        def model():
+            step, inputs = hf_step(label)
+            return step, (), (lambda loss: loss), inputs
+        return model
+
+    return {"gpt4": ours(gpt_model), "llama4": ours(llama_model),
+            **{label: hf(label) for label in HF_MODELS}}
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+def short_op(op):
+    if op.startswith("aten."):
+        op = op[len("aten."):]
+    return op[:-len(".default")] if op.endswith(".default") else op
+
+
+def compact(g):
+    """The graph dict without the fields that have defaults, ops shortened."""
+    for n in g["nodes"]:
+        n["op"] = short_op(n.get("op", ""))
+        for key, default in (("kind", "other"), ("temp", 0), ("recomputable", True)):
+            if n.get(key) == default:
+                del n[key]
+    for v in g["values"]:
+        if v.get("output") is False:
+            del v["output"]
+    return g
+
+
+def corpus_text(g):
+    """The text of a corpus file: compact JSON, keys sorted."""
+    return json.dumps(compact(g), separators=(",", ":"), sort_keys=True) + "\n"
+
+
+CORPUS = {
+    "gpt4_late_views": gpt_late_views,
+    "llama4_make_fx": llama_make_fx,
+    "gpt4_aot": gpt_aot,
+    "llama4_aot": llama_aot,
+    **{label: (lambda label=label: hf_graph(label)) for label in HF_MODELS},
+}
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "tests", "data", "blocks"))
+    parser.add_argument("--only", default=",".join(CORPUS), help="comma-separated names")
     args = parser.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    for file_name, make in [("gpt4_late_views.json", gpt_late_views),
-                            ("llama4_make_fx.json", llama_make_fx)]:
-        g, how = make()
-        text = json.dumps(g, separators=(",", ":"), sort_keys=True) + "\n"
+    for name in args.only.split(","):
+        g, how = CORPUS[name]()
+        text = corpus_text(g)
+        file_name = name + ".json"
         graph = remat.Graph.from_json(text, file_name)  # validates
         path = os.path.join(args.out, file_name)
         with open(path, "w", encoding="utf-8") as f:

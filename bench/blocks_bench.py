@@ -1,13 +1,15 @@
 """Blocks found and plans made by rotor, rockmate and fastsa on joint graphs from several tracers,
-and the time of block detection on a 10,000-node joint graph; prints two tables.
+and the time of block detection on a 10,000-node joint graph; prints the table, rockmate at
+50 % against the bars, and the times.
 
     ./scripts/python bench/blocks_bench.py \
         [--remat build/src/remat] [--budgets 70,50,30] [--solvers rotor,rockmate,fastsa,auto] \
-        [--traced] [--deep] [--time-limit 60]
+        [--traced] [--deep] [--time-limit 60] [--graphs NAME,...] [--no-timing]
 
 Graphs: tests/data/blocks/*.json (bench/block_corpus.py writes them) and
-tests/data/resnet18_b32_i128.json; with --traced also block_corpus.py's GPT and Llama as
-remat.torch.trace makes them (the same models, in the project's own node order). Per graph: the blocks and classes of
+tests/data/resnet18_b32_i128.json; with --traced also every model of block_corpus.py as
+remat.torch.trace makes it (<name>_traced: the same models, in the project's own node order).
+Per graph: the blocks and classes of
 `remat info --blocks`, then per solver and budget the status, peak and CI (% of the default
 schedule, from the simulator, as `remat solve --json` prints them) and the CPU seconds of the
 `remat solve` process. `--remat` runs another build's binary (an older one, for a before/after).
@@ -66,19 +68,59 @@ def solve_row(binary, path, solver, budget, time_limit):
 
 
 def traced_sources(directory):
-    """block_corpus.py's GPT and Llama as remat.torch.trace makes them (the same models)."""
+    """block_corpus.py's models as remat.torch.trace makes them (the same models, in the
+    project's own node order), saved as <label>_traced.json."""
     sys.path.insert(0, os.path.join(ROOT, "bench"))
     import remat
     import remat.torch as rt
     import block_corpus
 
     paths = []
-    for label, (model, batch, loss_fn) in [("gpt4_traced", block_corpus.gpt_model()),
-                                           ("llama4_traced", block_corpus.llama_model())]:
-        path = os.path.join(directory, label + ".json")
-        remat.save(rt.trace(model, batch, loss_fn, name=label).graph, path)
+    for label, make in block_corpus.traced_models().items():
+        model, args, loss_fn, kwargs = make()
+        path = os.path.join(directory, label + "_traced.json")
+        traced = rt.trace(model, args, loss_fn, model_inputs=0 if kwargs else 1,
+                          model_kwargs=kwargs, name=label)
+        remat.save(traced.graph, path)
         paths.append(path)
     return paths
+
+
+def traced_label(label):
+    """The traced graph of the same model as corpus graph `label`."""
+    for prefix in ("gpt4", "llama4"):
+        if label.startswith(prefix + "_"):
+            return prefix + "_traced"
+    return label + "_traced"
+
+
+def bars(rows, budget=50):
+    """Rockmate at `budget` on each corpus graph against the issue's bars: within budget, CI at
+    most 3 %, at most 5 s CPU, and at most 1 point of CI above the same model traced."""
+    print(f"\nrockmate at {budget} %: bars within budget, CI <= 3 %, <= 5 s CPU, "
+          f"CI <= traced + 1")
+    for label, by_solver in rows.items():
+        if label.endswith("_traced") or "rockmate" not in by_solver:
+            continue
+        r = by_solver["rockmate"].get(budget)
+        if r is None or r["status"] == "error":
+            print(f"{label:<24} error")
+            continue
+        traced = rows.get(traced_label(label), {}).get("rockmate", {}).get(budget)
+        missed = []
+        if r["status"] != "feasible":
+            missed.append(f"peak {r['peak']:.1f} %")
+        if r["ci"] > 3:
+            missed.append(f"CI {r['ci']:.2f} % > 3")
+        if r["cpu"] > 5:
+            missed.append(f"{r['cpu']:.1f} s > 5")
+        versus = ""
+        if traced and traced["status"] != "error":
+            versus = f"traced CI {traced['ci']:.2f} %"
+            if r["ci"] > traced["ci"] + 1:
+                missed.append(f"CI {r['ci'] - traced['ci']:.2f} points above traced")
+        print(f"{label:<24} CI {r['ci']:>6.2f} %  {r['cpu']:>5.2f} s  {versus:<20} "
+              + ("meets the bars" if not missed else "misses: " + ", ".join(missed)))
 
 
 def deep_llama(directory, layers=40):
@@ -126,6 +168,8 @@ def main():
     parser.add_argument("--solvers", default="rotor,rockmate,fastsa,auto")
     parser.add_argument("--traced", action="store_true")
     parser.add_argument("--time-limit", type=float, default=60)
+    parser.add_argument("--graphs", default="",
+                        help="comma-separated corpus names (default: all of tests/data/blocks)")
     parser.add_argument("--no-timing", action="store_true")
     parser.add_argument("--deep", action="store_true",
                         help="also time a 40-layer Llama from plain make_fx (about 100 s to make)")
@@ -135,9 +179,13 @@ def main():
         graphs.append(os.path.join(ROOT, "tests", "data", "resnet18_b32_i128.json"))
         if args.traced:
             graphs += traced_sources(tmp)
+        if args.graphs:
+            wanted = args.graphs.split(",")
+            graphs = [g for g in graphs if os.path.basename(g)[:-5] in wanted]
         print(f"{'graph':<24} {'solver':<9} {'budget':>6} {'blocks':>6} {'status':<12} "
               f"{'peak %':>7} {'CI %':>8} {'CPU s':>7}")
         notes = []
+        rows = {}
         for path in graphs:
             label = os.path.basename(path)[:-5]
             found, note = blocks_of(args.remat, path)
@@ -145,6 +193,7 @@ def main():
             for solver in args.solvers.split(","):
                 for budget in (int(b) for b in args.budgets.split(",")):
                     r = solve_row(args.remat, path, solver, budget, args.time_limit)
+                    rows.setdefault(label, {}).setdefault(solver, {})[budget] = r
                     if r["status"] == "error":
                         print(f"{label:<24} {solver:<9} {budget:>5}% {'-':>6} error")
                         notes.append(f"{label} {solver} {budget}%: {r['note']}")
@@ -156,6 +205,7 @@ def main():
                         notes.append(f"{label} {solver} {budget}%: {r['note']}")
         for n in dict.fromkeys(notes):
             print(f"note: {n}")
+        bars(rows)
         if not args.no_timing:
             timing(args.remat, tmp, args.deep)
 

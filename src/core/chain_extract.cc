@@ -18,8 +18,14 @@ constexpr int32_t kNone = -1;
 // than this many nodes, its note says why.
 constexpr int32_t kNoteForwardNodes = 100;
 // A value may be shared when it is at most 1/ratio of the activation bytes made while it lives,
-// at the first of these ratios whose cuts are not coarse.
+// at the first of these ratios whose cuts are not coarse. A value made from graph inputs alone
+// without a matrix product (a mask, a position bias), which no activation's size sets and which
+// is cheap to make, may be up to 1/kFromInputsRatio of them at every ratio. Either must live
+// while at least 1/kSharedSpan of the forward's activation bytes are made: many blocks read it,
+// not the two ends of one block (a residual, whose sharing would cut inside the block).
 constexpr std::array<int64_t, 4> kShareRatios = {1024, 256, 64, 16};
+constexpr int64_t kFromInputsRatio = 4;
+constexpr int64_t kSharedSpan = 4;
 
 std::string where(const Graph& g) {
   return g.name().empty() ? std::string("graph") : fmt::format("graph '{}'", g.name());
@@ -187,6 +193,15 @@ class Extractor {
         core_pos_[n] = num_core();
         core_.push_back(n);
       }
+    // from_inputs_[i]: core position i, no matrix product, reads graph inputs and values made
+    // from them alone without one.
+    from_inputs_.assign(core_.size(), 1);
+    for (size_t i = 0; i < core_.size(); ++i) {
+      if (g_.node(core_[i]).kind == OpKind::kCompute) from_inputs_[i] = 0;
+      for (ValueId v : g_.node(core_[i]).inputs)
+        if (!g_.is_graph_input(v) && !from_inputs_[static_cast<size_t>(core_pos_[g_.producer(v)])])
+          from_inputs_[i] = 0;
+    }
     last_forward_use_.assign(static_cast<size_t>(g_.num_values()), kNone);
     for (int32_t i = 0; i < num_core(); ++i)
       for (ValueId v : g_.node(core_[static_cast<size_t>(i)]).inputs)
@@ -265,16 +280,21 @@ class Extractor {
                : 0;
   }
 
-  // Forward values that may cross cuts at `ratio`: sized, not graph outputs, read by a later
-  // forward node, and at most 1/ratio of the activation bytes made while they live.
+  // Forward values that may cross cuts at `ratio`: sized, not graph outputs, living while at
+  // least 1/kSharedSpan of the forward's activations are made, and at most 1/ratio of those
+  // made while they live (1/kFromInputsRatio, made from graph inputs alone).
   ValueFlags share_candidates(int64_t ratio) const {
     ValueFlags candidates = no_values();
-    for (NodeId n : core_)
-      for (ValueId y : g_.node(n).outputs) {
-        const int64_t size = g_.value(y).size_bytes;
-        if (size > 0 && !g_.value(y).is_output && size <= made_while_live(y) / ratio)
+    const int64_t span = made_before_.back() / kSharedSpan;
+    for (int32_t i = 0; i < num_core(); ++i) {
+      const int64_t r =
+          from_inputs_[static_cast<size_t>(i)] ? std::min(ratio, kFromInputsRatio) : ratio;
+      for (ValueId y : g_.node(core_[static_cast<size_t>(i)]).outputs) {
+        const int64_t size = g_.value(y).size_bytes, made = made_while_live(y);
+        if (size > 0 && !g_.value(y).is_output && made >= span && size <= made / r)
           candidates[y] = 1;
       }
+    }
     return candidates;
   }
 
@@ -338,6 +358,51 @@ class Extractor {
     return false;
   }
 
+  // Forward work that makes shared values from graph inputs alone (a causal mask, rotary tables,
+  // position ids, a relative position bias), with the values only it reads: where a model builds
+  // it (in its first layer, between the embedding and the first layer, or in the first
+  // cross-attention) it would make that block unlike the others of its kind. These are the core
+  // nodes, none a separator, that read only graph inputs and each other's values, each value of
+  // which is shared (or a view of a shared value) or read in the forward by such nodes alone. They
+  // run first, at the start of stage 1: they need nothing the forward makes, and their shared
+  // values are resident anyway. Returns per core position whether it is one (none without shared
+  // values).
+  ValueId alias_root(ValueId v) const {
+    while (g_.value(v).alias_of.valid()) v = g_.value(v).alias_of;
+    return v;
+  }
+
+  std::vector<uint8_t> hoisted_nodes(std::span<const int32_t> cuts) const {
+    const auto m = static_cast<size_t>(num_core());
+    std::vector<uint8_t> in(m, 0);
+    if (std::find(out_.shared.begin(), out_.shared.end(), 1) == out_.shared.end()) return in;
+    std::fill(in.begin(), in.end(), 1);
+    for (const int32_t c : cuts) in[static_cast<size_t>(c)] = 0;
+    // Drop nodes reading a forward value made outside the set, and nodes whose unshared values
+    // other forward nodes read, until neither is left.
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < m; ++i) {
+        if (!in[i]) continue;
+        for (ValueId v : g_.node(core_[i]).inputs)
+          if (!g_.is_graph_input(v) && !in[static_cast<size_t>(core_pos_[g_.producer(v)])]) {
+            in[i] = 0, changed = true;
+            break;
+          }
+      }
+      for (size_t i = m; i-- > 0;) {
+        if (!in[i]) continue;
+        for (ValueId y : g_.node(core_[i]).outputs) {
+          if (out_.shared[alias_root(y)]) continue;  // a shared value or a view of one
+          for (NodeId u : g_.users(y))
+            if (core_pos_[u] != kNone && !in[static_cast<size_t>(core_pos_[u])])
+              in[i] = 0, changed = true;
+        }
+      }
+    }
+    return in;
+  }
+
   // Cuts, then shared values when the cuts alone leave the chain coarse: at the first ratio that
   // does not, the candidates that cross a kept cut.
   void find_stages() {
@@ -371,11 +436,20 @@ class Extractor {
     }
     out_.stages.resize(cuts.size() + 1);
     output_stage_.assign(static_cast<size_t>(g_.num_values()), 0);
+    const std::vector<uint8_t> hoisted = hoisted_nodes(cuts);
+    for (int32_t i = 0; i < num_core(); ++i)
+      if (hoisted[static_cast<size_t>(i)]) {
+        const NodeId n = core_[static_cast<size_t>(i)];
+        out_.stages[0].forward.push_back(n);
+        out_.stage_of[n] = 1;
+      }
     size_t stage = 0;
     for (int32_t i = 0; i < num_core(); ++i) {
       const NodeId n = core_[static_cast<size_t>(i)];
-      out_.stages[stage].forward.push_back(n);
-      out_.stage_of[n] = static_cast<int32_t>(stage) + 1;
+      if (!hoisted[static_cast<size_t>(i)]) {
+        out_.stages[stage].forward.push_back(n);
+        out_.stage_of[n] = static_cast<int32_t>(stage) + 1;
+      }
       if (stage < cuts.size() && i == cuts[stage]) {
         out_.separators.push_back(n);
         for (ValueId y : g_.node(n).outputs)
@@ -421,6 +495,7 @@ class Extractor {
         for (NodeId u : g_.users(y)) lo = std::max(lo, low[u]);
       low[n] = lo;
     }
+    IdVector<NodeId, uint8_t> floating(nodes, 0);
     for (NodeId n : backward_) {
       int32_t lo = 0, cap = 0;
       NodeId cap_reason = kNoNode;
@@ -436,13 +511,84 @@ class Extractor {
             "stages of the activations it or its users read) but by stage {} ({})",
             where(g_), g_.describe(n), low[n], cap,
             cap_reason.valid() ? g_.describe(cap_reason) : std::string("-")));
-      // Reads backward values but no forward one (a sum of gradients). A node that reads only
-      // graph inputs (a view of a weight, a constant) goes with its users instead.
-      const bool floating = lo == 0 && cap_reason.valid();
-      out_.stage_of[n] = (options_.floating_late && floating) || low[n] == 0 ? cap : low[n];
+      // Reads backward values but no forward one (a sum of gradients). A view of them (free; its
+      // root is read where its users run) and a node that reads only graph inputs (a view of a
+      // weight, a constant) go with their users instead.
+      floating[n] = lo == 0 && cap_reason.valid() && makes_bytes(n);
+      // floating_late: reading graph inputs only, it waits for its users (settle_late).
+      const bool late = options_.floating_late && (floating[n] || (lo == 0 && !cap_reason.valid()));
+      out_.stage_of[n] = late || low[n] == 0 ? cap : low[n];
     }
+    if (options_.floating_late) settle_late(low, floating);
     for (NodeId n : backward_)
       out_.stages[static_cast<size_t>(out_.stage_of[n]) - 1].backward.push_back(n);
+  }
+
+  bool makes_bytes(NodeId n) const {
+    for (ValueId y : g_.node(n).outputs)
+      if (g_.value(y).size_bytes > 0) return true;
+    return false;
+  }
+
+  // Where floating_late puts the backward nodes no forward value binds, users first: a gradient
+  // sum (floating) and the work that nothing after it binds either (`low` 0: the gradients of the
+  // weights of an embedding or a patch convolution, whose input is a graph input, and the bias
+  // gradients). Each goes as low as its users allow but no lower than the lowest stage that
+  // already reads each of its sized inputs: the sum of a layer input's gradients stays in the
+  // layer whose backward made them, a reduction of that sum for a weight (a position
+  // embedding's gradient) goes to the block that reads the sum anyway, with no extra crossing
+  // either way. A view goes with its users. Unbound work that reads graph inputs goes to the
+  // first stage whose forward reads them, or with the unbound node it reads that
+  // does (a tied embedding's gradient sum follows the embedding's gradient): with the block it
+  // differentiates rather than in the one above.
+  void settle_late(const IdVector<NodeId, int32_t>& low,
+                   const IdVector<NodeId, uint8_t>& floating) {
+    const auto values = static_cast<size_t>(g_.num_values());
+    IdVector<ValueId, int32_t> input_stage(values, 0);
+    for (NodeId n : core_)
+      for (ValueId v : g_.node(n).inputs)
+        if (g_.is_graph_input(v) && input_stage[v] == 0) input_stage[v] = out_.stage_of[n];
+    IdVector<NodeId, int32_t> anchor(static_cast<size_t>(g_.num_nodes()), 0);
+    for (NodeId n : backward_) {
+      if (low[n] != 0) continue;
+      int32_t own = 0, inherited = 0;
+      for (ValueId v : g_.node(n).inputs) {
+        if (g_.is_graph_input(v))
+          own = std::max(own, input_stage[v]);
+        else if (low[g_.producer(v)] == 0 && !forward_value(v))
+          inherited = std::max(inherited, anchor[g_.producer(v)]);
+      }
+      anchor[n] = own > 0 ? own : inherited;
+    }
+    for (auto it = backward_.rbegin(); it != backward_.rend(); ++it) {
+      const NodeId n = *it;
+      int32_t floor = 0, reach = 0;
+      bool reads_backward = false;
+      for (ValueId y : g_.node(n).outputs)
+        for (NodeId u : g_.users(y)) floor = std::max(floor, out_.stage_of[u]);
+      for (ValueId v : g_.node(n).inputs) {
+        if (g_.is_graph_input(v) || forward_value(v)) continue;
+        reads_backward = true;
+        if (g_.value(v).size_bytes == 0) continue;  // free: its root is read too
+        int32_t lowest = out_.stage_of[g_.producer(v)];
+        for (NodeId u : g_.users(v))
+          if (u != n) lowest = std::min(lowest, out_.stage_of[u]);
+        reach = std::max(reach, lowest);
+      }
+      // Reads graph inputs and resident values only (a constant, a view of a weight): with its
+      // users.
+      if (!reads_backward && low[n] != 0) {
+        if (floor > 0) out_.stage_of[n] = floor;
+        continue;
+      }
+      if (low[n] != 0 && !floating[n]) continue;
+      // A view goes with its users; without users it stays.
+      const int32_t target = !makes_bytes(n) ? (floor > 0 ? floor : out_.stage_of[n])
+                             : anchor[n] > 0 ? anchor[n]
+                             : reach > 0     ? reach
+                                             : out_.stage_of[n];
+      out_.stage_of[n] = std::min(std::max(target, std::max(floor, 1)), out_.stage_of[n]);
+    }
   }
 
   void size_stages() {
@@ -570,6 +716,7 @@ class Extractor {
   IdVector<NodeId, int32_t> core_pos_;           // position in core_, kNone for the rest
   IdVector<ValueId, int32_t> last_forward_use_;  // core position of the last core read
   std::vector<int64_t> made_before_;             // activation bytes made before each core position
+  std::vector<uint8_t> from_inputs_;             // by core position: made from graph inputs alone
   IdVector<ValueId, int32_t> output_stage_;      // ℓ when the value is in a^ℓ, else 0
   GraphChain out_;
 };

@@ -249,7 +249,10 @@ Attempt solve_case(const Graph& g, const Case& c, int64_t budget, int64_t bins, 
     const ChainEvaluation store_all =
         simulate_chain(c.chain->chain, store_all_sequence(c.chain->chain));
     const int64_t excess = store_all.peak_bytes + c.chain->resident_bytes - baseline(g).peak_bytes;
-    int64_t lo = best.chain_budget, hi = best.chain_budget + std::max<int64_t>(excess, 0);
+    // The chain also over-counts where store-all does not show it (its options' peaks): the
+    // lowered plan's room below the budget widens the search.
+    const int64_t room = budget - best.eval.peak_bytes;
+    int64_t lo = best.chain_budget, hi = best.chain_budget + std::max<int64_t>(excess, 0) + room;
     for (int i = 0; i < kBudgetSearchSteps && hi - lo > 1 && !limits.stop(); ++i) {
       const int64_t mid = lo + (hi - lo) / 2;
       Attempt a = attempt_at(g, c, mid, bins, limits);
