@@ -28,6 +28,8 @@ import sys
 import tempfile
 import time
 
+import bench_results
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -173,7 +175,15 @@ def main():
     parser.add_argument("--no-timing", action="store_true")
     parser.add_argument("--deep", action="store_true",
                         help="also time a 40-layer Llama from plain make_fx (about 100 s to make)")
+    parser.add_argument("--results", nargs="?", const=bench_results.default_path("blocks_bench"),
+                        metavar="FILE", help="also write the table to FILE (default "
+                        "bench/results/blocks_bench.md)")
     args = parser.parse_args()
+    with bench_results.recorded("blocks_bench", args.results):
+        run(args)
+
+
+def run(args):
     with tempfile.TemporaryDirectory() as tmp:
         graphs = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "blocks", "*.json")))
         graphs.append(os.path.join(ROOT, "tests", "data", "resnet18_b32_i128.json"))
