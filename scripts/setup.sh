@@ -10,7 +10,7 @@ packages=(
   googletest libgtest-dev libbenchmark-dev
   python3-dev pybind11-dev python3-torch python3-torchvision python3-networkx python3-pytest
   coinor-libcbc-dev coinor-libclp-dev libgecode-dev python3-scipy ccache
-  clang-14  # the libFuzzer targets (scripts/fuzz.sh); Debian's clang-14 ships libFuzzer
+  clang-14 libclang-rt-14-dev  # the libFuzzer targets (scripts/fuzz.sh): clang and libFuzzer
 )
 missing=()
 for p in "${packages[@]}"; do
