@@ -36,6 +36,22 @@ int64_t budget_between(uint8_t selector, int64_t lower, int64_t peak) {
   return lower + static_cast<int64_t>(static_cast<double>(peak - lower) * selector / 255.0);
 }
 
+// The judge's invariants for one plan: `e` is the plan re-simulated here, `fallback` the default
+// schedule's (store-all's) figures.
+template <class Result, class Eval>
+void check_plan(const Result& r, const Eval& e, int64_t budget, PlanScore fallback,
+                bool minimises_cost) {
+  require(e.valid, "the plan is valid");
+  require(e.peak_bytes == r.eval.peak_bytes && e.cost == r.eval.cost,
+          "the judge's figures are the simulator's");
+  const bool fits = e.peak_bytes <= budget;
+  const SolveStatus s = r.plan.stats.status;
+  require(fits == (s == SolveStatus::kOptimal || s == SolveStatus::kFeasible),
+          "the status follows the simulated peak");
+  require(!better_plan(fallback, {e.peak_bytes, e.cost}, budget) || (!minimises_cost && fits),
+          "never worse than the default schedule");
+}
+
 void solve_graph(std::string_view text, uint8_t selector) {
   const Graph g = parse_graph_json(text, "fuzz.json");
   if (g.num_nodes() > kMaxNodes) return;
@@ -45,17 +61,8 @@ void solve_graph(std::string_view text, uint8_t selector) {
     if (!row.accepts.graph) continue;
     expect_value_or_input_error([&] {
       const SolveResult r = solve(g, row, options_for(budget));
-      const Evaluation e = simulate(g, r.plan.sequence);
-      require(e.valid, "the plan is valid");
-      require(e.peak_bytes == r.eval.peak_bytes && e.cost == r.eval.cost,
-              "the judge's figures are the simulator's");
-      const bool fits = e.peak_bytes <= budget;
-      const SolveStatus s = r.plan.stats.status;
-      require(fits == (s == SolveStatus::kOptimal || s == SolveStatus::kFeasible),
-              "the status follows the simulated peak");
-      require(!better_plan({base.peak_bytes, base.cost}, {e.peak_bytes, e.cost}, budget) ||
-                  (!row.minimises_cost && fits),
-              "never worse than the default schedule");
+      check_plan(r, simulate(g, r.plan.sequence), budget, {base.peak_bytes, base.cost},
+                 row.minimises_cost);
     });
   }
 }
@@ -69,18 +76,8 @@ void solve_chain(std::string_view text, uint8_t selector) {
     if (!row.accepts.chain) continue;
     expect_value_or_input_error([&] {
       const ChainSolveResult r = solve(chain, row, options_for(budget));
-      const ChainEvaluation e = simulate_chain(chain, r.plan.sequence);
-      require(e.valid, "the chain plan is valid");
-      require(e.peak_bytes == r.eval.peak_bytes && e.cost == r.eval.cost,
-              "the judge's chain figures are the simulator's");
-      const bool fits = e.peak_bytes <= budget;
-      const SolveStatus s = r.plan.stats.status;
-      require(fits == (s == SolveStatus::kOptimal || s == SolveStatus::kFeasible),
-              "the chain status follows the simulated peak");
-      require(
-          !better_plan({store_all.peak_bytes, store_all.cost}, {e.peak_bytes, e.cost}, budget) ||
-              (!row.minimises_cost && fits),
-          "never worse than store-all");
+      check_plan(r, simulate_chain(chain, r.plan.sequence), budget,
+                 {store_all.peak_bytes, store_all.cost}, row.minimises_cost);
     });
   }
 }
