@@ -14,7 +14,7 @@ packages=(
   googletest libgtest-dev libbenchmark-dev
   coinor-libcbc-dev coinor-libclp-dev libgecode-dev
   python3-venv python3-dev  # the interpreter of the virtual environment, and its headers
-  clang-14  # the libFuzzer targets (scripts/fuzz.sh); Debian's clang-14 ships libFuzzer
+  clang-14 libclang-rt-14-dev  # the libFuzzer targets (scripts/fuzz.sh): clang and libFuzzer
 )
 missing=()
 for p in "${packages[@]}"; do

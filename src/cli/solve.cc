@@ -45,7 +45,7 @@ std::string summary(const Problem& problem, const Outcome& r, Budget budget) {
         percent(bound - problem.baseline_cost, problem.baseline_cost), gap_percent(r.cost, bound));
   }
   out += fmt::format("steps     {} ({} recomputations)\n", r.steps, r.recomputations);
-  out += fmt::format("time      {:.3f} s\n", r.stats.wall_time_s);
+  out += fmt::format("time      {:.3f} s, work {:.3f} units\n", r.stats.wall_time_s, r.stats.work);
   // Only a search that converged or hit a work limit gives this plan on any machine.
   out += fmt::format("stopped   {}\n", to_string(r.stats.stop_reason));
   // A solver's "notes" list says what it could not do (e.g. rockmate without CBC): never hidden.

@@ -31,6 +31,7 @@ std::string chain_plan_to_json(const Chain& chain, const ChainSolveResult& resul
       {"store_all_makespan", store_all.cost},
       {"store_all_peak_bytes", store_all.peak_bytes},
       {"solve_time_s", stats.wall_time_s},
+      {"work", stats.work},
       {"stop_reason", to_string(stats.stop_reason)},
       {"counters", std::move(counters)},
       {"sequence", format_sequence(result.plan.sequence)},

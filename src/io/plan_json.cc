@@ -18,6 +18,7 @@ json stats_json(const SolveStats& stats) {
   for (const auto& [key, names] : stats.lists) lists[key] = names;
   json out = {{"stop_reason", to_string(stats.stop_reason)},
               {"wall_time_s", stats.wall_time_s},
+              {"work", stats.work},
               {"iterations", stats.iterations},
               {"counters", std::move(counters)}};
   if (stats.cost_lower_bound) out["cost_lower_bound"] = *stats.cost_lower_bound;

@@ -352,7 +352,7 @@ TEST(CliHostile, FirstSigintStopsTheSolveAndWritesTheBestPlan) {
 }
 
 // CBC (checkmate), Clp (checkmate-lp) and Gecode (moccasin) poll the interrupt in their event
-// handlers and stop objects: one SIGINT 1 s into a search that would run for minutes ends it with a
+// handlers and stop objects: one SIGINT 1 s into a search that would run for hours ends it with a
 // complete plan whose stop reason is the interrupt (the wall-clock bound is only a safety net: on
 // a loaded machine the stop takes longer than on an idle one).
 TEST(CliHostile, FirstSigintStopsMilpLpAndConstraintSearchesWithAPlan) {

@@ -45,6 +45,8 @@ SolveResult solve_and_check(const Graph& g, int64_t budget_bytes, std::string_vi
   options.budget = Budget{budget_bytes};
   options.params = std::move(params);
   options.seed = seed;
+  options.work_limit = kTestWorkLimit;
+  options.time_limit_s = backstop_time_limit(kTestWorkLimit);
   SolveResult r = solve(g, solver, options);
   const Evaluation e = simulate(g, r.plan.sequence);
   EXPECT_TRUE(e.valid) << e.error;

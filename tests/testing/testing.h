@@ -29,7 +29,10 @@ std::string bench_file(const std::string& dir, std::string_view prefix);
 Graph graph_from_json(std::string_view json_text);
 
 // Solves through remat::solve and checks what every plan must satisfy: valid per the simulator,
-// peak <= budget whenever the status claims feasible or optimal, cost >= cost lower bound.
+// peak <= budget whenever the status claims feasible or optimal, cost >= cost lower bound. The
+// work limit is kTestWorkLimit: the small problems of the unit tests converge well within it, and
+// a search that does not stops there instead of spending the default minute.
+inline constexpr double kTestWorkLimit = 5;
 SolveResult solve_and_check(const Graph& g, int64_t budget_bytes, std::string_view solver,
                             ParamMap params = {}, uint64_t seed = 1);
 

@@ -68,10 +68,11 @@ Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {
   Limits limits(options.work_limit, options.time_limit_s);
   ParamMap chain_params = options.params;
   ParamMap extract_params;
-  for (const auto& [key, text] : options.params) {
+  for (const auto& [key_text, text] : options.params) {
+    const std::string_view key = key_text;  // a structured binding cannot be captured (clang 14)
     if (std::none_of(rows.begin(), rows.end(), [&](const ParamInfo& p) { return p.key == key; }))
       throw_unknown_param(name, key, rows);
-    if (key == kMaxStagesInfo.key) extract_params[key] = text;
+    if (key == kMaxStagesInfo.key) extract_params[key_text] = text;
   }
   chain_params.erase(std::string(kMaxStagesInfo.key));
   ChainExtractOptions extract;

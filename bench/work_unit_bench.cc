@@ -1,0 +1,111 @@
+// What a work unit (SolveOptions::work_limit, docs/limits.md) costs on this machine: every registry
+// row solves its reference problems with a work limit and a backstop far above it; the table gives
+// the work each run spent, its stop reason, and its CPU seconds per unit spent (a unit is meant to
+// be close to one CPU second of the reference machine). Runs that converge before their limit spend
+// less; their rate is the one that matters to a user all the same.
+//   ./build/bench/work_unit_bench [--work 2]
+//   ./build/bench/work_unit_bench --deadline-nodes 1000000   # + fastsa at --time-limit 1 on 1M
+//   nodes
+#include <fmt/format.h>
+#include <time.h>
+
+#include <chrono>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "remat/error.h"
+#include "remat/generate.h"
+#include "remat/io.h"
+#include "remat/registry.h"
+#include "remat/simulate.h"
+
+namespace remat {
+namespace {
+
+double cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// A budget `fraction` of the way from the memory lower bound to the default schedule's peak.
+Budget between(const Graph& g, double fraction) {
+  const int64_t lower = memory_lower_bound(g);
+  return {lower +
+          static_cast<int64_t>(fraction * static_cast<double>(baseline(g).peak_bytes - lower))};
+}
+
+template <class Result>
+void print_row(std::string_view solver, std::string_view problem, const Result& r, double cpu,
+               double wall) {
+  const double work = r.plan.stats.work;
+  fmt::print("{:<13} {:<22} {:<11} {:>9.3f} {:>8.2f} {:>8.2f} {:>9}\n", solver, problem,
+             to_string(r.plan.stats.stop_reason), work, cpu, wall,
+             work > 0 ? fmt::format("{:.2f}", cpu / work) : std::string("-"));
+}
+
+void run_rows(double work) {
+  const Graph rl100 = read_graph_file(std::string(REMAT_SOURCE_DIR) + "/examples/rl100.json");
+  const Graph joint = generate_joint({.num_nodes = 200, .seed = 1, .rows = 4096, .max_width = 512});
+  const Chain chain = generate_chain({.kind = "resnet", .length = 40, .seed = 1});
+  fmt::print("work limit {} units per solve; CPU and wall in seconds\n", work);
+  fmt::print("{:<13} {:<22} {:<11} {:>9} {:>8} {:>8} {:>9}\n", "solver", "problem", "stopped",
+             "work", "cpu", "wall", "cpu/unit");
+  for (const SolverEntry& row : solver_registry()) {
+    SolveOptions options;
+    options.work_limit = work;
+    options.time_limit_s = 600;
+    if (row.accepts.graph)
+      for (const Graph* g : {&rl100, &joint}) {
+        if (row.accepts.needs_phases && g == &rl100) continue;
+        options.budget = between(*g, 0.5);
+        const double cpu0 = cpu_seconds();
+        const auto wall0 = std::chrono::steady_clock::now();
+        try {
+          const SolveResult r = solve(*g, row, options);
+          print_row(
+              row.name, fmt::format("{} 50%", g->name()), r, cpu_seconds() - cpu0,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count());
+        } catch (const InputError& e) {
+          fmt::print("{:<13} {:<22} refused: {}\n", row.name, g->name(), e.what());
+        }
+      }
+    if (row.accepts.chain) {
+      options.budget = {simulate_chain(chain, store_all_sequence(chain)).peak_bytes / 4};
+      const double cpu0 = cpu_seconds();
+      const auto wall0 = std::chrono::steady_clock::now();
+      const ChainSolveResult r = solve(chain, row, options);
+      print_row(row.name, "resnet chain 40, 25%", r, cpu_seconds() - cpu0,
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count());
+    }
+  }
+}
+
+// The time limit holds from the first instruction of the judged solve, set-up included.
+void run_deadline(int32_t nodes) {
+  const Graph g = generate_random_layered({.num_nodes = nodes, .seed = 1});
+  SolveOptions options;
+  options.budget = parse_budget("80%", baseline(g).peak_bytes);
+  options.time_limit_s = 1;
+  const double cpu0 = cpu_seconds();
+  const auto wall0 = std::chrono::steady_clock::now();
+  const SolveResult r = solve(g, "fastsa", options);
+  fmt::print("fastsa on {} nodes, --time-limit 1: {:.3f} s wall, {:.3f} s CPU, stopped {}\n", nodes,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count(),
+             cpu_seconds() - cpu0, to_string(r.plan.stats.stop_reason));
+}
+
+}  // namespace
+}  // namespace remat
+
+int main(int argc, char** argv) {
+  double work = 2;
+  int32_t deadline_nodes = 0;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--work") == 0) work = std::stod(argv[i + 1]);
+    if (std::strcmp(argv[i], "--deadline-nodes") == 0) deadline_nodes = std::stoi(argv[i + 1]);
+  }
+  remat::run_rows(work);
+  if (deadline_nodes > 0) remat::run_deadline(deadline_nodes);
+}
