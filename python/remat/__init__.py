@@ -98,10 +98,15 @@ def _percent(part, whole):
     return 100.0 * part / whole if whole else 0.0
 
 
-def solve(graph, budget, solver="none", *, time_limit=60.0, seed=1, threads=1, progress=None,
-          **params):
+def solve(graph, budget, solver="none", *, work_limit=None, time_limit=None, seed=1, threads=1,
+          progress=None, **params):
     """Runs `solver` on `graph` under `budget` (see parse_budget: bytes, a float fraction, text
     like "50%" of the baseline peak or "90MB", or "min").
+
+    The search stops on `work_limit` (work units, about a CPU second each on the reference machine;
+    default 60; docs/limits.md), so the same graph, options and seed give the same plan on a loaded
+    machine as on an idle one; `time_limit` (seconds) is a wall-clock backstop, by default ten
+    times the work limit plus 10 s. The result's stop_reason says which ended the search.
 
     Solver-specific parameters go as keyword arguments (converted to text for the core, which
     rejects unknown keys). `progress(stage, fraction, iterations, best_objective)` is called as
@@ -110,32 +115,35 @@ def solve(graph, budget, solver="none", *, time_limit=60.0, seed=1, threads=1, p
     solver does not track them; FastSA does). An exception it raises is re-raised after the
     solver returns. The result's peak and cost come from the simulator.
     """
-    time_limit, seed, threads = _solve_settings(time_limit, seed, threads)
+    work_limit, time_limit, seed, threads = _solve_settings(work_limit, time_limit, seed, threads)
     return _remat.solve(graph, parse_budget(graph, budget), solver, time_limit, seed, threads,
-                        params, _progress_adapter(progress))
+                        params, _progress_adapter(progress), work_limit=work_limit)
 
 
 _MAX_THREADS = 256  # kMaxThreads in remat/solver.h
 
 
-def _solve_settings(time_limit, seed, threads):
-    """(time_limit, seed, threads) checked by name: TypeError for a wrong type, ValueError for a
-    value out of range, before anything reaches the core."""
+def _solve_settings(work_limit, time_limit, seed=1, threads=1):
+    """(work_limit, time_limit, seed, threads) checked by name: TypeError for a wrong type,
+    ValueError for a value out of range (the limits by the core's own checks), before anything
+    reaches a solver. None limits take the defaults."""
     def number(name, x, kinds):
         if isinstance(x, bool) or not isinstance(x, kinds):
             raise TypeError(f"{name} must be {' or '.join(k.__name__ for k in kinds)} "
                             f"(got {type(x).__name__})")
         return x
-    time_limit = float(number("time_limit", time_limit, (int, float)))
-    if not 0 < time_limit <= 1e9:
-        raise ValueError(f"time_limit must be in (0, 1e9] seconds (got {time_limit!r})")
+    work_limit = (_remat.DEFAULT_WORK_LIMIT if work_limit is None
+                  else float(number("work_limit", work_limit, (int, float))))
+    time_limit = (_remat.backstop_time_limit(work_limit) if time_limit is None
+                  else float(number("time_limit", time_limit, (int, float))))
+    _remat.check_limits(time_limit, work_limit)
     seed = number("seed", seed, (int,))
     if not 0 <= seed < 1 << 64:
         raise ValueError(f"seed must be in [0, 2^64) (got {seed})")
     threads = number("threads", threads, (int,))
     if not 1 <= threads <= _MAX_THREADS:
         raise ValueError(f"threads must be in [1, {_MAX_THREADS}] (got {threads})")
-    return time_limit, seed, threads
+    return work_limit, time_limit, seed, threads
 
 
 def _progress_adapter(progress):
@@ -154,7 +162,7 @@ def _progress_adapter(progress):
         stage, fraction, iterations, best)
 
 
-def solve_chain(chain_json, budget, solver="rotor", *, time_limit=60.0, **params):
+def solve_chain(chain_json, budget, solver="rotor", *, work_limit=None, time_limit=None, **params):
     """Runs a solver whose registry row takes chains (auto, none, rotor, revolve, sequential,
     store-all) through the judged solve, on remat chain JSON text (from
     `remat._remat.load_chain(path)`, `_remat.extract_chain(graph)["chain"]` or
@@ -170,4 +178,6 @@ def solve_chain(chain_json, budget, solver="rotor", *, time_limit=60.0, **params
         budget = int(peak * float(budget.strip()[:-1]) / 100)
     elif not isinstance(budget, int) or isinstance(budget, bool):
         raise ValueError(f"solve_chain: budget must be bytes (int) or 'P%', got {budget!r}")
-    return _remat.chain_solve(chain_json, budget, solver, float(time_limit), params)
+    work_limit, time_limit, _, _ = _solve_settings(work_limit, time_limit)
+    return _remat.chain_solve(chain_json, budget, solver, time_limit, params,
+                              work_limit=work_limit)

@@ -705,6 +705,17 @@ PYBIND11_MODULE(_remat, m) {
       [](const Graph& g, const py::object& budget) { return to_budget(g, budget).bytes; },
       py::arg("graph"), py::arg("budget"));
   m.def("format_bytes", &format_bytes, py::arg("bytes"));
+  m.attr("DEFAULT_WORK_LIMIT") = kDefaultWorkLimit;
+  m.def("backstop_time_limit", &backstop_time_limit, py::arg("work_limit"),
+        "The wall-clock backstop (seconds) for a work limit when no time limit is given.");
+  m.def(
+      "check_limits",
+      [](double time_limit, double work_limit) {
+        check_time_limit(time_limit);
+        check_work_limit(work_limit);
+      },
+      py::arg("time_limit"), py::arg("work_limit"),
+      "The core's range checks of a time limit and a work limit (ValueError naming the range).");
   m.def("solvers", &solver_list, "(name, description) of every registered solver.");
   m.def("solver_rows", &solver_rows,
         "Every registry row as a dict: what it accepts, its parameters and properties.");

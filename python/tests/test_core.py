@@ -112,13 +112,25 @@ def test_solve_settings_and_budgets_are_range_checked_before_the_core():
         remat.solve(g, "100%", "fastsa", threads=100000)
     with pytest.raises(TypeError, match="time_limit"):
         remat.solve(g, "100%", "none", time_limit="2")
-    with pytest.raises(ValueError, match="time_limit"):
+    with pytest.raises(ValueError, match=r"time limit must be in \(0, 1e\+07\] seconds"):
         remat.solve(g, "100%", "none", time_limit=float("nan"))
+    with pytest.raises(ValueError, match=r"work limit must be in \(0, 1e\+07\] work units"):
+        remat.solve(g, "100%", "none", work_limit=0)
+    with pytest.raises(TypeError, match="work_limit"):
+        remat.solve(g, "100%", "none", work_limit="1")
     with pytest.raises(ValueError, match="2\\^62"):
         remat.solve(g, 1 << 70, "none")
     with pytest.raises(ValueError, match="2\\^62"):
         remat.solve(g, "1e30", "none")
     assert remat.solve(g, 1 << 62, "none").budget_bytes == 1 << 62
+
+
+def test_a_search_stops_on_its_work_limit_and_says_so():
+    g = remat.load(EXAMPLE)
+    tiny = remat.solve(g, "80%", "fastsa", work_limit=0.001)
+    assert tiny.stop_reason == "work_limit"
+    again = remat.solve(g, "80%", "fastsa", work_limit=0.001)
+    assert list(again.sequence) == list(tiny.sequence)
 
 
 def test_graph_fingerprint_is_the_content_not_the_name():

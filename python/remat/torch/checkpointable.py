@@ -39,6 +39,7 @@ import weakref
 import torch
 import torch.nn as nn
 
+import remat
 from remat import _remat
 from remat.torch import _compat
 from remat.torch import cost as cost_models
@@ -126,8 +127,8 @@ class _BufferGuard:
 class Checkpointable(nn.Module):
     """A sequence of blocks run under a Rotor plan; see the module docstring."""
 
-    def __init__(self, module, budget="50%", *, solver="rotor", time_limit=10.0, cost="flops",
-                 **params):
+    def __init__(self, module, budget="50%", *, solver="rotor", work_limit=None, time_limit=None,
+                 cost="flops", **params):
         super().__init__()
         if isinstance(module, nn.Sequential):
             blocks = list(module)
@@ -148,7 +149,8 @@ class Checkpointable(nn.Module):
         # registry row says which row solves a solver's problem on a chain ("on_chain").
         row = next((r for r in _remat.solver_rows() if r["name"] == solver), None)
         self.chain_solver = row["on_chain"] if row and row["on_chain"] else solver
-        self.time_limit = float(time_limit)
+        # Work units stop the search (the same plan on a loaded machine); seconds are a backstop.
+        self.work_limit, self.time_limit, _, _ = remat._solve_settings(work_limit, time_limit)
         if cost not in ("flops", "measure"):
             raise ValueError(f"Checkpointable: cost must be 'flops' or 'measure', got {cost!r}")
         self.cost = cost
@@ -275,7 +277,7 @@ class Checkpointable(nn.Module):
         self.store_all_peak_bytes = _remat.chain_simulate(self.chain_json, store_all)["peak_bytes"]
         self.budget_bytes = self._budget_bytes(self.store_all_peak_bytes)
         plan = _remat.chain_solve(self.chain_json, self.budget_bytes, self.chain_solver,
-                                  self.time_limit, self.params)
+                                  self.time_limit, self.params, work_limit=self.work_limit)
         ops = [tuple(op) for op in plan["ops"]]
         loss = length + 1
         first = ops.index(("F_all", loss))
