@@ -82,6 +82,14 @@ bool bool_field(const py::dict& d, const char* key, bool fallback, std::string_v
   return item.cast<bool>();
 }
 
+// The fields remat-graph JSON requires (docs/formats.md) are required here too, so a graph means
+// the same built from Python as read from a file.
+void require_field(const py::dict& d, const char* key, std::string_view where) {
+  if (!d.contains(key))
+    throw InputError(
+        fmt::format("python: {} has no '{}' (required, as in remat-graph JSON)", where, key));
+}
+
 // Reads a value reference: an index or the name of a value declared before.
 ValueId value_ref(const ValueNames& names, const py::handle& ref, std::string_view where) {
   if (py::isinstance<py::str>(ref)) {
@@ -129,6 +137,7 @@ Value value_from_dict(const ValueNames& names, const py::dict& d, size_t index) 
   check_keys(d, kKnown, where);
   Value v;
   v.name = text_field(d, "name", fmt::format("v{}", index), where);
+  require_field(d, "size", where);
   v.size_bytes = int_field(d, "size", 0, where);
   v.is_output = bool_field(d, "output", false, where);
   if (d.contains("alias_of") && !d["alias_of"].is_none())
@@ -143,6 +152,7 @@ Node node_from_dict(const ValueNames& names, const py::dict& d, size_t index) {
   check_keys(d, kKnown, where);
   Node n;
   n.name = text_field(d, "name", fmt::format("n{}", index), where);
+  require_field(d, "cost", where);
   n.cost = number_field(d, "cost", 0.0, where);
   n.op = text_field(d, "op", "", where);
   n.temp_bytes = int_field(d, "temp", 0, where);

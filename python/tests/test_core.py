@@ -49,7 +49,8 @@ def test_core_errors_arrive_as_value_error_with_the_core_message():
     with pytest.raises(ValueError, match="negative size"):
         remat.Graph.build("bad", [{"name": "x", "size": -1}], [])
     with pytest.raises(ValueError, match="unknown value 'zz'"):
-        remat.Graph.build("bad", VALUES, [{"name": "f", "inputs": ["zz"], "outputs": ["a"]}])
+        remat.Graph.build("bad", VALUES, [{"name": "f", "cost": 1, "inputs": ["zz"],
+                                                   "outputs": ["a"]}])
     with pytest.raises(ValueError, match="cannot open"):
         remat.load("/nonexistent/graph.json")
 
@@ -95,6 +96,10 @@ def test_graph_dicts_with_wrong_types_are_value_errors_naming_the_field():
         remat.Graph.build("bad", [{"name": "x", "size": "64"}], [])
     with pytest.raises(ValueError, match="'name'"):
         remat.Graph.build("bad", [{"name": 3, "size": 64}], [])
+    with pytest.raises(ValueError, match=r"value 0 has no 'size' \(required"):
+        remat.Graph.build("bad", [{"name": "x"}], [])
+    with pytest.raises(ValueError, match=r"node 0 has no 'cost' \(required"):
+        remat.Graph.build("bad", VALUES, [{"name": "f", "inputs": ["x"], "outputs": ["a"]}])
     with pytest.raises(ValueError, match="'cost'"):
         remat.Graph.build("bad", VALUES, [{"name": "f", "cost": "1", "inputs": ["x"],
                                            "outputs": ["a"]}])

@@ -84,7 +84,7 @@ def test_gpt_cuts_at_residual_adds():
 def test_graph_without_phases_is_one_clear_error():
     g = remat.Graph.build("plain", values=[{"name": "x", "size": 8}, {"name": "y", "size": 8,
                                                                           "output": True}],
-                          nodes=[{"name": "f", "inputs": [0], "outputs": [1]}])
+                          nodes=[{"name": "f", "cost": 1, "inputs": [0], "outputs": [1]}])
     with pytest.raises(ValueError, match="no chain structure: node 'f' has no phase"):
         remat.solve(g, "100%", "rotor")
 
@@ -95,10 +95,10 @@ def test_single_stage_graph_is_one_clear_error():
     values = [{"name": "x", "size": 8}, {"name": "a", "size": 8}, {"name": "b", "size": 8},
               {"name": "loss", "size": 4, "output": True}, {"name": "g", "size": 8,
                                                             "output": True}]
-    nodes = [{"name": "fa", "inputs": [0], "outputs": [1], "phase": "forward"},
-             {"name": "fb", "inputs": [1], "outputs": [2], "phase": "forward"},
-             {"name": "fl", "inputs": [1, 2], "outputs": [3], "phase": "forward"},
-             {"name": "bg", "inputs": [2, 3], "outputs": [4], "phase": "backward"}]
+    nodes = [{"name": "fa", "cost": 1, "inputs": [0], "outputs": [1], "phase": "forward"},
+             {"name": "fb", "cost": 1, "inputs": [1], "outputs": [2], "phase": "forward"},
+             {"name": "fl", "cost": 1, "inputs": [1, 2], "outputs": [3], "phase": "forward"},
+             {"name": "bg", "cost": 1, "inputs": [2, 3], "outputs": [4], "phase": "backward"}]
     g = remat.Graph.build("one stage", values=values, nodes=nodes)
     with pytest.raises(ValueError, match="fewer than 2 stages"):
         remat.solve(g, "100%", "rotor")

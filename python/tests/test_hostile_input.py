@@ -50,7 +50,7 @@ def test_a_graph_without_outputs_raises_value_error_and_the_interpreter_lives():
         text = json.dumps({NO_OUTPUTS!r})
         for build in (lambda: remat.Graph.from_json(text),
                       lambda: remat.Graph.build("t", [{{"name": "a", "size": 1}}],
-                                                [{{"name": "f", "outputs": ["a"]}}])):
+                                                [{{"name": "f", "cost": 1, "outputs": ["a"]}}])):
             try:
                 build()
             except ValueError as e:
@@ -130,8 +130,10 @@ def test_an_exception_in_the_progress_callback_stops_the_solve():
 def test_names_with_control_characters_are_escaped_in_messages():
     values = [{"name": "a\nremat: error: forged\x1b[31m", "size": 1},
               {"name": "b", "size": 1, "output": True}]
-    nodes = [{"name": "x\ny", "inputs": ["b"], "outputs": ["a\nremat: error: forged\x1b[31m"]},
-             {"name": "z", "inputs": ["a\nremat: error: forged\x1b[31m"], "outputs": ["b"]}]
+    nodes = [{"name": "x\ny", "cost": 1, "inputs": ["b"],
+              "outputs": ["a\nremat: error: forged\x1b[31m"]},
+             {"name": "z", "cost": 1, "inputs": ["a\nremat: error: forged\x1b[31m"],
+              "outputs": ["b"]}]
     with pytest.raises(ValueError) as caught:
         remat.Graph.build("evil", values, nodes)
     message = str(caught.value)
