@@ -163,6 +163,81 @@ def extract_fwd_bwd_modules(joint_module, saved_values, num_fwd_outputs):
                                                     num_fwd_outputs=num_fwd_outputs)
 
 
+def is_operator(target):
+    """Whether an fx call target is an operator overload (aten, prims or a library's), not a
+    higher-order operator or a Python function."""
+    return isinstance(target, torch._ops.OpOverload)
+
+
+def min_cut_partition(joint_module, joint_inputs, **kwargs):
+    """PyTorch's partition for Inductor: min-cut, under torch._functorch.config's
+    activation_memory_budget."""
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    kwargs.setdefault("compiler", "inductor")
+    return min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
+
+
+# -- torch.compile (remat.torch.compile) -------------------------------------------------------
+
+def hash_of_files(paths):
+    from torch._inductor.custom_graph_pass import get_hash_for_files
+
+    return get_hash_for_files(tuple(paths))
+
+
+def inductor_compile(gm, example_inputs, partitioner):
+    """Inductor's torch.compile backend with `partitioner` (a partition function with a
+    `uuid()`, Inductor's cache key) in place of its min-cut partition, after its joint-graph
+    passes."""
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.custom_graph_pass import CustomPartitionerFn
+
+    class Partitioner(CustomPartitionerFn):
+        def __call__(self, joint_module, joint_inputs, **kwargs):
+            return partitioner(joint_module, joint_inputs, **kwargs)
+
+        def uuid(self):
+            return partitioner.uuid()
+
+    return compile_fx(gm, example_inputs, config_patches={"custom_partitioner_fn": Partitioner()})
+
+
+def aot_eager_compile(gm, example_inputs, partition_fn):
+    """AOTAutograd with Inductor's decompositions and `partition_fn`, no compiler (the graphs run
+    as fx modules), as torch.compile's "aot_eager_decomp_partition" backend."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._inductor.decomposition import select_decomp_table
+
+    compiler = nop_compiler()
+    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler, partition_fn=partition_fn,
+                        decompositions=select_decomp_table())(gm, example_inputs)
+
+
+def compile_frame_id():
+    """Dynamo's id of the frame being compiled (code after a graph break is another frame; a
+    recompile keeps the id), or None outside torch.compile."""
+    from torch._guards import CompileContext
+
+    compile_id = CompileContext.current_compile_id()
+    return None if compile_id is None else compile_id.frame_id
+
+
+def allocations_during(fn):
+    """(fn(), [(bytes, time_ns)]): the CPU allocator's allocations (+) and frees (-) while fn
+    runs, in time order, from the profiler's memory events (every tensor storage, Inductor's
+    buffers included)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = fn()
+    events = [(e.start_ns(), i, e.nbytes())
+              for i, e in enumerate(prof.profiler.kineto_results.events())
+              if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
+    events.sort()
+    return result, [(nbytes, t) for t, _, nbytes in events]
+
+
 def _is_sym(node):
     value = node.meta.get("val")
     return value is not None and not isinstance(value, torch.Tensor)
