@@ -106,6 +106,19 @@ def nop_compiler():
     return make_boxed_compiler(lambda gm, _inputs: gm)
 
 
+def freeing_nop_compiler():
+    """A compiler that runs the graph as it is, taking its inputs as a list it empties (the
+    boxed convention, as Inductor's code does), so each input is freed after its last use."""
+    from torch.fx.graph import _BoxedCodeGen
+
+    def compile_graph(gm, _inputs):
+        gm.graph.set_codegen(_BoxedCodeGen())
+        gm.recompile()
+        return gm
+
+    return compile_graph
+
+
 def functorch_min_cut_partition():
     """AOTAutograd's min_cut_rematerialization_partition (the min-cut paper's partitioner)."""
     from torch._functorch.partitioners import min_cut_rematerialization_partition
@@ -155,12 +168,34 @@ def forward_node_names(joint_module, num_fwd_outputs=None):
     return {n.name for n in forward.nodes if n.op != "output"}
 
 
-def extract_fwd_bwd_modules(joint_module, saved_values, num_fwd_outputs):
-    """The forward and backward modules of a joint graph given the values to save."""
+def extract_fwd_bwd_modules(joint_module, saved_values, num_fwd_outputs, keep_saved=False):
+    """The forward and backward modules of a joint graph given the values to save.
+
+    The extraction drops a saved value its backward does not read (it computes the backward
+    from the saved values, so one read only to recompute another saved value goes unread). With
+    `keep_saved`, each saved tensor is also a backward output while extracting, so all are kept:
+    the backward module's outputs then end with them (returns the count as a third element; the
+    caller removes them)."""
     tensors = [n for n in saved_values if not _is_sym(n)]
     symbols = [n for n in saved_values if _is_sym(n)]
-    return _partitioners()._extract_fwd_bwd_modules(joint_module, tensors, symbols,
-                                                    num_fwd_outputs=num_fwd_outputs)
+    partitioners = _partitioners()
+    if not keep_saved:
+        return partitioners._extract_fwd_bwd_modules(joint_module, tensors, symbols,
+                                                     num_fwd_outputs=num_fwd_outputs)
+    output = next(iter(joint_module.graph.find_nodes(op="output")))
+    args, meta = output.args, dict(output.meta)
+    if "desc" in meta:
+        descs = _pytree.arg_tree_leaves(meta["desc"])
+        output.meta["desc"] = descs + [descs[-1]] * len(tensors)
+    output.args = ((args[0], tuple(tensors)),)
+    try:
+        fw, bw = partitioners._extract_fwd_bwd_modules(joint_module, tensors, symbols,
+                                                       num_fwd_outputs=num_fwd_outputs)
+    finally:
+        output.args = args
+        output.meta.clear()
+        output.meta.update(meta)
+    return fw, bw, len(tensors)
 
 
 def is_operator(target):
@@ -209,7 +244,7 @@ def aot_eager_compile(gm, example_inputs, partition_fn):
     from torch._dynamo.backends.common import aot_autograd
     from torch._inductor.decomposition import select_decomp_table
 
-    compiler = nop_compiler()
+    compiler = freeing_nop_compiler()
     return aot_autograd(fw_compiler=compiler, bw_compiler=compiler, partition_fn=partition_fn,
                         decompositions=select_decomp_table())(gm, example_inputs)
 

@@ -175,54 +175,95 @@ def activation_budget_bytes(graph, budget, input_bytes):
 def lower_plan(joint_module, joint, sequence):
     """(forward module, backward module, the sequence they run) of a plan of `joint`'s graph:
     AOTAutograd's extraction with the plan's saved set gives each graph's inputs and outputs,
-    and each body is the plan's steps on its side of the backward start, in order. A step the
-    extraction leaves no input for (it pruned a saved value that only a recomputation of another
-    saved value reads) is skipped: the saved value is read instead."""
+    and each body is the plan's steps on its side of the backward start, in order (the returned
+    sequence says what runs: steps whose outputs nothing reads are dropped)."""
     saved = joint.saved_nodes(sequence)
-    fw, bw = _compat.extract_fwd_bwd_modules(joint_module, saved, len(joint.fwd_outputs))
-    boundary = sequence.index(joint.backward_start)
-    fw, fw_ran = _follow_plan(joint_module, joint, fw, sequence[:boundary])
-    bw, bw_ran = _follow_plan(joint_module, joint, bw, sequence[boundary + 1:])
-    return fw, bw, fw_ran + [joint.backward_start] + bw_ran
+    while True:
+        fw, bw, kept = _compat.extract_fwd_bwd_modules(joint_module, saved,
+                                                       len(joint.fwd_outputs), keep_saved=True)
+        boundary = sequence.index(joint.backward_start)
+        fw, fw_ran = _follow_plan(joint_module, joint, fw, sequence[:boundary])
+        bw, bw_ran = _follow_plan(joint_module, joint, bw, sequence[boundary + 1:],
+                                  drop_outputs=kept)
+        sequence = fw_ran + [joint.backward_start] + bw_ran
+        # A step whose copy nothing reads is dropped (a view read only after its root was made
+        # again is made again): the values it read from the forward need no saving.
+        fewer = joint.saved_nodes(sequence)
+        if len(fewer) == len(saved):
+            return fw, bw, sequence
+        saved = fewer
 
 
-def _follow_plan(joint_module, joint, module, steps):
-    """`module` with its body replaced by the calls of `steps` (remat node ids), in order; a
-    call run again is a copy named after the first, with meta["remat_copy_of"]. Returns the
-    module and the steps its graph runs."""
-    graph = fx.Graph()
-    by_name = {n.name: n for n in joint_module.graph.nodes}
-    env = {}
-    for n in module.graph.nodes:
-        if n.op in ("placeholder", "get_attr"):
-            env[by_name[n.name]] = graph.node_copy(n)
-    step_of = {}
+def _follow_plan(joint_module, joint, module, steps, drop_outputs=0):
+    """`module` with its body replaced by the calls of `steps` (remat node ids), in order, and
+    its last `drop_outputs` outputs removed. Returns the module and the steps its graph runs."""
+    lowering = _Lowering(joint_module, joint, module)
     for step in steps:
+        lowering.emit(step)
+    return lowering.finish(module, drop_outputs)
+
+
+class _Lowering:
+    """Copies joint-graph calls into a new fx graph in plan order. A call run again is a copy
+    named after the first (meta["remat_copy_of"]); each read takes the latest copy, and a view
+    whose root was computed again since the view was made is made again from the new root first
+    (in the simulator a view is free and reads whichever copy of its root is live)."""
+
+    def __init__(self, joint_module, joint, module):
+        self.joint_module, self.joint = joint_module, joint
+        self.graph = fx.Graph()
+        self.by_name = {n.name: n for n in joint_module.graph.nodes}
+        self.env = {}
+        self.serial = {}  # value -> how many times its root was computed when it was made
+        self.step_of = {}
+        for n in module.graph.nodes:
+            if n.op in ("placeholder", "get_attr"):
+                joint_node = self.by_name[n.name]
+                self.env[joint_node] = self.graph.node_copy(n)
+                if joint_node in joint.value_of:
+                    self.serial[joint.value_of[joint_node]] = 0
+
+    def emit(self, step):
+        joint = self.joint
         call = joint.node_fx[step]
-        missing = [i for i in call.all_input_nodes if i not in env]
-        for i in [i for i in missing if i.op == "get_attr"]:
-            env[i] = graph.node_copy(i)
-        if any(i not in env for i in missing):
-            if all(v in env for v in joint.output_fx[step]):
-                continue  # its output is read as saved (see lower_plan)
-            raise Unplannable(f"the plan runs {call.name} without its input(s) "
-                              f"{', '.join(i.name for i in missing if i not in env)}")
-        copy = graph.node_copy(call, env.__getitem__)
+        copy = self.graph.node_copy(call, self.read)
         if copy.name != call.name:
             copy.meta["remat_copy_of"] = call.name
-        env[call] = copy
-        step_of[copy] = step
+        self.env[call] = copy
+        self.step_of[copy] = step
         for item in joint.getitems.get(call, ()):
-            env[item] = graph.node_copy(item, env.__getitem__)
-    output = next(n for n in module.graph.nodes if n.op == "output")
-    try:
-        graph.node_copy(output, lambda n: env[by_name[n.name]])
-    except KeyError as e:
-        raise Unplannable(f"the plan leaves {e.args[0]} uncomputed for a graph output") from None
-    graph.eliminate_dead_code()
-    graph.lint()
-    lowered = fx.GraphModule(joint_module, graph)
-    return lowered, [step_of[n] for n in graph.nodes if n in step_of]
+            self.env[item] = self.graph.node_copy(item, self.read)
+        for v in joint.nodes[step]["outputs"]:
+            root = joint.value_root[v]
+            self.serial[v] = self.serial.get(v, 0) + 1 if root == v else self.serial.get(root, 0)
+
+    def read(self, n):
+        """The latest copy of joint fx node `n`, making a stale view again first."""
+        joint = self.joint
+        if n not in self.env and n.op == "get_attr":
+            self.env[n] = self.graph.node_copy(n)
+        v = joint.value_of.get(n)
+        if v is not None and joint.value_root[v] != v and v in joint.producer_step \
+                and self.serial.get(v) != self.serial.get(joint.value_root[v], 0):
+            self.emit(joint.producer_step[v])
+        if n not in self.env:
+            raise Unplannable(f"the plan reads {n.name} where it does not exist (a forward "
+                              f"value the backward reads must be saved)")
+        return self.env[n]
+
+    def finish(self, module, drop_outputs):
+        output = next(n for n in module.graph.nodes if n.op == "output")
+        results = _compat.tree_flatten(output.args[0])[0]
+        results = results[:len(results) - drop_outputs]
+        new_output = self.graph.output([self.read(self.by_name[n.name])
+                                        if isinstance(n, fx.Node) else n for n in results])
+        new_output.meta.update(output.meta)
+        if "desc" in output.meta and drop_outputs:
+            new_output.meta["desc"] = list(output.meta["desc"])[:len(results)]
+        self.graph.eliminate_dead_code()
+        self.graph.lint()
+        lowered = fx.GraphModule(self.joint_module, self.graph)
+        return lowered, [self.step_of[n] for n in self.graph.nodes if n in self.step_of]
 
 
 def merge_common_subexpressions(joint_module):
@@ -340,11 +381,12 @@ def _element_size(dtype):
 class JointGraph:
     """An AOTAutograd joint graph as a remat graph, with the tables back to fx nodes.
 
-    With `backward_start`, the incoming gradients (tangent inputs) are the outputs of one node,
-    `remat_backward_start`, that reads the forward outputs and that every backward node reads (a
-    size-0 value): a plan then runs the whole forward before any backward node, as a compiled
-    step does, and the gradients are not live during the forward. Random calls read each other
-    in the graph's order (size-0 values), so every plan draws in that order."""
+    With `backward_start`, one more node, `remat_backward_start`, reads the forward outputs and
+    makes a size-0 value every backward node reads: a plan then runs the whole forward before any
+    backward node, as a compiled step does. The incoming gradients (tangents) stay graph inputs,
+    as the `mincut` solver expects of a joint graph. Random calls read each other in the graph's
+    order (size-0 values), so every plan draws in that order. `input_bytes`: the bytes of the
+    graph inputs but the tangents (parameters, buffers, batch)."""
 
     def __init__(self, joint_module, num_fwd_outputs=None, backward_start=False):
         self.module = joint_module
@@ -355,7 +397,6 @@ class JointGraph:
         self.written_roots = set()  # storages in-place calls write: their producers run once
         self.producer_dict = {}  # value -> node dict producing it
         self.node_fx = []  # remat node id -> fx call (None for the backward start)
-        self.output_fx = []  # remat node id -> the fx nodes of its outputs
         self.getitems = {}  # fx call -> its getitem nodes
         self.backward_start = None
         forward, backward = [], []
@@ -374,20 +415,24 @@ class JointGraph:
         for o in self.fwd_outputs + self.bwd_outputs:
             if isinstance(o, fx.Node) and o in self.value_of:
                 self.values[self.value_of[o]]["output"] = True
+        if backward_start:
+            self._pin_forward_outputs()
         calls = forward + ([(None, self._backward_start(backward))] if backward_start else [])
         calls += backward
         self._chain_random_calls(calls)
         self.nodes = nodes = []  # the node dicts, by remat node id
+        self.producer_step = {}  # value -> remat node id making it
         for n, node in calls:
+            for v in node["outputs"]:
+                self.producer_step[v] = len(nodes)
             self.node_fx.append(n)
-            self.output_fx.append([self.value_node[v] for v in node["outputs"]
-                                   if self.value_node[v] is not None])
             nodes.append(node)
         if backward_start:
             self.backward_start = len(forward)
         produced = {v for node in nodes for v in node["outputs"]}
         self.input_bytes = sum(self.values[v]["size"] for v in range(len(self.values))
-                               if v not in produced and "alias_of" not in self.values[v])
+                               if v not in produced and v not in self.tangent_values
+                               and "alias_of" not in self.values[v])
         self.graph = remat.Graph.build(f"{type(joint_module).__name__} joint graph",
                                        self.values, nodes)
 
@@ -408,7 +453,18 @@ class JointGraph:
                     forward_outputs.append(v)
         return {"name": BACKWARD_START, "op": BACKWARD_START, "kind": "other",
                 "phase": "backward", "cost": 0.0, "inputs": forward_outputs,
-                "outputs": sorted(self.tangent_values) + [token], "recomputable": False}
+                "outputs": [token], "recomputable": False}
+
+    def _pin_forward_outputs(self):
+        """The forward returns its outputs, and the caller holds them to the end of the step: their
+        producers (and their storages' producers) run once, so no plan frees one to make it again
+        (the simulator only asks that an output exist at the end)."""
+        for o in self.fwd_outputs:
+            if isinstance(o, fx.Node) and o in self.value_of:
+                v = self.value_of[o]
+                for x in (v, self.value_root[v]):
+                    if x in self.producer_dict:
+                        self.producer_dict[x]["recomputable"] = False
 
     def _chain_random_calls(self, calls):
         previous = None
@@ -478,7 +534,9 @@ class JointGraph:
     def saved_nodes(self, sequence):
         """fx nodes to save: the values whose forward copy (made before the backward start, or
         without it by the first run of a forward node; or a primal input) is read by a backward
-        step (after the backward start; without it, a backward-phase node or a recomputation)."""
+        step (after the backward start; without it, a backward-phase node or a recomputation).
+        A view whose root was made again since is not saved: lowering makes it again from the
+        new root (in the simulator a view reads whichever copy of its root is live)."""
         runs = {}
         forward_copy = {}  # value -> whether its latest copy is a forward copy
         saved = []
@@ -496,6 +554,8 @@ class JointGraph:
                 for v in node["inputs"]:
                     if v in self.tangent_values or not forward_copy.get(v, True):
                         continue
+                    if not forward_copy.get(self.value_root[v], True):
+                        continue  # a view of a root made again: the view is made again too
                     fx_node = self.value_node[v]
                     if fx_node is not None and fx_node not in saved:
                         saved.append(fx_node)
