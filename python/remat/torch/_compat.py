@@ -3,8 +3,11 @@ README.md names).
 
 Everything else in remat.torch calls these helpers: a functional call of a module with given
 parameters, make_fx, pytree flattening, operator schemas and overload names, the identity and size
-of a tensor's storage, its version counter, and AOTAutograd's joint-graph partitioning.
+of a tensor's storage, its version counter, AOTAutograd's joint-graph partitioning, the autocast
+state, the saved-tensor hooks of torch.utils.checkpoint and FSDP's flat parameters.
 """
+
+import contextlib
 
 import torch
 import torch.utils._pytree as _pytree
@@ -26,6 +29,22 @@ def functional_call(module, tensors_by_name, args, kwargs=None):
 def trace_fake(fn, args):
     """make_fx over fake tensors: aten ops of one call of fn(*args), autograd included."""
     return make_fx(fn, tracing_mode="fake", _allow_non_fake_inputs=True)(*args)
+
+
+def unbacked_bindings(node):
+    """The data-dependent sizes (unbacked symbols) an fx call of a make_fx graph introduces, as
+    {symbol: path into its result}; empty for a call whose output sizes follow from its inputs'."""
+    return node.meta.get("unbacked_bindings") or {}
+
+
+def is_symbolic_scalar(value):
+    return isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool))
+
+
+# Calls of a make_fx graph that only check or bound symbolic sizes (runtime asserts).
+SIZE_ASSERTS = tuple(getattr(torch.ops.aten, name).default for name in (
+    "_assert_scalar", "sym_constrain_range", "sym_constrain_range_for_size")
+    if hasattr(torch.ops.aten, name))
 
 
 def storage_key_and_bytes(tensor):
@@ -87,6 +106,82 @@ def named_tensor_tables(module):
             for name, tensor in table.items():
                 if tensor is not None:
                     yield (f"{prefix}.{name}" if prefix else name), tensor
+
+
+# -- autocast -----------------------------------------------------------------------------------
+
+AUTOCAST_DEVICES = tuple(d for d in ("cpu", "cuda", "xpu", "mps", "hpu")
+                         if torch.amp.is_autocast_available(d))
+
+
+def autocast_state():
+    """The autocast state of this thread: ((device type, dtype) of each device type autocast is
+    on for, in AUTOCAST_DEVICES order), and whether its weight cache is on. () when it is off."""
+    enabled = tuple((d, torch.get_autocast_dtype(d)) for d in AUTOCAST_DEVICES
+                    if torch.is_autocast_enabled(d))
+    return (enabled, torch.is_autocast_cache_enabled()) if enabled else ()
+
+
+def describe_autocast(state):
+    if not state:
+        return "without autocast"
+    devices, _ = state
+    return "under autocast " + ", ".join(f"{d} {str(dtype).replace('torch.', '')}"
+                                         for d, dtype in devices)
+
+
+@contextlib.contextmanager
+def autocast(state, cache_enabled=None):
+    """Runs the block in the autocast `state` (from autocast_state(); () turns autocast off on
+    every device type), as torch.utils.checkpoint replays a forward's state in a recomputation.
+    `cache_enabled` overrides the state's weight-cache flag (False: the block neither reads nor
+    fills the cast-weight cache of an enclosing autocast region)."""
+    devices, cache = state if state else ((), torch.is_autocast_cache_enabled())
+    if cache_enabled is not None:
+        cache = cache_enabled
+    dtypes = dict(devices)
+    with contextlib.ExitStack() as stack:
+        for d in AUTOCAST_DEVICES:
+            if d in dtypes:
+                stack.enter_context(torch.autocast(d, dtype=dtypes[d], cache_enabled=cache))
+            elif torch.is_autocast_enabled(d):
+                stack.enter_context(torch.autocast(d, enabled=False))
+        yield
+
+
+# -- torch.utils.checkpoint and FSDP -------------------------------------------------------------
+
+def in_non_reentrant_checkpoint():
+    """Whether a non-reentrant torch.utils.checkpoint region is running: its saved-tensor hooks
+    are on top of the stack (their pack hook carries `_checkpoint_internal`)."""
+    hooks = torch._C._autograd._top_saved_tensors_default_hooks(True)
+    return hooks is not None and getattr(hooks[0], "_checkpoint_internal", False)
+
+
+def is_fsdp1_flat_parameter(tensor):
+    """A FlatParameter of FullyShardedDataParallel (FSDP1): many parameters flattened, sharded
+    and gathered by FSDP's hooks."""
+    try:
+        from torch.distributed.fsdp._flat_param import FlatParameter
+    except ImportError:
+        return False
+    return isinstance(tensor, FlatParameter)
+
+
+def ddp_features_remat_cannot_follow(ddp):
+    """What a DistributedDataParallel is set up to do beyond averaging gradients (names), which a
+    planned step, synchronising .grad after it, does not reproduce."""
+    features = []
+    if getattr(ddp, "_comm_hooks", None):
+        features.append("a communication hook")
+    if getattr(ddp, "mixed_precision", None) is not None:
+        features.append("mixed_precision")
+    if getattr(ddp, "_delay_all_reduce_all_params", False):
+        features.append("a delayed all-reduce (delay_all_reduce_named_params, or an optimizer "
+                        "in the backward)")
+    if getattr(ddp, "_use_python_reducer", False):
+        features.append("the Python reducer (compiled autograd)")
+    return features
 
 
 # -- AOTAutograd (torch._functorch) ------------------------------------------------------------

@@ -13,8 +13,10 @@ and `args[model_inputs:]`.
 """
 
 import dataclasses
+import re
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from remat.torch import _compat
 
@@ -144,6 +146,12 @@ def capture(model, spec, example_tensors, loss_fn, model_inputs, model_name):
         gm = _compat.trace_fake(step_fn, fresh_args())
     except _LossError as error:
         raise ValueError(f"{model_name}: {error}") from None
+    except _CheckpointInModel:
+        raise TraceError(
+            f"cannot trace {model_name}: it calls torch.utils.checkpoint (non-reentrant) in its "
+            "forward; remat plans what to keep and what to recompute for the whole step and "
+            "replaces it: call the model without it (Hugging Face: "
+            "model.gradient_checkpointing_disable())") from None
     except Exception as error:  # make_fx raises plain RuntimeErrors; name the model
         raise TraceError(f"cannot trace {model_name}: {_reason(error)}") from error
     finally:
@@ -154,6 +162,14 @@ def capture(model, spec, example_tensors, loss_fn, model_inputs, model_name):
 
 class _LossError(TypeError):
     pass
+
+
+# make_fx's GuardOnDataDependentSymNode: "Could not guard on data-dependent expression u0 > 4 ..."
+_DATA_DEPENDENT_SIZE = re.compile(r"data-dependent expression (.+?) \(unhinted")
+
+
+def _symbols(expression):
+    return sorted(set(re.findall(r"\bu\d+\b", expression))) or ["a symbol"]
 
 
 def _make_step_fn(model, param_names, fixed_names, spec, model_inputs, loss_fn):
@@ -168,7 +184,8 @@ def _make_step_fn(model, param_names, fixed_names, spec, model_inputs, loss_fn):
             for alias in aliases.get(name, [name]):
                 tensors[alias] = tensor
         args, kwargs = spec.rebuild(data)
-        output = _compat.functional_call(model, tensors, args[:model_inputs], kwargs)
+        with _CheckpointDetector():
+            output = _compat.functional_call(model, tensors, args[:model_inputs], kwargs)
         loss = loss_fn(output, *args[model_inputs:])
         if not isinstance(loss, torch.Tensor) or loss.numel() != 1:
             shape = tuple(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__
@@ -180,8 +197,31 @@ def _make_step_fn(model, param_names, fixed_names, spec, model_inputs, loss_fn):
     return step
 
 
+class _CheckpointInModel(Exception):
+    pass
+
+
+class _CheckpointDetector(TorchFunctionMode):
+    """Stops the trace at the first torch call inside a non-reentrant torch.utils.checkpoint
+    region. Traced, such a region's recomputation reads the parameters as constants of the graph
+    (no gradient); refused by name instead."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if _compat.in_non_reentrant_checkpoint():
+            raise _CheckpointInModel()
+        return func(*args, **(kwargs or {}))
+
+
 def _reason(error):
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    size = _DATA_DEPENDENT_SIZE.search(text)
+    if "data-dependent expression" in text and size:
+        return ("data-dependent control flow on a size: the step's Python code branches on "
+                f"or computes with `{size.group(1)}`, where {', '.join(_symbols(size.group(1)))} "
+                "is the size of the output of a call whose size depends on tensor values "
+                "(nonzero, boolean-mask indexing, masked_select, unique, ...); one trace holds "
+                "one outcome for every batch, so it is refused (make the branch independent of "
+                "the count, e.g. with torch.where, or run that part outside the step)")
     if "data-dependent" in text or "get value out of a tracing tensor" in text:
         return ("data-dependent control flow: the step reads the value of a tensor (e.g. "
                 "`if x.sum() > 0` or `.item()`), which make_fx cannot trace "

@@ -21,8 +21,16 @@ stage's retained graph), so parameter gradients accumulate into .grad as with lo
 
 Recomputed stages replay the random state of their first run (dropout masks are the same) and
 keep buffers unchanged (batch-norm running statistics are updated once, by the first run), so
-loss, gradients and buffers equal eager PyTorch's. Under torch.no_grad() (evaluation) or when
-nothing requires a gradient, the blocks simply run in order.
+loss, gradients and buffers equal eager PyTorch's. Every run of a stage, recomputations in the
+backward included, runs in the autocast state of the forward call (as torch.utils.checkpoint
+does); profiling runs in it too, with the cast-weight cache off so it neither reads nor fills the
+caller's. Under torch.no_grad() (evaluation) or when nothing requires a gradient, the blocks
+simply run in order.
+
+Inside DDP (`DDP(Checkpointable(...))`) and FSDP2 (`fully_shard`, on the blocks and then on the
+Checkpointable) the wrappers' hooks run around the blocks as in eager training. FSDP1
+(FullyShardedDataParallel) reduces a flat parameter's gradient when autograd first accumulates
+it, which the stage-by-stage backward does once per stage: refused.
 """
 
 import time
@@ -150,8 +158,13 @@ class Checkpointable(nn.Module):
         self._key = None
 
     # -- planning --------------------------------------------------------------------------
-    def _profile(self, x):
-        """Chain JSON text of the blocks on input `x` (state, RNG and .grad left unchanged)."""
+    def _profile(self, x, autocast):
+        """Chain JSON text of the blocks on input `x` in the `autocast` state (state, RNG,
+        .grad and the autocast weight cache left unchanged)."""
+        with _compat.autocast(autocast, cache_enabled=False):
+            return self._profile_blocks(x)
+
+    def _profile_blocks(self, x):
         rng = _compat.rng_state({x.device.type})
         params = [p for p in self.parameters() if p.requires_grad]
         self._groups = self._group_in_place(x)
@@ -171,9 +184,6 @@ class Checkpointable(nn.Module):
                 # ā: what the block's forward leaves alive (its output and what autograd saved;
                 # the input and the parameters were made before the meter started).
                 abar = meter.live_bytes()
-                if not isinstance(out, torch.Tensor):
-                    raise ValueError(f"Checkpointable: block {index} returns "
-                                     f"{type(out).__name__}; each block must return one tensor")
                 grad_out = torch.ones_like(out)
                 meter.reset_peak()
                 base = meter.last
@@ -228,6 +238,12 @@ class Checkpointable(nn.Module):
                 before = _compat.version_of(probe)
                 out = block(probe)
                 guard.restore()
+                if not isinstance(out, torch.Tensor):
+                    raise ValueError(
+                        f"Checkpointable: block {index} ({type(block).__name__}) returns "
+                        f"{_describe(out)}; each block must take and return one tensor (wrap the "
+                        "block so that it returns the tensor the next block reads, or keep it "
+                        "outside the Checkpointable)")
                 if _compat.version_of(probe) != before and groups:
                     groups[-1].append(index)
                 elif _compat.version_of(probe) != before:
@@ -247,9 +263,12 @@ class Checkpointable(nn.Module):
         raise ValueError(f"Checkpointable: budget must be bytes or 'P%' of the store-all peak, "
                          f"got {b!r}")
 
-    def replan(self, x):
-        """Profiles the blocks on `x` and solves the chain again."""
-        self.chain_json = self._profile(x)
+    def replan(self, x, autocast=None):
+        """Profiles the blocks on `x` (in the caller's autocast state unless `autocast`, a
+        _compat.autocast_state(), is given) and solves the chain again."""
+        if autocast is None:
+            autocast = _compat.autocast_state()
+        self.chain_json = self._profile(x, autocast)
         length = len(self._groups)
         store_all = ([("F_all", s) for s in range(1, length + 2)]
                      + [("B", s) for s in range(length + 1, 0, -1)])
@@ -283,13 +302,32 @@ class Checkpointable(nn.Module):
             for block in self.blocks:
                 x = block(x)
             return x
-        key = (tuple(x.shape), x.dtype, x.device, self.training)
+        self._refuse_fsdp1()
+        autocast = _compat.autocast_state()
+        key = (tuple(x.shape), x.dtype, x.device, self.training, autocast[:1])
         if key != self._key:
-            self.replan(x)
+            self.replan(x, autocast)
             self._key = key
-        run = _PlanRun(self, x)
+        run = _PlanRun(self, x, autocast)
         anchor = torch.empty(0, requires_grad=True)  # so backward runs when x needs no grad
         return _ChainFunction.apply(run, anchor, x)
+
+    def _refuse_fsdp1(self):
+        flat = next((n for n, p in self.named_parameters()
+                     if _compat.is_fsdp1_flat_parameter(p)), None)
+        if flat is not None:
+            raise ValueError(
+                f"Checkpointable: parameter '{flat}' is a FullyShardedDataParallel (FSDP1) flat "
+                "parameter; FSDP1 reduces its gradient as soon as autograd first accumulates it, "
+                "and the plan's backward runs stage by stage, so the gradient would be reduced "
+                "in parts. Use FSDP2: fully_shard(block) for each block, then "
+                "fully_shard(checkpointable) (docs/python.md, 'Distributed training')")
+
+
+def _describe(value):
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return f"a {type(value).__name__}"
 
 
 class _Group(nn.Module):
@@ -312,8 +350,9 @@ class _Group(nn.Module):
 class _PlanRun:
     """The state of one execution of the plan: a^ℓ, (leaf, output) for ā^ℓ, δ^ℓ by stage."""
 
-    def __init__(self, owner, x):
+    def __init__(self, owner, x, autocast):
         self.owner = owner
+        self.autocast = autocast  # the forward call's, replayed by every run of a stage
         self.blocks = [_Group([owner.blocks[i] for i in g]) for g in owner._groups]
         self.x_requires_grad = x.requires_grad
         self.a = {0: x.detach()}
@@ -338,11 +377,11 @@ class _PlanRun:
             _compat.set_rng_state(self.rng[stage])
             guard = _BufferGuard(block)
         if kind == "F_all":
-            with torch.enable_grad():
+            with torch.enable_grad(), _compat.autocast(self.autocast):
                 leaf = inp.detach().requires_grad_(stage > 1 or self.x_requires_grad)
                 self.abar[stage] = (leaf, block(leaf))
         else:
-            with torch.no_grad():
+            with torch.no_grad(), _compat.autocast(self.autocast):
                 self.a[stage] = block(inp)
         if guard is not None:
             guard.restore()

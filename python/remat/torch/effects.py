@@ -53,7 +53,8 @@ class Recorder(fx.Interpreter):
         return storage_of(value)
 
     def run_all(self, args):
-        with torch.no_grad():
+        # Autocast off: the traced graph holds the casts autocast made while it was traced.
+        with torch.no_grad(), _compat.autocast(()):
             self.run(*args)
         return self
 

@@ -87,6 +87,8 @@ class _PlanBuilder:
             else:
                 target = _replaying(target)
                 args = (self.generator_states[index],) + tuple(args)
+        if index in t.data_dependent_sizes:
+            target = _checking_sizes(target, t.data_dependent_sizes[index], n.name)
         self.runs[index] += 1
         copy = self.graph.call_function(target, args, kwargs)
         self.env[n] = copy
@@ -187,6 +189,38 @@ def _replaying(target):
     return replay
 
 
+class DataDependentSizeError(ValueError):
+    """A call whose output size depends on the data gave another size than when traced;
+    `what` says which (fx adds the graph's context to the message)."""
+
+    def __init__(self, what):
+        super().__init__(what)
+        self.what = what
+
+
+def _checking_sizes(target, shapes, name):
+    """`target` followed by a check that its tensor outputs have the traced `shapes`: the plan
+    holds the sizes the traced batch gave (trace.py), which another batch's data may change."""
+    def check(*args, **kwargs):
+        result = target(*args, **kwargs)
+        got = tuple(tuple(x.shape) for x in tree_flatten(result)[0]
+                    if isinstance(x, torch.Tensor))
+        if got != shapes:
+            raise DataDependentSizeError(
+                f"{_compat.packet_name(target)} ({name}) gave shape {_shapes_text(got)} where "
+                f"the traced batch gave {_shapes_text(shapes)}: its output size depends on the "
+                "data (the elements a boolean mask selects, nonzero, unique, ...), and a traced "
+                "step holds the sizes of the batch it was traced with")
+        return result
+
+    check.__name__ = f"sized_{_compat.packet_name(target)}"
+    return check
+
+
+def _shapes_text(shapes):
+    return ", ".join(str(s) for s in shapes)
+
+
 def _release(value):
     """Reads a value so that fx's generated code drops it right after (see release_unused)."""
     del value
@@ -199,7 +233,7 @@ def run_measured(module, inputs):
     (the caller holds them). Returns (outputs, peak_bytes).
     """
     interpreter = _LiveBytes(module, inputs)
-    with torch.no_grad():
+    with torch.no_grad(), _compat.autocast(()):
         outputs = interpreter.run(*inputs)
     return outputs, interpreter.peak_bytes
 

@@ -13,11 +13,17 @@ updated in place as in eager training. On a GPU every call measures torch.cuda's
 a measured call runs the plan in an interpreter that counts the bytes of live tensor storages.
 
 Each call checks, cheaply, that the model is still the one traced: the same trainable
-parameters, the same training/eval mode of every submodule, the same batch structure, constants
-and tensor layouts. A change raises ValueError saying what changed, or, with
-`optimize(..., retrace=True)`, traces and plans again with the same options.
+parameters, the same training/eval mode of every submodule, the same autocast state, the same
+batch structure, constants and tensor layouts, and (while it runs) the same sizes from calls
+whose output size depends on the data. A change raises ValueError saying what changed, or,
+with `optimize(..., retrace=True)`, traces again and plans with the same options (a plan made
+for a graph with the same fingerprint is reused: one plan per distinct shape).
+
+A DDP-wrapped model is traced and planned per rank, and the step synchronises the gradients as
+DDP would (distributed.py); an FSDP-sharded model is refused.
 """
 
+import collections
 import json
 import sys
 import time
@@ -26,13 +32,17 @@ import warnings
 import torch
 
 import remat
+from remat.torch import _compat, distributed
 from remat.torch.capture import trainable
-from remat.torch.execute import plan_module, run_measured
+from remat.torch.execute import DataDependentSizeError, plan_module, run_measured
 from remat.torch.trace import TracedStep, trace, training_modes
 
 # With no time limit given, planning stops by the solver's own iteration counts (the same plan on
 # a quiet or a busy machine); this limit is only a safety net, and the step says when it fired.
 SAFETY_TIME_LIMIT_S = 600.0
+
+# Plans a retracing step keeps, by graph fingerprint (variable-length batches: one plan per shape).
+PLAN_CACHE_SIZE = 8
 
 
 class Step:
@@ -40,8 +50,8 @@ class Step:
 
     def __init__(self, model, traced, sequence, solver="given", status="given", *,
                  planning=None, retrace=False, time_limit_hit=False):
-        self.model = model
         self.traced = traced
+        self.model = model
         self.solver = solver
         self.status = status
         self.planning = dict(planning or {})  # the optimize() options, for replan and retrace
@@ -51,6 +61,19 @@ class Step:
         self.measured_peak_bytes = None
         self._trainable = tuple(traced.param_names)
         self._modes = traced.training_modes
+        self._plans = collections.OrderedDict()  # fingerprint -> plan, for retrace=True
+        self._remember_plan()
+
+    @property
+    def model(self):
+        return self._model
+
+    @model.setter
+    def model(self, model):
+        """The model the step trains: for DDP(m), the module traced is m (self._module) and each
+        call synchronises the gradients as DDP would (self._sync)."""
+        self._model = model
+        self._module, self._sync = distributed.unwrap(model, self.traced.model_name)
 
     def _set_plan(self, sequence):
         traced = self.traced
@@ -76,7 +99,7 @@ class Step:
     # -- checks ---------------------------------------------------------------------------------
     def _what_changed(self, args, kwargs):
         """Text saying how the model or batch differs from the traced ones, or None."""
-        now = tuple(n for n, _ in trainable(self.model))
+        now = tuple(n for n, _ in trainable(self._module))
         if now != self._trainable:
             added = sorted(set(now) - set(self._trainable))
             removed = sorted(set(self._trainable) - set(now))
@@ -86,12 +109,17 @@ class Step:
             if added:
                 parts.append(f"newly trainable: {', '.join(added)}")
             return ("the trainable parameters changed (" + "; ".join(parts or ["order"]) + ")")
-        modes = training_modes(self.model)
+        modes = training_modes(self._module)
         if modes != self._modes:
             differ = [name or "(model)" for (name, m), (_, t) in zip(modes, self._modes) if m != t]
             was = "training" if self._modes[0][1] else "eval"
             return (f"the training mode changed since tracing (traced in {was} mode; now "
                     f"different for {', '.join(differ[:3]) or 'the module tree'})")
+        autocast = _compat.autocast_state()
+        if autocast[:1] != self.traced.autocast[:1]:  # the weight-cache flag changes no number
+            return (f"the autocast state changed since tracing (traced "
+                    f"{_compat.describe_autocast(self.traced.autocast)}, called "
+                    f"{_compat.describe_autocast(autocast)}; the traced graph holds the casts)")
         try:
             self.traced.spec.tensors(args, kwargs)
         except ValueError as error:
@@ -100,18 +128,36 @@ class Step:
 
     def _check(self, args, kwargs):
         changed = self._what_changed(args, kwargs)
-        if changed is None:
-            return
+        if changed is not None:
+            self._retrace_or_refuse(changed, args, kwargs)
+
+    def _retrace_or_refuse(self, changed, args, kwargs):
         if not self.retrace:
             raise ValueError(f"{self.traced.model_name} step: {changed}; trace again, or pass "
                              "retrace=True to optimize()")
-        warnings.warn(f"remat: {self.traced.model_name}: {changed}; tracing and planning "
-                      "again", stacklevel=3)
-        traced = trace(self.model, args, self.traced.loss_fn, model_inputs=self.traced.model_inputs,
-                       model_kwargs=kwargs, cost=self.planning.get("cost", "flops"),
-                       name=self.traced.model_name)
+        traced = trace(self._module, args, self.traced.loss_fn,
+                       model_inputs=self.traced.model_inputs, model_kwargs=kwargs,
+                       cost=self.planning.get("cost", "flops"), name=self.traced.model_name)
         self._adopt(traced)
-        self.replan(self.planning.get("budget", "50%"))
+        cached = self._plans.get(traced.fingerprint)
+        warnings.warn(f"remat: {self.traced.model_name}: {changed}; traced again, "
+                      + ("the plan of this graph reused" if cached else "planning again"),
+                      stacklevel=4)
+        if cached is None:
+            kept = self._plans
+            self.replan(self.planning.get("budget", "50%"))
+            self._plans = kept
+            self._remember_plan()
+        else:
+            self._plans.move_to_end(traced.fingerprint)
+            sequence, self.solver, self.status, self.time_limit_hit = cached
+            self._set_plan(sequence)
+
+    def _remember_plan(self):
+        self._plans[self.traced.fingerprint] = (self.sequence, self.solver, self.status,
+                                                self.time_limit_hit)
+        while len(self._plans) > PLAN_CACHE_SIZE:
+            self._plans.popitem(last=False)
 
     def _adopt(self, traced):
         self.traced = traced
@@ -121,19 +167,53 @@ class Step:
     # -- running --------------------------------------------------------------------------------
     def flat_inputs(self, args, kwargs=None):
         batch = self.traced.spec.tensors(args, kwargs or {})
-        params = dict(self.model.named_parameters())
-        buffers = dict(self.model.named_buffers())
+        params = dict(self._module.named_parameters())
+        buffers = dict(self._module.named_buffers())
         fixed = [buffers[n] if n in buffers else params[n].detach()
                  for n in self.traced.fixed_names]
         return [params[n].detach() for n in self.traced.param_names] + fixed + list(batch)
 
     def __call__(self, *args, measure=None, **kwargs):
-        """Runs the plan on the batch, accumulates .grad, returns the loss. On the CPU the first
-        call (or any with measure=True) runs with live-bytes accounting, which is slower."""
-        self._check(args, dict(sorted(kwargs.items())))
+        """Runs the plan on the batch, accumulates .grad (then, under DDP, averages it over the
+        ranks), returns the loss. On the CPU the first call (or any with measure=True) runs with
+        live-bytes accounting, which is slower."""
+        kwargs = dict(sorted(kwargs.items()))
+        self._check(args, kwargs)
+        if self._sync is not None:
+            self._sync.before_step()
+        try:
+            outputs, changed = self._run(args, kwargs, measure), None
+        except DataDependentSizeError as error:
+            changed = error.what
+        if changed is not None:  # outside the except clause: the refusal stands alone
+            self._retrace_or_refuse(changed, args, kwargs)
+            outputs = self._run(args, kwargs, measure)
+        self._accumulate_grads(outputs[1:])
+        if self._sync is not None:
+            self._sync.after_step()
+        return outputs[0]
+
+    def _run(self, args, kwargs, measure):
+        """The plan module's outputs. A run stopped by a data-dependent size that differs from
+        the trace's leaves the buffers and the generator as they were."""
+        inputs = self.flat_inputs(args, kwargs)
+        state = None
+        if self.traced.data_dependent_sizes:
+            state = (_compat.rng_state({x.device.type for x in inputs}),
+                     [(b, b.detach().clone()) for b in self._module.buffers()])
+        try:
+            return self._run_inputs(inputs, measure)
+        except DataDependentSizeError:
+            if state is not None:
+                _compat.set_rng_state(state[0])
+                with torch.no_grad():
+                    for b, saved in state[1]:
+                        b.copy_(saved)
+            raise
+
+    def _run_inputs(self, inputs, measure):
         if measure is None:
             measure = self.measured_peak_bytes is None
-        inputs = self.flat_inputs(args, dict(sorted(kwargs.items())))
         on_cuda = any(x.is_cuda for x in inputs if isinstance(x, torch.Tensor))
         if on_cuda:
             torch.cuda.synchronize()
@@ -141,16 +221,17 @@ class Step:
         if measure and not on_cuda:
             outputs, self.measured_peak_bytes = run_measured(self.module, inputs)
         else:
-            with torch.no_grad():
+            # Autocast off: the traced graph holds the casts of the autocast state it was traced
+            # in (checked equal to the caller's by _check).
+            with torch.no_grad(), _compat.autocast(()):
                 outputs = self.module(*inputs)
         if on_cuda:
             torch.cuda.synchronize()
             self.measured_peak_bytes = torch.cuda.max_memory_allocated()
-        self._accumulate_grads(outputs[1:])
-        return outputs[0]
+        return outputs
 
     def _accumulate_grads(self, grads):
-        params = dict(self.model.named_parameters())
+        params = dict(self._module.named_parameters())
         for name, grad in zip(self.traced.param_names, grads):
             if grad is None:
                 continue
@@ -162,7 +243,8 @@ class Step:
 
     # -- planning -------------------------------------------------------------------------------
     def replan(self, budget, solver=None, **options):
-        """Plans the same trace again under `budget` (no retrace); returns self."""
+        """Plans the same trace again under `budget` (no retrace); returns self. The plans kept
+        for other shapes (retrace=True) are dropped: they were made with the old options."""
         planning = dict(self.planning)
         planning.update(options)
         if solver is not None:
@@ -172,6 +254,8 @@ class Step:
         self.planning = planning
         self.solver, self.status, self.time_limit_hit = result.solver, result.status, hit
         self._set_plan(sequence)
+        self._plans = collections.OrderedDict()
+        self._remember_plan()
         return self
 
     # -- plans as files -------------------------------------------------------------------------
@@ -312,22 +396,29 @@ def _progress_printer(name, stream, baseline):
     return report, finish
 
 
+def _is_terminal(stream):
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
+
+
 def plan(traced, budget="50%", solver="auto", *, time_limit=None, seed=1, threads=1,
          progress=True, params=None, **_ignored):
     """Solves the traced graph; returns (result, sequence, time_limit_hit). The sequence is the
     solver's plan, or the default schedule when that is better (never worse than the baseline).
-    `progress`: True prints to stderr, False is silent, a callable gets
+    `progress`: True prints to stderr when it is a terminal, False is silent, a callable gets
     (stage, fraction, iterations, best_objective) as remat.solve documents."""
     g = traced.graph
     budget_bytes = resolve_budget(g, budget)
     limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
     finish = None
     callback = progress
-    if progress is True:
+    if progress is True and _is_terminal(sys.stderr):
         callback, finish = _progress_printer(traced.model_name, sys.stderr,
                                              remat.baseline(g))
-    elif progress is False:
-        callback = None
+    elif progress is True or progress is False:
+        callback = None  # no \r-updated line in a log file, as the CLI
     try:
         result = remat.solve(g, budget_bytes, solver, time_limit=limit, seed=seed,
                              threads=threads, progress=callback, **(params or {}))

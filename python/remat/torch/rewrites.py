@@ -7,6 +7,10 @@
 - ones_like/zeros_like/full_like/empty_like of a contiguous tensor become ones/zeros/full/empty
   (they read only metadata), so the gradient seed, and the tensor a dropout mask is drawn into,
   are nodes without inputs.
+- Sizes that depend on the data (the rows a boolean mask selects, nonzero, unique): make_fx over
+  fake tensors names each an unbacked symbol and reads it with sym_size calls; they become the
+  numbers of the recorded run, and the calls that make such sizes are returned so that every run
+  of a plan checks them (execute.py).
 - A convolution_backward that computes the input's gradient and the weight's (or bias's) becomes
   two calls, one for each, so the weight gradient, resident to the end of the step once made, can
   be scheduled later than the input gradient the rest of the backward needs.
@@ -16,6 +20,8 @@ import operator
 
 import torch
 import torch.fx as fx
+
+from torch.fx.node import map_arg
 
 from remat.torch import _compat, effects, op_kinds
 
@@ -216,3 +222,30 @@ def split_convolution_backward(gm):
     if changed:
         gm.recompile()
     return changed
+
+
+def specialize_data_dependent_sizes(gm, run):
+    """Writes the recorded run's numbers in place of the symbolic sizes make_fx gave the sizes
+    that depend on tensor values, drops the runtime asserts on them, and returns {fx call: shapes
+    of its tensor outputs} for the calls that make such sizes. The graph then holds one batch's
+    sizes, as it holds its shapes: a batch whose data gives other sizes must be refused (or
+    traced again), which a check of these calls' outputs does before anything reads them."""
+    made = {n: _tensor_shapes(run.env.get(n)) for n in gm.graph.nodes
+            if n.op == "call_function" and _compat.unbacked_bindings(n)}
+    scalars = [n for n in gm.graph.nodes if n.op == "call_function" and (
+        n.target in _compat.SIZE_ASSERTS or _compat.is_symbolic_scalar(n.meta.get("val")))]
+    for n in scalars:
+        value = run.env.get(n)
+        for user in list(n.users):
+            user.args = map_arg(user.args, lambda a, n=n, value=value: value if a is n else a)
+            user.kwargs = map_arg(user.kwargs, lambda a, n=n, value=value: value if a is n else a)
+    for n in reversed(scalars):
+        gm.graph.erase_node(n)
+    if scalars:
+        gm.recompile()
+    return made
+
+
+def _tensor_shapes(value):
+    return tuple(tuple(t.shape) for t in _compat.tree_flatten(value)[0]
+                 if isinstance(t, torch.Tensor))

@@ -24,7 +24,7 @@ import torch
 import torch.fx as fx
 
 import remat
-from remat.torch import _compat, op_kinds
+from remat.torch import _compat, distributed, op_kinds
 from remat.torch import cost as cost_models
 from remat.torch import effects as side_effects
 from remat.torch import rewrites
@@ -59,6 +59,10 @@ class TracedStep:
     replayed: frozenset  # remat nodes (random) whose recomputation replays the generator
     output_fx: list  # fx nodes (or None) returned by the step: loss, then one gradient per param
     training_modes: tuple = ()  # (module name, training flag) of every submodule when traced
+    autocast: tuple = ()  # _compat.autocast_state() when traced: the graph holds its casts
+    # remat node -> shapes of its tensor outputs, for the calls whose output sizes depend on the
+    # data (nonzero, boolean-mask indexing, ...): the graph holds these sizes, every run checks them
+    data_dependent_sizes: dict = dataclasses.field(default_factory=dict)
     fingerprint: str = ""
     loss_fn: object = None
 
@@ -100,12 +104,15 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, 
     `example_inputs` is the batch: a tuple (or one object) whose elements are tensors or nested
     tuples, lists and dicts of tensors and constants; `model_kwargs` go to the model as keyword
     arguments. `cost` is "flops", "measure" or a callable (see cost.py). The model's
-    parameters, buffers and the random generator are left as they were. Raises TraceError
-    naming the model and the reason when the step cannot be traced, ValueError for a loss that
-    is not one number.
+    parameters, buffers and the random generator are left as they were. DDP(m) is traced as m
+    (a Step of it synchronises the gradients). Sizes that depend on the data are the example
+    batch's (TracedStep.data_dependent_sizes). Raises TraceError naming the model and the reason
+    when the step cannot be traced (FSDP-sharded models included), ValueError for a loss that is
+    not one number.
     """
     cost_fn, timed = cost_models.resolve(cost)
     model_name = name or type(model).__name__
+    model, _ = distributed.unwrap(model, model_name)  # DDP(m) traces m; FSDP is refused
     args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     kwargs = dict(sorted((model_kwargs or {}).items()))
     if not isinstance(model_inputs, int) or not 0 <= model_inputs <= len(args):
@@ -122,6 +129,7 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, 
     rewrites.split_convolution_backward(gm)
     try:
         first = side_effects.Recorder(gm).run_all(captured.fresh_args())
+        data_dependent = rewrites.specialize_data_dependent_sizes(gm, first)
         changed = rewrites.rewrite_private_inplace(gm, first)
         # ones_like(x) -> ones(shape) changes no storage or write: the run stays valid for it.
         rewrites.rewrite_like_factories(gm, first)
@@ -135,8 +143,13 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, 
                 runs.append(side_effects.Recorder(gm, timed=True).run_all(captured.fresh_args()))
     finally:
         _compat.set_rng_state(saved_rng)
-    traced = _Builder(gm, runs, cost_fn).build(model_name, captured, spec, model_inputs)
+    # A call making a data-dependent size runs exactly once: every plan then runs its check.
+    traced = _Builder(gm, runs, cost_fn, run_once=data_dependent).build(
+        model_name, captured, spec, model_inputs)
     traced.training_modes = training_modes(model)
+    traced.autocast = _compat.autocast_state()
+    index = {n: i for i, n in enumerate(traced.node_fx)}
+    traced.data_dependent_sizes = {index[n]: shapes for n, shapes in data_dependent.items()}
     traced.fingerprint = graph_fingerprint(traced.graph)
     traced.loss_fn = loss_fn
     return traced
@@ -145,8 +158,9 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, 
 class _Builder:
     """Turns the recorded runs of the (rewritten) fx graph into remat values and nodes."""
 
-    def __init__(self, gm, runs, cost_fn):
+    def __init__(self, gm, runs, cost_fn, run_once=()):
         self.gm = gm
+        self.run_once = set(run_once)  # fx calls made not recomputable
         self.run = runs[0]
         self.runs = runs
         self.cost_fn = cost_fn
@@ -252,7 +266,7 @@ class _Builder:
             "cost": self.cost(n, packet, kind),
             "inputs": inputs,
             "outputs": outputs,
-            "recomputable": effects.recomputable(index),
+            "recomputable": effects.recomputable(index) and n not in self.run_once,
         }
 
     def cost(self, n, packet, kind):
