@@ -321,16 +321,37 @@ def inductor_compile(gm, example_inputs, partitioner):
     `uuid()`, Inductor's cache key) in place of its min-cut partition, after its joint-graph
     passes."""
     from torch._inductor.compile_fx import compile_fx
+
+    return compile_fx(gm, example_inputs,
+                      config_patches={"custom_partitioner_fn": _inductor_partitioner(partitioner)})
+
+
+def _inductor_partitioner(partitioner):
     from torch._inductor.custom_graph_pass import CustomPartitionerFn
 
-    class Partitioner(CustomPartitionerFn):
-        def __call__(self, joint_module, joint_inputs, **kwargs):
-            return partitioner(joint_module, joint_inputs, **kwargs)
+    global _InductorPartitioner
+    if _InductorPartitioner is None:
+        class InductorPartitioner(CustomPartitionerFn):
+            """`partitioner` as Inductor's config takes it; its cache key pickles the config,
+            so it pickles as its uuid (the partitioner's code and options)."""
 
-        def uuid(self):
-            return partitioner.uuid()
+            def __init__(self, partitioner):
+                self.partitioner = partitioner
 
-    return compile_fx(gm, example_inputs, config_patches={"custom_partitioner_fn": Partitioner()})
+            def __call__(self, joint_module, joint_inputs, **kwargs):
+                return self.partitioner(joint_module, joint_inputs, **kwargs)
+
+            def uuid(self):
+                return self.partitioner.uuid()
+
+            def __reduce__(self):
+                return (str, (self.uuid(),))
+
+        _InductorPartitioner = InductorPartitioner
+    return _InductorPartitioner(partitioner)
+
+
+_InductorPartitioner = None  # made on first use: Inductor's import is slow
 
 
 def aot_eager_compile(gm, example_inputs, partition_fn):
