@@ -92,7 +92,8 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     result = remat.solve(graph, solve_budget, solver, time_limit=limit, seed=seed, **params)
     fw, bw, executed = lower_plan(joint_module, joint, list(result.sequence))
     peak = remat.simulate(graph, executed).peak_bytes
-    if peak > base_peak:  # never worse than keeping what the default schedule keeps
+    if peak >= base_peak and executed != remat.default_schedule(graph):
+        # Never worse than the default schedule, and no recomputation that lowers no peak.
         fw, bw, executed = lower_plan(joint_module, joint, remat.default_schedule(graph))
         peak = remat.simulate(graph, executed).peak_bytes
     stats = partition_stats(fw, bw, len(joint.fwd_outputs), time.perf_counter() - start)
