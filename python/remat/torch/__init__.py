@@ -6,7 +6,7 @@
     step = remat.torch.load_plan(model, (x, y), F.cross_entropy, "plan.json")
     traced = remat.torch.trace(model, (x, y), F.cross_entropy)    # just the remat graph
     ckpt = remat.torch.Checkpointable(nn.Sequential(...), budget="50%")  # Rotor as an nn.Module
-    torch.compile(model, backend=remat.torch.compile_backend(budget="50%"))  # AOTAutograd + Inductor
+    torch.compile(model, backend=remat.torch.compile_backend(budget="50%"))  # Inductor
 
 Works with PyTorch 1.13 and 2.x (the differences live in _compat.py).
 """

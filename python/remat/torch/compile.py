@@ -25,8 +25,8 @@ from remat.torch import _compat
 from remat.torch.partition import (Unplannable, activation_budget_bytes, check_budget, partition,
                                    partition_stats)
 
-# Planning stops at the first of FastSA's convergence and this limit; the default keeps the whole
-# compile within twice the default compile on bench/compile_bench.py's models.
+# Planning of each graph stops at the first of the solver's own end and this limit
+# (bench/compile_bench.py prints the compile times it gives).
 DEFAULT_TIME_LIMIT_S = 30.0
 COMPILERS = ("inductor", "eager")
 
