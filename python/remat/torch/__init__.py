@@ -6,16 +6,18 @@
     step = remat.torch.load_plan(model, (x, y), F.cross_entropy, "plan.json")
     traced = remat.torch.trace(model, (x, y), F.cross_entropy)    # just the remat graph
     ckpt = remat.torch.Checkpointable(nn.Sequential(...), budget="50%")  # Rotor as an nn.Module
+    torch.compile(model, backend=remat.torch.compile_backend(budget="50%"))  # Inductor
 
 Works with PyTorch 1.13 and 2.x (the differences live in _compat.py).
 """
 
 from remat.torch.checkpointable import Checkpointable, LiveBytes
 from remat.torch.execute import plan_module, run_measured
-from remat.torch.partition import aot_backend, partition
+from remat.torch.compile import compile_backend, measured_peak_bytes
+from remat.torch.partition import partition
 from remat.torch.optimize import Step, load_plan, optimize, plan_summary
 from remat.torch.trace import TracedStep, TraceError, trace
 
-__all__ = ["Checkpointable", "LiveBytes", "Step", "TraceError", "TracedStep", "aot_backend", "load_plan", "optimize", "partition",
+__all__ = ["Checkpointable", "LiveBytes", "Step", "TraceError", "TracedStep", "compile_backend", "load_plan", "optimize", "partition",
            "plan_module",
-           "plan_summary", "run_measured", "trace"]
+           "plan_summary", "measured_peak_bytes", "run_measured", "trace"]

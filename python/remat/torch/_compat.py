@@ -201,6 +201,19 @@ def nop_compiler():
     return make_boxed_compiler(lambda gm, _inputs: gm)
 
 
+def freeing_nop_compiler():
+    """A compiler that runs the graph as it is, taking its inputs as a list it empties (the
+    boxed convention, as Inductor's code does), so each input is freed after its last use."""
+    from torch.fx.graph import _BoxedCodeGen
+
+    def compile_graph(gm, _inputs):
+        gm.graph.set_codegen(_BoxedCodeGen())
+        gm.recompile()
+        return gm
+
+    return compile_graph
+
+
 def functorch_min_cut_partition():
     """AOTAutograd's min_cut_rematerialization_partition (the min-cut paper's partitioner)."""
     from torch._functorch.partitioners import min_cut_rematerialization_partition
@@ -250,12 +263,130 @@ def forward_node_names(joint_module, num_fwd_outputs=None):
     return {n.name for n in forward.nodes if n.op != "output"}
 
 
-def extract_fwd_bwd_modules(joint_module, saved_values, num_fwd_outputs):
-    """The forward and backward modules of a joint graph given the values to save."""
+def extract_fwd_bwd_modules(joint_module, saved_values, num_fwd_outputs, keep_saved=False):
+    """The forward and backward modules of a joint graph given the values to save.
+
+    The extraction drops a saved value its backward does not read (it computes the backward
+    from the saved values, so one read only to recompute another saved value goes unread). With
+    `keep_saved`, each saved tensor is also a backward output while extracting, so all are kept:
+    the backward module's outputs then end with them (returns the count as a third element; the
+    caller removes them)."""
     tensors = [n for n in saved_values if not _is_sym(n)]
     symbols = [n for n in saved_values if _is_sym(n)]
-    return _partitioners()._extract_fwd_bwd_modules(joint_module, tensors, symbols,
-                                                    num_fwd_outputs=num_fwd_outputs)
+    partitioners = _partitioners()
+    if not keep_saved:
+        return partitioners._extract_fwd_bwd_modules(joint_module, tensors, symbols,
+                                                     num_fwd_outputs=num_fwd_outputs)
+    output = next(iter(joint_module.graph.find_nodes(op="output")))
+    args, meta = output.args, dict(output.meta)
+    if "desc" in meta:
+        descs = _pytree.arg_tree_leaves(meta["desc"])
+        output.meta["desc"] = descs + [descs[-1]] * len(tensors)
+    output.args = ((args[0], tuple(tensors)),)
+    try:
+        fw, bw = partitioners._extract_fwd_bwd_modules(joint_module, tensors, symbols,
+                                                       num_fwd_outputs=num_fwd_outputs)
+    finally:
+        output.args = args
+        output.meta.clear()
+        output.meta.update(meta)
+    return fw, bw, len(tensors)
+
+
+def is_operator(target):
+    """Whether an fx call target is an operator overload (aten, prims or a library's), not a
+    higher-order operator or a Python function."""
+    return isinstance(target, torch._ops.OpOverload)
+
+
+def min_cut_partition(joint_module, joint_inputs, **kwargs):
+    """PyTorch's partition for Inductor: min-cut, under torch._functorch.config's
+    activation_memory_budget."""
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    kwargs.setdefault("compiler", "inductor")
+    return min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
+
+
+# -- torch.compile (remat.torch.compile) -------------------------------------------------------
+
+def hash_of_files(paths):
+    from torch._inductor.custom_graph_pass import get_hash_for_files
+
+    return get_hash_for_files(tuple(paths))
+
+
+def inductor_compile(gm, example_inputs, partitioner):
+    """Inductor's torch.compile backend with `partitioner` (a partition function with a
+    `uuid()`, Inductor's cache key) in place of its min-cut partition, after its joint-graph
+    passes."""
+    from torch._inductor.compile_fx import compile_fx
+
+    return compile_fx(gm, example_inputs,
+                      config_patches={"custom_partitioner_fn": _inductor_partitioner(partitioner)})
+
+
+def _inductor_partitioner(partitioner):
+    from torch._inductor.custom_graph_pass import CustomPartitionerFn
+
+    global _InductorPartitioner
+    if _InductorPartitioner is None:
+        class InductorPartitioner(CustomPartitionerFn):
+            """`partitioner` as Inductor's config takes it; its cache key pickles the config,
+            so it pickles as its uuid (the partitioner's code and options)."""
+
+            def __init__(self, partitioner):
+                self.partitioner = partitioner
+
+            def __call__(self, joint_module, joint_inputs, **kwargs):
+                return self.partitioner(joint_module, joint_inputs, **kwargs)
+
+            def uuid(self):
+                return self.partitioner.uuid()
+
+            def __reduce__(self):
+                return (str, (self.uuid(),))
+
+        _InductorPartitioner = InductorPartitioner
+    return _InductorPartitioner(partitioner)
+
+
+_InductorPartitioner = None  # made on first use: Inductor's import is slow
+
+
+def aot_eager_compile(gm, example_inputs, partition_fn):
+    """AOTAutograd with Inductor's decompositions and `partition_fn`, no compiler (the graphs run
+    as fx modules), as torch.compile's "aot_eager_decomp_partition" backend."""
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._inductor.decomposition import select_decomp_table
+
+    compiler = freeing_nop_compiler()
+    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler, partition_fn=partition_fn,
+                        decompositions=select_decomp_table())(gm, example_inputs)
+
+
+def compile_frame_id():
+    """Dynamo's id of the frame being compiled (code after a graph break is another frame; a
+    recompile keeps the id), or None outside torch.compile."""
+    from torch._guards import CompileContext
+
+    compile_id = CompileContext.current_compile_id()
+    return None if compile_id is None else compile_id.frame_id
+
+
+def allocations_during(fn):
+    """(fn(), [(bytes, time_ns)]): the CPU allocator's allocations (+) and frees (-) while fn
+    runs, in time order, from the profiler's memory events (every tensor storage, Inductor's
+    buffers included)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = fn()
+    events = [(e.start_ns(), i, e.nbytes())
+              for i, e in enumerate(prof.profiler.kineto_results.events())
+              if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
+    events.sort()
+    return result, [(nbytes, t) for t, _, nbytes in events]
 
 
 def _is_sym(node):

@@ -1,22 +1,26 @@
-"""remat.torch.partition: an AOTAutograd partition function whose saved set remat plans.
+"""remat.torch.partition: an AOTAutograd partition function that remat plans.
 
     from functorch.compile import aot_module, nop
     compiled = aot_module(model, fw_compiler=nop, bw_compiler=nop, partition_fn=rt.partition)
     partial(rt.partition, solver="fastsa", budget="60%")       # any graph solver, any budget
-    torch.compile(model, backend=rt.aot_backend(solver="mincut"))   # no compiler: fx modules
+    torch.compile(model, backend=rt.compile_backend(budget="50%"))   # compile.py: Inductor
 
-AOTAutograd traces the joint forward+backward graph and asks a partition function which forward
-values the forward graph saves for the backward; everything else the backward needs it
-recomputes from the saved values. `partition` turns the joint graph into a remat graph (phase
-from the forward outputs: the nodes they need from the primal inputs are the forward), solves it
-with a remat graph solver (default `mincut`, the min-cut paper's algorithm, with no memory budget
-unless one is given), and reads the saved set off the plan: the forward values and primal inputs whose
-forward copy a backward step or a recomputation reads. The forward and backward
-graphs are then cut by AOTAutograd's own extraction (so they are what AOTAutograd expects).
+AOTAutograd traces the joint forward+backward graph and asks a partition function for a forward
+graph (which also returns the values the backward reads) and a backward graph. `partition` turns
+the joint graph into a remat graph (JointGraph: phase from the forward outputs, the nodes they
+need from the primal inputs being the forward; the incoming gradients made by one node that runs
+after the forward outputs and before every backward node, as in a real step), solves it with a
+remat graph solver under a budget of activation memory (activation_budget_bytes), and lowers the
+plan: the forward graph runs the plan's steps before the backward starts, in its order, the
+backward graph the rest in its order, a node the plan runs again as one more call there; the
+values crossing are the saved set. AOTAutograd's own extraction gives the two graphs'
+inputs and outputs (so they are what AOTAutograd expects); their bodies follow the plan.
 
 Sizes come from each node's tensor metadata (views and in-place results alias their input, size
 0); costs from the FLOP model of cost.py on meta tensors of those shapes. `partition.last` holds
-the last call's figures (see PartitionStats).
+the last call's figures (PartitionStats). A graph remat does not model (symbolic shapes,
+higher-order operators, torch.utils.checkpoint regions) raises Unplannable; the compile backend
+(compile.py) then uses PyTorch's partitioner and warns.
 """
 
 import dataclasses
@@ -32,41 +36,78 @@ from remat.torch import _compat, op_kinds
 from remat.torch import cost as cost_models
 from remat.torch import effects
 
+SAFETY_TIME_LIMIT_S = 600.0
+BACKWARD_START = "remat_backward_start"
+
+
+class Unplannable(ValueError):
+    """The joint graph holds something remat does not model; the message says what."""
+
 
 @dataclasses.dataclass
 class PartitionStats:
-    """Figures of one partition: what the forward saves, what the backward recomputes."""
+    """Figures of one partition: what the forward saves, what the backward recomputes, and for a
+    remat plan the activation memory it was asked for and plans (the simulator's peak of the two
+    graphs as lowered, above the graph's inputs)."""
 
     saved: list  # names of the saved fx nodes
     saved_bytes: int  # sum of their tensor sizes (numel x element size, as functorch counts)
-    recomputed: list  # names of forward ops the backward graph runs again
+    recomputed: list  # names of forward ops the backward graph runs again (a name per run)
     seconds: float  # partition time
     solver: str = ""
     status: str = ""
+    recomputed_flops: float = 0.0  # cost.py's FLOPs of the recomputed calls
+    graph: str = ""
+    input_bytes: int = 0  # parameters, buffers and batch: resident throughout
+    budget_bytes: int = None  # activation memory asked for (None: no budget)
+    baseline_activation_bytes: int = 0  # the default schedule's: what a fraction is of
+    planned_activation_bytes: int = 0
+    lower_bound_activation_bytes: int = 0
 
 
 def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
-              num_fwd_outputs=None, static_lifetime_input_indices=None, time_limit=None, seed=1,
-              **params):
-    """AOTAutograd partition function: (forward module, backward module) of the joint graph,
-    with the saved set planned by remat `solver` under `budget` (see remat.parse_budget; None:
-    no memory budget, the solver's least-cost plan, as AOTAutograd's partitioners do).
+              num_fwd_outputs=None, static_lifetime_input_indices=None, compiler=None,
+              time_limit=None, seed=1, **params):
+    """AOTAutograd partition function: (forward module, backward module) of the joint graph as
+    remat `solver` plans it under `budget` of activation memory (see activation_budget_bytes;
+    None: no memory budget, the solver's least-cost plan, as AOTAutograd's partitioners do).
+    Raises Unplannable for a graph remat does not model.
 
-    `static_lifetime_input_indices` (AOTAutograd's inputs that live for the whole program, such
-    as parameters) changes nothing: every primal input is live throughout in the remat graph, so
-    saving one costs no memory there either. Other keywords are the solver's parameters."""
+    `static_lifetime_input_indices` (inputs that live for the whole program, such as parameters)
+    changes nothing: every primal input is live throughout in the remat graph, so saving one costs
+    no memory there either; `compiler` (Inductor passes "inductor") neither. Other keywords are
+    the solver's parameters."""
     start = time.perf_counter()
+    joint_module.graph.eliminate_dead_code()
     merge_common_subexpressions(joint_module)
-    joint = JointGraph(joint_module, num_fwd_outputs)
-    limit = 600.0 if time_limit is None else float(time_limit)
-    if budget is None:
-        budget = max(1, sum(joint.graph.value(v)["size"] for v in range(joint.graph.num_values)))
-    result = remat.solve(joint.graph, budget, solver, time_limit=limit, seed=seed, **params)
-    saved = joint.saved_nodes(result.sequence)
-    fw, bw = _compat.extract_fwd_bwd_modules(joint_module, saved, len(joint.fwd_outputs))
-    drop_forward_random_calls(bw, joint.forward_names)
+    joint = JointGraph(joint_module, num_fwd_outputs, backward_start=True)
+    graph = joint.graph
+    base_peak = remat.baseline(graph)[0]
+    lower = remat.memory_lower_bound(graph)
+    asked = activation_budget_bytes(graph, budget, joint.input_bytes)
+    solve_budget = max(1, sum(graph.value(v)["size"] for v in range(graph.num_values)))
+    if asked is not None:
+        solve_budget = max(asked + joint.input_bytes, lower)
+    limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
+    result = remat.solve(graph, solve_budget, solver, time_limit=limit, seed=seed, **params)
+    fw, bw, executed = lower_plan(joint_module, joint, list(result.sequence))
+    peak = remat.simulate(graph, executed).peak_bytes
+    if peak >= base_peak and executed != remat.default_schedule(graph):
+        # Never worse than the default schedule, and no recomputation that lowers no peak.
+        fw, bw, executed = lower_plan(joint_module, joint, remat.default_schedule(graph))
+        peak = remat.simulate(graph, executed).peak_bytes
     stats = partition_stats(fw, bw, len(joint.fwd_outputs), time.perf_counter() - start)
-    stats.solver, stats.status = result.solver, result.status
+    stats.solver = result.solver
+    stats.graph = graph.name
+    stats.input_bytes = joint.input_bytes
+    stats.budget_bytes = asked
+    stats.baseline_activation_bytes = base_peak - joint.input_bytes
+    stats.planned_activation_bytes = peak - joint.input_bytes
+    stats.lower_bound_activation_bytes = lower - joint.input_bytes
+    if asked is None:
+        stats.status = "no budget"
+    else:
+        stats.status = "feasible" if peak <= asked + joint.input_bytes else "over-budget"
     partition.last = stats
     return fw, bw
 
@@ -74,42 +115,156 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
 partition.last = None
 
 
-def aot_backend(**partition_options):
-    """A torch.compile backend running AOTAutograd with remat's partition and no compiler (the
-    graphs run as fx modules)."""
-    import functools
+def check_budget(budget):
+    """Raises TypeError or ValueError for a budget activation_budget_bytes cannot read, before
+    any graph exists (the compile backend checks it when made, not in the training loop)."""
+    if budget is None:
+        return
+    if isinstance(budget, bool) or not isinstance(budget, (int, float, str)):
+        raise TypeError(f"budget must be None, int bytes, a float fraction, text such as \"50%\" "
+                        f"or \"90MB\", or \"min\" (got {type(budget).__name__})")
+    if isinstance(budget, float) and not 0.0 < budget <= 1.0:
+        raise ValueError(f"a float budget is a fraction of the activation memory in (0, 1] "
+                         f"(got {budget!r})")
+    if isinstance(budget, int) and budget <= 0:
+        raise ValueError(f"a byte budget must be positive (got {budget})")
+    if isinstance(budget, str):
+        text = budget.strip().lower()
+        if text.endswith("%"):
+            try:
+                percent = float(text[:-1])
+            except ValueError:
+                raise ValueError(f"budget {budget!r}: not a percentage") from None
+            if not 0.0 < percent <= 100.0:
+                raise ValueError(f"budget {budget!r}: a percentage of the activation memory "
+                                 f"must be in (0, 100]")
+        elif text != "min":
+            remat._remat.parse_budget(_budget_check_graph(), budget)  # ValueError if bad
 
-    from torch._dynamo.backends.common import aot_autograd
 
-    compiler = _compat.nop_compiler()
-    return aot_autograd(fw_compiler=compiler, bw_compiler=compiler,
-                        partition_fn=functools.partial(partition, **partition_options))
+def _budget_check_graph():
+    return remat.Graph.build("budget check", [{"name": "x", "size": 1},
+                                              {"name": "y", "size": 1, "output": True}],
+                             [{"name": "f", "cost": 1, "inputs": [0], "outputs": [1]}])
 
 
-def drop_forward_random_calls(bw, forward_names):
-    """Removes from the backward module the forward's random calls whose result it does not
-    use. AOTAutograd's extraction copies every call whose inputs the backward has, then drops
-    the unused ones, but keeps random calls (impure outside torch.compile): a dropout whose
-    input is saved for another reason would draw again in the backward, unused, and move the
-    generator away from eager's. A forward random call the backward does use would be a new
-    draw, not the forward's: the plan never recomputes one, so that is an error here."""
-    graph = bw.graph
+def activation_budget_bytes(graph, budget, input_bytes):
+    """The activation memory `budget` allows on `graph` (bytes above its inputs), or None.
 
-    def forward_random(n):
-        return (n.op == "call_function" and n.name in forward_names
-                and op_kinds.is_random(_compat.packet_name(n.target))
-                and not effects.declared_writes(n))
+    The activation memory of a joint graph is the simulator's peak of its default schedule (the
+    forward, then the backward, in the graph's order, each value freed after its last use) less
+    the bytes of its inputs (parameters, buffers, batch), which are resident before the step and
+    after it. A float in (0, 1] or "P%" is that fraction of it; int bytes or byte text ("90MB")
+    are bytes of activation memory; "min" is the least any plan needs (the memory lower bound
+    less the inputs)."""
+    check_budget(budget)
+    if budget is None:
+        return None
+    activation = remat.baseline(graph)[0] - input_bytes
+    if isinstance(budget, float):
+        return int(budget * activation)
+    if isinstance(budget, int):
+        return budget
+    text = budget.strip().lower()
+    if text == "min":
+        return remat.memory_lower_bound(graph) - input_bytes
+    if text.endswith("%"):
+        return int(float(text[:-1]) / 100.0 * activation)
+    return remat._remat.parse_budget(graph, budget)
 
-    for n in reversed(list(graph.nodes)):
-        if n.users:
-            continue
-        if forward_random(n) or (n.target is operator.getitem and forward_random(n.args[0])):
-            graph.erase_node(n)
-    used = [n.name for n in graph.nodes if forward_random(n)]
-    if used:
-        raise RuntimeError(f"remat partition: the backward graph would draw the forward's random "
-                           f"call(s) {', '.join(used)} again instead of reading the saved draw")
-    bw.recompile()
+
+def lower_plan(joint_module, joint, sequence):
+    """(forward module, backward module, the sequence they run) of a plan of `joint`'s graph:
+    AOTAutograd's extraction with the plan's saved set gives each graph's inputs and outputs,
+    and each body is the plan's steps on its side of the backward start, in order (the returned
+    sequence says what runs: steps whose outputs nothing reads are dropped)."""
+    saved = joint.saved_nodes(sequence)
+    while True:
+        fw, bw, kept = _compat.extract_fwd_bwd_modules(joint_module, saved,
+                                                       len(joint.fwd_outputs), keep_saved=True)
+        boundary = sequence.index(joint.backward_start)
+        fw, fw_ran = _follow_plan(joint_module, joint, fw, sequence[:boundary])
+        bw, bw_ran = _follow_plan(joint_module, joint, bw, sequence[boundary + 1:],
+                                  drop_outputs=kept)
+        sequence = fw_ran + [joint.backward_start] + bw_ran
+        # A step whose copy nothing reads is dropped (a view read only after its root was made
+        # again is made again): the values it read from the forward need no saving.
+        fewer = joint.saved_nodes(sequence)
+        if len(fewer) == len(saved):
+            return fw, bw, sequence
+        saved = fewer
+
+
+def _follow_plan(joint_module, joint, module, steps, drop_outputs=0):
+    """`module` with its body replaced by the calls of `steps` (remat node ids), in order, and
+    its last `drop_outputs` outputs removed. Returns the module and the steps its graph runs."""
+    lowering = _Lowering(joint_module, joint, module)
+    for step in steps:
+        lowering.emit(step)
+    return lowering.finish(module, drop_outputs)
+
+
+class _Lowering:
+    """Copies joint-graph calls into a new fx graph in plan order. A call run again is a copy
+    named after the first (meta["remat_copy_of"]); each read takes the latest copy, and a view
+    whose root was computed again since the view was made is made again from the new root first
+    (in the simulator a view is free and reads whichever copy of its root is live)."""
+
+    def __init__(self, joint_module, joint, module):
+        self.joint_module, self.joint = joint_module, joint
+        self.graph = fx.Graph()
+        self.by_name = {n.name: n for n in joint_module.graph.nodes}
+        self.env = {}
+        self.serial = {}  # value -> how many times its root was computed when it was made
+        self.step_of = {}
+        for n in module.graph.nodes:
+            if n.op in ("placeholder", "get_attr"):
+                joint_node = self.by_name[n.name]
+                self.env[joint_node] = self.graph.node_copy(n)
+                if joint_node in joint.value_of:
+                    self.serial[joint.value_of[joint_node]] = 0
+
+    def emit(self, step):
+        joint = self.joint
+        call = joint.node_fx[step]
+        copy = self.graph.node_copy(call, self.read)
+        if copy.name != call.name:
+            copy.meta["remat_copy_of"] = call.name
+        self.env[call] = copy
+        self.step_of[copy] = step
+        for item in joint.getitems.get(call, ()):
+            self.env[item] = self.graph.node_copy(item, self.read)
+        for v in joint.nodes[step]["outputs"]:
+            root = joint.value_root[v]
+            self.serial[v] = self.serial.get(v, 0) + 1 if root == v else self.serial.get(root, 0)
+
+    def read(self, n):
+        """The latest copy of joint fx node `n`, making a stale view again first."""
+        joint = self.joint
+        if n not in self.env and n.op == "get_attr":
+            self.env[n] = self.graph.node_copy(n)
+        v = joint.value_of.get(n)
+        if v is not None and joint.value_root[v] != v and v in joint.producer_step \
+                and self.serial.get(v) != self.serial.get(joint.value_root[v], 0):
+            self.emit(joint.producer_step[v])
+        if n not in self.env:
+            raise Unplannable(f"the plan reads {n.name} where it does not exist (a forward "
+                              f"value the backward reads must be saved)")
+        return self.env[n]
+
+    def finish(self, module, drop_outputs):
+        output = next(n for n in module.graph.nodes if n.op == "output")
+        results = _compat.tree_flatten(output.args[0])[0]
+        results = results[:len(results) - drop_outputs]
+        new_output = self.graph.output([self.read(self.by_name[n.name])
+                                        if isinstance(n, fx.Node) else n for n in results])
+        new_output.meta.update(output.meta)
+        if "desc" in output.meta and drop_outputs:
+            new_output.meta["desc"] = list(output.meta["desc"])[:len(results)]
+        self.graph.eliminate_dead_code()
+        self.graph.lint()
+        lowered = fx.GraphModule(self.joint_module, self.graph)
+        return lowered, [self.step_of[n] for n in self.graph.nodes if n in self.step_of]
 
 
 def merge_common_subexpressions(joint_module):
@@ -172,7 +327,9 @@ def _call_key(n):
 
 
 def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
-    """Saved values (forward outputs beyond the model's) and recomputed ops of a partition."""
+    """Saved values (forward outputs beyond the model's) and recomputed calls of any partition
+    (remat's or PyTorch's): a backward call is a recomputation when the forward graph has a call
+    of its name (or, for remat's copies, of the name it is a copy of)."""
     fw_output = next(n for n in fw.graph.nodes if n.op == "output")
     outputs = _compat.tree_flatten(fw_output.args)[0]
     saved = [n for n in outputs[num_fwd_outputs:] if isinstance(n, fx.Node)]
@@ -182,10 +339,36 @@ def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
         if meta is not None:
             saved_bytes += _bytes(*meta)
     forward_calls = {n.name for n in fw.graph.nodes if n.op == "call_function"}
-    recomputed = [n.name for n in bw.graph.nodes
-                  if n.op == "call_function" and n.name in forward_calls
-                  and n.target is not operator.getitem]
-    return PartitionStats([n.name for n in saved], saved_bytes, recomputed, seconds)
+    recomputed = [n for n in bw.graph.nodes
+                  if n.op == "call_function" and n.target is not operator.getitem
+                  and n.meta.get("remat_copy_of", n.name) in forward_calls]
+    stats = PartitionStats([n.name for n in saved], saved_bytes,
+                           [n.meta.get("remat_copy_of", n.name) for n in recomputed], seconds)
+    stats.recomputed_flops = sum(node_flops(n) for n in recomputed)
+    return stats
+
+
+def node_flops(n):
+    """cost.py's FLOPs of an fx call from its nodes' tensor metadata (1 for a call whose
+    arguments the FLOP model does not know)."""
+    packet = _compat.packet_name(n.target)
+    kind = op_kinds.kind_of(packet, effects.is_view(n))
+    getitems = sorted((u for u in n.users if u.target is operator.getitem),
+                      key=lambda u: u.args[1])
+
+    def meta_tensor(node):
+        meta = _compat.node_tensor_meta(node)
+        if meta is None:
+            return None
+        return torch.empty(meta[0], dtype=meta[1], device="meta")
+
+    args = tuple(meta_tensor(a) if isinstance(a, fx.Node) else a for a in n.args)
+    result = (tuple(meta_tensor(g) for g in getitems) if getitems else meta_tensor(n))
+    try:
+        return cost_models.flop_cost(cost_models.OpCall(str(n.target), packet, kind, args,
+                                                        result))
+    except (TypeError, IndexError, AttributeError):
+        return 1.0
 
 
 def _bytes(shape, dtype):
@@ -197,9 +380,16 @@ def _element_size(dtype):
 
 
 class JointGraph:
-    """An AOTAutograd joint graph as a remat graph, with the tables back to fx nodes."""
+    """An AOTAutograd joint graph as a remat graph, with the tables back to fx nodes.
 
-    def __init__(self, joint_module, num_fwd_outputs=None):
+    With `backward_start`, one more node, `remat_backward_start`, reads the forward outputs and
+    makes a size-0 value every backward node reads: a plan then runs the whole forward before any
+    backward node, as a compiled step does. The incoming gradients (tangents) stay graph inputs,
+    as the `mincut` solver expects of a joint graph. Random calls read each other in the graph's
+    order (size-0 values), so every plan draws in that order. `input_bytes`: the bytes of the
+    graph inputs but the tangents (parameters, buffers, batch)."""
+
+    def __init__(self, joint_module, num_fwd_outputs=None, backward_start=False):
         self.module = joint_module
         self.fwd_outputs, self.bwd_outputs = _compat.joint_outputs(joint_module, num_fwd_outputs)
         self.forward_names = _compat.forward_node_names(joint_module, len(self.fwd_outputs))
@@ -207,22 +397,89 @@ class JointGraph:
         self.tangent_values = set()
         self.written_roots = set()  # storages in-place calls write: their producers run once
         self.producer_dict = {}  # value -> node dict producing it
-        nodes = []
+        self.node_fx = []  # remat node id -> fx call (None for the backward start)
+        self.getitems = {}  # fx call -> its getitem nodes
+        self.backward_start = None
+        forward, backward = [], []
         for n in joint_module.graph.nodes:
+            _check_plannable(n)
             if n.op == "placeholder":
                 v = self._add_value(n, n, None)
                 if _compat.is_tangent(n):
                     self.tangent_values.add(v)
             elif n.op == "call_function" and n.target is not operator.getitem:
-                nodes.append(self._node_dict(n))
+                node = self._node_dict(n)
+                (forward if node["phase"] == "forward" else backward).append((n, node))
         for root in self.written_roots:
             if root in self.producer_dict:
                 self.producer_dict[root]["recomputable"] = False
         for o in self.fwd_outputs + self.bwd_outputs:
             if isinstance(o, fx.Node) and o in self.value_of:
                 self.values[self.value_of[o]]["output"] = True
+        if backward_start:
+            self._pin_forward_outputs()
+        calls = forward + ([(None, self._backward_start(backward))] if backward_start else [])
+        calls += backward
+        self._chain_random_calls(calls)
+        self.nodes = nodes = []  # the node dicts, by remat node id
+        self.producer_step = {}  # value -> remat node id making it
+        for n, node in calls:
+            for v in node["outputs"]:
+                self.producer_step[v] = len(nodes)
+            self.node_fx.append(n)
+            nodes.append(node)
+        if backward_start:
+            self.backward_start = len(forward)
+        produced = {v for node in nodes for v in node["outputs"]}
+        self.input_bytes = sum(self.values[v]["size"] for v in range(len(self.values))
+                               if v not in produced and v not in self.tangent_values
+                               and "alias_of" not in self.values[v])
         self.graph = remat.Graph.build(f"{type(joint_module).__name__} joint graph",
                                        self.values, nodes)
+
+    def _backward_start(self, backward):
+        """The node making the incoming gradients after the forward outputs; every backward node
+        reads its size-0 token."""
+        token = len(self.values)
+        self.values.append({"name": BACKWARD_START, "size": 0})
+        self.value_node.append(None)
+        self.value_root.append(token)
+        for _, node in backward:
+            node["inputs"].append(token)
+        forward_outputs = []
+        for o in self.fwd_outputs:
+            if isinstance(o, fx.Node) and o in self.value_of:
+                v = self.value_of[o]
+                if v not in forward_outputs:
+                    forward_outputs.append(v)
+        return {"name": BACKWARD_START, "op": BACKWARD_START, "kind": "other",
+                "phase": "backward", "cost": 0.0, "inputs": forward_outputs,
+                "outputs": [token], "recomputable": False}
+
+    def _pin_forward_outputs(self):
+        """The forward returns its outputs, and the caller holds them to the end of the step: their
+        producers (and their storages' producers) run once, so no plan frees one to make it again
+        (the simulator only asks that an output exist at the end)."""
+        for o in self.fwd_outputs:
+            if isinstance(o, fx.Node) and o in self.value_of:
+                v = self.value_of[o]
+                for x in (v, self.value_root[v]):
+                    if x in self.producer_dict:
+                        self.producer_dict[x]["recomputable"] = False
+
+    def _chain_random_calls(self, calls):
+        previous = None
+        for _, node in calls:
+            if node["kind"] != "random":
+                continue
+            if previous is not None:
+                link = len(self.values)
+                self.values.append({"name": f"effect.{node['name']}", "size": 0})
+                self.value_node.append(None)
+                self.value_root.append(link)
+                previous["outputs"].append(link)
+                node["inputs"].append(link)
+            previous = node
 
     def _add_value(self, node, fx_node, alias_root):
         meta = _compat.node_tensor_meta(node)
@@ -256,8 +513,9 @@ class JointGraph:
             alias = self.value_root[inputs[0]]
         getitems = sorted((u for u in n.users if u.target is operator.getitem),
                           key=lambda u: u.args[1])
+        self.getitems[n] = getitems
         if getitems:
-            outputs = [self._add_value(g, g, None) for g in getitems]
+            outputs = [self._add_value(g, g, alias) for g in getitems]
         elif _compat.node_tensor_meta(n) is not None:
             outputs = [self._add_value(n, n, alias)]
         else:
@@ -266,7 +524,7 @@ class JointGraph:
         node = {
             "name": n.name, "op": str(n.target), "kind": kind,
             "phase": "forward" if n.name in self.forward_names else "backward",
-            "cost": self._cost(n, packet, kind, getitems),
+            "cost": node_flops(n),
             "inputs": inputs, "outputs": outputs,
             "recomputable": not written and not op_kinds.is_random(packet),
         }
@@ -274,40 +532,57 @@ class JointGraph:
             self.producer_dict[v] = node
         return node
 
-    def _cost(self, n, packet, kind, getitems):
-        def meta_tensor(node):
-            meta = _compat.node_tensor_meta(node)
-            if meta is None:
-                return None
-            return torch.empty(meta[0], dtype=meta[1], device="meta")
-
-        args = tuple(meta_tensor(a) if isinstance(a, fx.Node) else a for a in n.args)
-        result = (tuple(meta_tensor(g) for g in getitems) if getitems else meta_tensor(n))
-        try:
-            return cost_models.flop_cost(cost_models.OpCall(str(n.target), packet, kind, args,
-                                                            result))
-        except (TypeError, IndexError, AttributeError):
-            return 1.0  # an op whose arguments the FLOP model does not know
-
     def saved_nodes(self, sequence):
-        """fx nodes to save: the values whose forward copy (made by the first run of a forward
-        node, or a primal input) is read by the backward graph's steps (backward-phase nodes and
-        recomputations)."""
-        g = self.graph
+        """fx nodes to save: the values whose forward copy (made before the backward start, or
+        without it by the first run of a forward node; or a primal input) is read by a backward
+        step (after the backward start; without it, a backward-phase node or a recomputation).
+        A view whose root was made again since is not saved: lowering makes it again from the
+        new root (in the simulator a view reads whichever copy of its root is live)."""
         runs = {}
         forward_copy = {}  # value -> whether its latest copy is a forward copy
         saved = []
+        after_start = False
         for n in sequence:
-            node = g.node(n)
+            node = self.nodes[n]
             runs[n] = runs.get(n, 0) + 1
-            in_forward = node["phase"] == "forward" and runs[n] == 1
-            if not in_forward:
+            if n == self.backward_start:
+                after_start = True
+            elif self.backward_start is not None:
+                in_forward = not after_start
+            else:
+                in_forward = node["phase"] == "forward" and runs[n] == 1
+            if n != self.backward_start and not in_forward:
                 for v in node["inputs"]:
                     if v in self.tangent_values or not forward_copy.get(v, True):
                         continue
-                    fx_node = self.value_node[v] if v < len(self.value_node) else None
+                    if not forward_copy.get(self.value_root[v], True):
+                        continue  # a view of a root made again: the view is made again too
+                    fx_node = self.value_node[v]
                     if fx_node is not None and fx_node not in saved:
                         saved.append(fx_node)
             for v in node["outputs"]:
-                forward_copy[v] = in_forward
+                forward_copy[v] = n != self.backward_start and in_forward
         return saved
+
+
+def _check_plannable(n):
+    """Raises Unplannable for an fx node remat does not model."""
+    if n.op in ("call_module", "call_method"):
+        raise Unplannable(f"{n.name} is a {n.op} node; joint graphs call operators only")
+    if n.meta.get("recompute") is not None:
+        raise Unplannable(f"{n.name} is in a torch.utils.checkpoint region (its recompute "
+                          f"policy is PyTorch's to honour)")
+    if n.op == "call_function" and n.target is not operator.getitem:
+        if not _compat.is_operator(n.target):
+            raise Unplannable(f"{n.name} calls {getattr(n.target, '__name__', n.target)}, "
+                              f"not an aten or prims operator (a higher-order operator or a "
+                              f"Python function)")
+    value = n.meta.get("val")
+    for v in _compat.tree_flatten(value)[0]:
+        if isinstance(v, torch.Tensor):
+            if any(not isinstance(d, int) for d in v.shape):
+                raise Unplannable(f"{n.name} has a symbolic shape {tuple(v.shape)} (dynamic "
+                                  f"shapes); remat plans static shapes")
+        elif isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            raise Unplannable(f"{n.name} is a symbolic value {v} (dynamic shapes); remat "
+                              f"plans static shapes")

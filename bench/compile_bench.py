@@ -1,0 +1,247 @@
+"""torch.compile training steps side by side: eager, Inductor with PyTorch's default partition,
+Inductor with PyTorch's activation_memory_budget (each of its knapsack solvers), and Inductor
+with remat's backend (several solvers), at the same budget fractions, in one run.
+
+    ./scripts/python bench/compile_bench.py                       # all models, the table
+    ./scripts/python bench/compile_bench.py --models gpt --fractions 0.5 --solvers fastsa
+
+Per model and configuration: saved activation bytes and recomputed FLOPs of the partition
+(summed over the graphs; cost.py's FLOP model on both sides), the measured peak of one training
+step (forward and backward, gradients set to None before it, so the gradients' storage counts
+too), the median step time of the steps after the compiled one, the compile time (the first
+step), and the largest difference from eager in the loss and the gradients.
+
+The peak is CPU live-storage accounting, the same for every configuration: the allocator's
+events from torch.profiler (profile_memory=True) while the step runs, each allocation adding its
+bytes and each free removing them, Inductor's buffers included; the peak above what is live when
+the step starts (remat.torch.measured_peak_bytes). Inductor's caches are off, so every
+configuration partitions and compiles; random ops run eager's kernels
+(torch._inductor.config.fallback_random), so dropout draws as eager does and the gradients of
+every configuration are comparable with eager's.
+
+A fraction means different things to the two: PyTorch's activation_memory_budget is the share
+of the default partition's saved bytes to keep (between saving everything it would and
+recomputing every recomputable op); remat's is the share of the step's activation memory (the
+simulated peak of the default schedule less parameters, buffers and batch; docs/python.md).
+The measured peak is what both are judged by. Figures go to bench/results/compile_bench.json
+(--out).
+"""
+
+import argparse
+import copy
+import json
+import os
+import statistics
+import sys
+import time
+import warnings
+
+import torch
+import torch.nn as nn
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+sys.path.insert(0, os.path.join(HERE, "..", "python", "tests"))
+
+import remat.torch as rt  # noqa: E402
+from remat.torch import _compat  # noqa: E402
+from remat.torch.partition import partition_stats  # noqa: E402
+
+TORCH_SOLVERS = ("greedy", "ilp", "dp")
+
+
+def gpt():
+    import train_gpt
+
+    return train_gpt.make(4, context=64, vocab=128, layers=2)
+
+
+class HFLoss(nn.Module):
+    """A Hugging Face causal LM called with input_ids and labels; returns the loss."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids):
+        return self.model(input_ids=ids, labels=ids).loss
+
+
+def hf(name):
+    import transformers
+
+    common = {"vocab_size": 128, "bos_token_id": 0, "eos_token_id": 0, "use_cache": False}
+    if name == "gpt2":
+        config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, n_positions=64,
+                                         **common)
+        cls = transformers.GPT2LMHeadModel
+    else:
+        config = transformers.LlamaConfig(num_hidden_layers=2, hidden_size=64,
+                                          intermediate_size=128, num_attention_heads=2,
+                                          num_key_value_heads=1, max_position_embeddings=64,
+                                          **common)
+        cls = transformers.LlamaForCausalLM
+    torch.manual_seed(0)
+    ids = torch.randint(0, 128, (4, 64), generator=torch.Generator().manual_seed(0))
+    return HFLoss(cls(config)), (ids,), None
+
+
+def vision(name, image):
+    import torchvision
+
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, name)(num_classes=10, **(
+        {"image_size": image} if name.startswith("vit") else {}))
+    batch = (torch.randn(2, 3, image, image), torch.randint(0, 10, (2,)))
+    return model, batch, nn.functional.cross_entropy
+
+
+MODELS = {
+    "gpt": gpt,
+    "hf-gpt2": lambda: hf("gpt2"),
+    "hf-llama": lambda: hf("llama"),
+    "resnet50": lambda: vision("resnet50", 64),
+    "vit_b_16": lambda: vision("vit_b_16", 64),
+}
+
+
+class RecordingPartition:
+    """PyTorch's min-cut partition as an Inductor custom partitioner (the call Inductor makes
+    without one), recording each graph's figures."""
+
+    def __init__(self, label):
+        self.label, self.graphs = label, []
+
+    def __call__(self, joint, inputs, **kwargs):
+        start = time.perf_counter()
+        fw, bw = _compat.min_cut_partition(joint, inputs, **kwargs)
+        self.graphs.append(partition_stats(fw, bw, kwargs["num_fwd_outputs"],
+                                           time.perf_counter() - start))
+        return fw, bw
+
+    def uuid(self):
+        return self.label
+
+
+def configurations(fractions, solvers):
+    """(label, fraction, backend maker, functorch config) of every configuration."""
+    def torch_backend(label):
+        partitioner = RecordingPartition(label)
+        backend = lambda gm, inputs: _compat.inductor_compile(gm, inputs, partitioner)  # noqa
+        backend.graphs = partitioner.graphs
+        return backend
+
+    yield "eager", None, None, {}
+    yield "pytorch default", None, lambda: torch_backend("default"), {}
+    for f in fractions:
+        for solver in TORCH_SOLVERS:
+            yield (f"pytorch budget {solver}", f, lambda s=solver, f=f: torch_backend(f"{s}{f}"),
+                   {"activation_memory_budget": f, "activation_memory_budget_solver": solver})
+        for solver in solvers:
+            yield (f"remat {solver}", f, lambda s=solver, f=f: rt.compile_backend(f, s), {})
+
+
+def step_fn(model, batch, loss_fn, backend):
+    def step(*b):
+        out = model(b[0])
+        return out if loss_fn is None else loss_fn(out, *b[1:])
+
+    return step if backend is None else torch.compile(step, backend=backend)
+
+
+def measure(make, backend_maker, functorch_config, steps):
+    model, batch, loss_fn = make()
+    model = copy.deepcopy(model).train()
+    torch._dynamo.reset()
+    backend = backend_maker() if backend_maker else None
+    step = step_fn(model, batch, loss_fn, backend)
+
+    def train_step():
+        model.zero_grad(set_to_none=True)
+        torch.manual_seed(11)
+        loss = step(*batch)
+        loss.backward()
+        return loss.detach()
+
+    start = time.perf_counter()
+    with torch._functorch.config.patch(functorch_config):
+        loss = train_step()
+    compile_s = time.perf_counter() - start
+    grads = [p.grad.clone() for p in model.parameters()]
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        train_step()
+        times.append(time.perf_counter() - start)
+    _, peak = rt.measured_peak_bytes(train_step)
+    graphs = getattr(backend, "graphs", [])
+    return {
+        "loss": loss, "grads": grads, "peak_bytes": peak,
+        "step_s": statistics.median(times), "compile_s": compile_s,
+        "saved_bytes": sum(g.saved_bytes for g in graphs) if graphs else None,
+        "recomputed_flops": sum(g.recomputed_flops for g in graphs) if graphs else None,
+        "graphs": len(graphs),
+        "plan": [{"solver": g.solver, "status": g.status, "budget_bytes": g.budget_bytes,
+                  "planned_activation_bytes": g.planned_activation_bytes,
+                  "baseline_activation_bytes": g.baseline_activation_bytes}
+                 for g in graphs if g.solver],
+    }
+
+
+def difference(row, eager):
+    loss = abs(row["loss"] - eager["loss"]).item()
+    grads = max((a - b).abs().max().item() for a, b in zip(row["grads"], eager["grads"]))
+    return max(loss, grads)
+
+
+def mb(x):
+    return "-" if x is None else f"{x / 1e6:.2f}"
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="gpt,hf-gpt2,hf-llama,resnet50,vit_b_16")
+    p.add_argument("--fractions", default="0.8,0.5,0.3,0.1")
+    p.add_argument("--solvers", default="fastsa,auto", help="remat solvers")
+    p.add_argument("--steps", type=int, default=3, help="timed steps after the compiled one")
+    p.add_argument("--out", default=os.path.join(HERE, "results", "compile_bench.json"))
+    args = p.parse_args()
+    fractions = [float(f) for f in args.fractions.split(",")]
+    solvers = args.solvers.split(",")
+    torch.set_num_threads(1)  # a shared machine: one core per run, comparable step times
+    warnings.simplefilter("ignore")
+    patches = {"fx_graph_cache": False, "fallback_random": True}
+    records = []
+    print("| model | configuration | fraction | saved MB | recomputed MFLOP | measured peak MB "
+          "| peak / default | step ms | compile s | max diff vs eager |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    with torch._inductor.config.patch(patches), \
+            torch._functorch.config.patch(enable_autograd_cache=False):
+        for name in args.models.split(","):
+            eager = default = None
+            for label, fraction, maker, config in configurations(fractions, solvers):
+                row = measure(MODELS[name], maker, config, args.steps)
+                eager = eager or row
+                if label == "pytorch default":
+                    default = row
+                ratio = row["peak_bytes"] / default["peak_bytes"] if default else None
+                diff = difference(row, eager)
+                flops = (None if row["recomputed_flops"] is None
+                         else f"{row['recomputed_flops'] / 1e6:.1f}")
+                print(f"| {name} | {label} | {fraction or '-'} | {mb(row['saved_bytes'])} | "
+                      f"{flops or '-'} | {mb(row['peak_bytes'])} | "
+                      f"{'-' if ratio is None else f'{ratio:.2f}'} | "
+                      f"{1e3 * row['step_s']:.1f} | {row['compile_s']:.1f} | {diff:.1e} |",
+                      flush=True)
+                records.append({"model": name, "configuration": label, "fraction": fraction,
+                                 "max_diff_vs_eager": diff, "peak_over_default": ratio,
+                                 **{k: v for k, v in row.items()
+                                    if k not in ("loss", "grads")}})
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"torch": torch.__version__, "threads": 1, "rows": records}, f, indent=1)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""remat.torch.compile: a torch.compile backend whose AOTAutograd partition remat plans.
+
+    backend = rt.compile_backend(budget="50%", solver="auto")
+    step = torch.compile(lambda x, y: F.cross_entropy(model(x), y), backend=backend)
+    step(x, y).backward()                       # Inductor runs the planned forward and backward
+    backend.graphs                              # PartitionStats of every graph it partitioned
+    rt.compile_backend(budget=0.3, compiler="eager")   # no Inductor: the graphs run as fx modules
+    aot_function(fn, nop, nop, partition_fn=backend.partition_fn)   # AOTAutograd alone
+    loss, peak = rt.measured_peak_bytes(lambda: step(x, y).backward())
+
+Dynamo captures each graph, AOTAutograd traces its joint forward+backward graph, and
+`backend.partition_fn` (a RematPartitioner) plans it with remat.torch.partition under the budget
+(activation memory, see partition.activation_budget_bytes). Inductor then compiles the two graphs
+(with `compiler="eager"` they run as they are, after Inductor's decompositions, as
+"aot_eager_decomp_partition" does). A graph remat cannot plan goes to PyTorch's min-cut
+partitioner with one warning (RematFallbackWarning) naming why; a plan over the budget warns with
+its figures.
+"""
+
+import os
+import warnings
+
+import remat
+from remat.torch import _compat
+from remat.torch.partition import (Unplannable, activation_budget_bytes, check_budget, partition,
+                                   partition_stats)
+
+# Planning of each graph stops at the first of the solver's own end and this limit
+# (bench/compile_bench.py prints the compile times it gives).
+DEFAULT_TIME_LIMIT_S = 30.0
+COMPILERS = ("inductor", "eager")
+
+
+class RematFallbackWarning(UserWarning):
+    """A graph the backend could not plan was partitioned by PyTorch's min-cut partitioner."""
+
+
+class RematBudgetWarning(UserWarning):
+    """A graph's plan is over its budget (the least-memory plan found)."""
+
+
+def compile_backend(budget, solver="auto", *, compiler="inductor", time_limit=DEFAULT_TIME_LIMIT_S,
+                    seed=1, **params):
+    """A torch.compile backend planning each graph's saved set and recomputation with remat
+    `solver` under `budget` of activation memory: a float fraction in (0, 1] or "P%" of each
+    graph's activation memory, int bytes or byte text ("90MB") for the whole step (shared out
+    across graph breaks), "min" (the least-memory plan), or None (the least-cost plan, no memory
+    budget). `compiler`: "inductor" or "eager". Other keywords are the solver's parameters.
+    Raises ValueError (TypeError for a wrong type) for a budget, solver, compiler or parameter it
+    cannot use, here rather than in the training loop."""
+    return CompileBackend(RematPartitioner(budget, solver, time_limit=time_limit, seed=seed,
+                                           **params), compiler)
+
+
+class CompileBackend:
+    """torch.compile(model, backend=CompileBackend(...)): see compile_backend."""
+
+    def __init__(self, partition_fn, compiler="inductor"):
+        if compiler not in COMPILERS:
+            raise ValueError(f"compiler must be one of {', '.join(COMPILERS)} (got {compiler!r})")
+        self.partition_fn = partition_fn
+        self.compiler = compiler
+
+    @property
+    def graphs(self):
+        """PartitionStats of every graph partitioned, in order (fallbacks included)."""
+        return self.partition_fn.graphs
+
+    def __call__(self, gm, example_inputs):
+        if self.compiler == "inductor":
+            return _compat.inductor_compile(gm, example_inputs, self.partition_fn)
+        return _compat.aot_eager_compile(gm, example_inputs, self.partition_fn)
+
+    def __repr__(self):
+        return f"CompileBackend({self.partition_fn!r}, compiler={self.compiler!r})"
+
+
+class RematPartitioner:
+    """An AOTAutograd partition function (and Inductor custom partitioner) planning with remat,
+    falling back to PyTorch's min-cut partitioner with one warning on a graph it cannot plan."""
+
+    def __init__(self, budget, solver="auto", *, time_limit=DEFAULT_TIME_LIMIT_S, seed=1,
+                 **params):
+        check_budget(budget)
+        _check_solver(solver, params)
+        if time_limit is not None and not (isinstance(time_limit, (int, float))
+                                           and not isinstance(time_limit, bool)
+                                           and 0 < time_limit <= 1e9):
+            raise ValueError(f"time_limit must be None or seconds in (0, 1e9] "
+                             f"(got {time_limit!r})")
+        self.budget, self.solver, self.time_limit, self.seed = budget, solver, time_limit, seed
+        self.params = params
+        self.step_bytes = _step_bytes(budget)
+        self.graphs = []
+        self._saved_by_frame = {}
+
+    def __call__(self, joint_module, joint_inputs=None, **kwargs):
+        frame = _compat.compile_frame_id()
+        budget = self._share(frame)
+        try:
+            fw, bw = partition(joint_module, joint_inputs, solver=self.solver, budget=budget,
+                               time_limit=self.time_limit, seed=self.seed, **self.params,
+                               **kwargs)
+            stats = partition.last
+        except Exception as e:  # noqa: BLE001 - any failure to plan falls back, with its reason
+            reason = str(e) if isinstance(e, Unplannable) else f"{type(e).__name__}: {e}"
+            warnings.warn(f"remat: cannot plan graph {len(self.graphs)} ({reason}); it is "
+                          f"partitioned by PyTorch's min-cut partitioner", RematFallbackWarning,
+                          stacklevel=2)
+            fw, bw = _compat.min_cut_partition(joint_module, joint_inputs, **kwargs)
+            num_fwd_outputs = kwargs.get("num_fwd_outputs")
+            if num_fwd_outputs is None:
+                num_fwd_outputs = len(_compat.joint_outputs(joint_module)[0])
+            stats = partition_stats(fw, bw, num_fwd_outputs)
+            stats.solver, stats.status = "pytorch-min-cut", f"fallback: {reason}"
+        if stats.status == "over-budget":
+            warnings.warn(_over_budget_message(len(self.graphs), stats), RematBudgetWarning,
+                          stacklevel=2)
+        self.graphs.append(stats)
+        self._saved_by_frame[frame] = stats.saved_bytes
+        return fw, bw
+
+    def _share(self, frame):
+        """This graph's budget: a fraction or "min" applies to each graph; bytes for the step are
+        what the graphs of other frames (compiled before it) do not save."""
+        if self.step_bytes is None:
+            return self.budget
+        others = sum(b for f, b in self._saved_by_frame.items() if f != frame)
+        return max(1, self.step_bytes - others)
+
+    def uuid(self):
+        """Inductor's cache key of this partitioner: its code and options."""
+        here = os.path.dirname(os.path.abspath(__file__))
+        files = [os.path.join(here, f) for f in ("compile.py", "partition.py", "op_kinds.py",
+                                                  "cost.py", "effects.py", "_compat.py")]
+        return f"{_compat.hash_of_files(files + [remat._remat.__file__])}:{self!r}"
+
+    def __repr__(self):
+        options = "".join(f", {k}={v!r}" for k, v in sorted(self.params.items()))
+        return (f"RematPartitioner({self.budget!r}, {self.solver!r}, time_limit="
+                f"{self.time_limit!r}, seed={self.seed!r}{options})")
+
+
+def measured_peak_bytes(fn):
+    """(fn(), peak bytes): the peak of the CPU tensor storage bytes allocated while fn runs above
+    those allocated when it starts (the profiler's allocator events: every storage, Inductor's
+    buffers included; a storage freed during fn lowers the count)."""
+    result, events = _compat.allocations_during(fn)
+    live = peak = 0
+    for nbytes, _ in events:
+        live += nbytes
+        peak = max(peak, live)
+    return result, peak
+
+
+def _step_bytes(budget):
+    """A byte budget for the whole step, or None for a fraction, "min" or None."""
+    if isinstance(budget, int) and not isinstance(budget, bool):
+        return budget
+    if isinstance(budget, str) and budget.strip().lower() != "min" \
+            and not budget.strip().endswith("%"):
+        graph = remat.Graph.build("budget", [{"name": "x", "size": 1},
+                                             {"name": "y", "size": 1, "output": True}],
+                                  [{"name": "f", "cost": 1, "inputs": [0], "outputs": [1]}])
+        return activation_budget_bytes(graph, budget, 0)
+    return None
+
+
+def _check_solver(solver, params):
+    rows = {row["name"]: row for row in remat._remat.solver_rows() if row["graph"]}
+    if solver not in rows:
+        raise ValueError(f"unknown graph solver {solver!r} (graph solvers: "
+                         f"{', '.join(rows)})")
+    known = {p[0] for p in rows[solver]["params"]}
+    for key in params:
+        member = key.split(".", 1)[0] if solver == "auto" and "." in key else None
+        if key not in known and member not in rows:
+            raise ValueError(f"solver {solver!r} has no parameter {key!r} (it has: "
+                             f"{', '.join(sorted(known)) or 'none'})")
+
+
+def _over_budget_message(index, stats):
+    def percent(x):
+        return 100.0 * x / stats.baseline_activation_bytes if stats.baseline_activation_bytes \
+            else 0.0
+
+    return (f"remat: graph {index} ({stats.graph}): the plan ({stats.solver}) needs "
+            f"{remat.format_bytes(stats.planned_activation_bytes)} of activation memory "
+            f"({percent(stats.planned_activation_bytes):.1f} % of its "
+            f"{remat.format_bytes(stats.baseline_activation_bytes)}), over the budget "
+            f"{remat.format_bytes(stats.budget_bytes)} ({percent(stats.budget_bytes):.1f} %); "
+            f"the least any plan needs is "
+            f"{remat.format_bytes(stats.lower_bound_activation_bytes)}")

@@ -1,0 +1,249 @@
+"""remat.torch.compile_backend under torch.compile: losses and parameters after AdamW steps
+against the same step compiled with PyTorch's default partition, on models with dropout, a CNN,
+Hugging Face GPT-2 from its config, and a graph break; the plan differs from the default saved
+set under a budget; a graph remat cannot plan falls back with one warning. Most tests run the
+graphs as fx modules (compiler="eager", PyTorch's "aot_eager_decomp_partition" is the reference:
+the same decompositions and random-op functionalization, so the same draws); one runs Inductor.
+Planning itself is bench/compile_bench.py's work."""
+
+import copy
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+import remat.torch as rt
+from remat.torch import _compat
+from remat.torch.compile import RematBudgetWarning, RematFallbackWarning
+from remat.torch.partition import partition_stats
+from models import cnn, mlp, transformer
+
+# fastsa with a tenth of its iterations: a plan in about a second per graph (the default solver,
+# auto, takes seconds to tens of seconds on these graphs: bench/compile_bench.py runs it).
+QUICK = {"solver": "fastsa", "iterations_scale": 0.1}
+
+
+def adamw_steps(model, batch, loss_fn, backend, steps=3):
+    """Losses of `steps` AdamW steps of a copy compiled with `backend`, and its parameters."""
+    torch._dynamo.reset()
+    model = copy.deepcopy(model).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    step = torch.compile(lambda *b: loss_fn(model(b[0]), *b[1:]), backend=backend)
+    torch.manual_seed(11)
+    losses = []
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = step(*batch)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.detach())
+    return losses, [p.detach().clone() for p in model.parameters()]
+
+
+def assert_trains_like(got, expected):
+    for a, b in zip(got[0], expected[0]):
+        torch.testing.assert_close(a, b)
+    for a, b in zip(got[1], expected[1]):
+        torch.testing.assert_close(a, b)
+
+
+class DefaultPartition:
+    """A backend like PyTorch's "aot_eager_decomp_partition" (Inductor's decompositions, its
+    min-cut partition, the graphs run as fx modules), recording each graph's saved set."""
+
+    def __init__(self):
+        self.saved = []
+
+    def partition(self, joint, inputs, **kwargs):
+        fw, bw = _compat.min_cut_partition(joint, inputs, **kwargs)
+        self.saved.append(partition_stats(fw, bw, kwargs["num_fwd_outputs"]).saved)
+        return fw, bw
+
+    def __call__(self, gm, example_inputs):
+        return _compat.aot_eager_compile(gm, example_inputs, self.partition)
+
+
+@pytest.mark.parametrize("make", [transformer, cnn])
+def test_backend_trains_like_the_default_partition_and_plans_its_own_saved_set(make):
+    # The transformer block has dropout: the compiled step's draws are replayed in the same order.
+    model, batch, loss_fn = make()
+    backend = rt.compile_backend(budget="50%", compiler="eager", **QUICK)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        got = adamw_steps(model, batch, loss_fn, backend)
+    default = DefaultPartition()
+    assert_trains_like(got, adamw_steps(model, batch, loss_fn, default))
+    (stats,) = backend.graphs
+    assert stats.solver == "fastsa" and stats.budget_bytes == stats.baseline_activation_bytes // 2
+    assert stats.planned_activation_bytes < stats.baseline_activation_bytes
+    assert stats.saved != default.saved[0]
+
+
+def test_budget_min_asks_for_the_lower_bound_and_a_fraction_for_its_share():
+    model, batch, loss_fn = mlp()
+    figures = {}
+    for budget in (0.9, "min"):
+        backend = rt.compile_backend(budget=budget, compiler="eager", **QUICK)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RematBudgetWarning)
+            adamw_steps(model, batch, loss_fn, backend, steps=1)
+        figures[budget] = backend.graphs[0]
+    assert figures["min"].budget_bytes == figures["min"].lower_bound_activation_bytes
+    assert figures["min"].planned_activation_bytes < figures["min"].baseline_activation_bytes
+    assert figures[0.9].status == "feasible"
+    assert figures[0.9].budget_bytes == int(0.9 * figures[0.9].baseline_activation_bytes)
+
+
+def test_hf_gpt2_with_dropout_trains_like_the_default_partition():
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=128,
+                                     n_positions=32, bos_token_id=0, eos_token_id=0,
+                                     use_cache=False)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config)
+    ids = torch.randint(0, 128, (2, 32), generator=torch.Generator().manual_seed(0))
+    backend = rt.compile_backend(budget="50%", compiler="eager", **QUICK)
+
+    def loss_fn(output, labels):
+        return output.loss
+
+    class Wrapped(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids):
+            return self.model(input_ids=ids, labels=ids)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        got = adamw_steps(Wrapped(), (ids, ids), loss_fn, backend, steps=2)
+    expected = adamw_steps(Wrapped(), (ids, ids), loss_fn, DefaultPartition(), steps=2)
+    assert_trains_like(got, expected)
+    assert backend.graphs and all(s.solver == "fastsa" for s in backend.graphs)
+
+
+class Broken(nn.Module):
+    """Two halves with a graph break between them: two graphs for the backend."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.a = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.Tanh())
+        self.b = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+
+    def forward(self, x):
+        x = self.a(x)
+        torch._dynamo.graph_break()
+        return self.b(x)
+
+
+def test_graph_breaks_share_a_byte_budget_and_fractions_apply_to_each_graph():
+    model, batch = Broken(), (torch.randn(512, 64), torch.randint(0, 10, (512,)))
+    step_bytes = 3_000_000
+    backend = rt.compile_backend(budget=step_bytes, compiler="eager", **QUICK)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        got = adamw_steps(model, batch, F.cross_entropy, backend)
+    assert_trains_like(got, adamw_steps(model, batch, F.cross_entropy, DefaultPartition()))
+    # Dynamo makes a graph before the break and one after it in each frame the break splits.
+    assert len(backend.graphs) >= 2
+    earlier = 0
+    for stats in backend.graphs:
+        assert stats.budget_bytes == step_bytes - earlier
+        earlier += stats.saved_bytes
+    halves = rt.compile_backend(budget=0.5, compiler="eager", **QUICK)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        adamw_steps(model, batch, F.cross_entropy, halves, steps=1)
+    assert [s.budget_bytes for s in halves.graphs] == [
+        s.baseline_activation_bytes // 2 for s in halves.graphs]
+
+
+class CheckpointedMLP(nn.Module):
+    """A torch.utils.checkpoint region: its recompute policy is PyTorch's, remat does not plan
+    it."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.inner = nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 128), nn.Tanh())
+        self.out = nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.out(checkpoint(self.inner, x, use_reentrant=False))
+
+
+def test_a_graph_remat_cannot_plan_falls_back_with_one_warning_and_trains():
+    model, batch = CheckpointedMLP(), (torch.randn(64, 64), torch.randint(0, 10, (64,)))
+    backend = rt.compile_backend(budget="50%", compiler="eager", **QUICK)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = adamw_steps(model, batch, F.cross_entropy, backend)
+    fallbacks = [w for w in caught if issubclass(w.category, RematFallbackWarning)]
+    assert len(fallbacks) == 1 and "checkpoint" in str(fallbacks[0].message)
+    assert backend.graphs[0].solver == "pytorch-min-cut"
+    assert_trains_like(got, adamw_steps(model, batch, F.cross_entropy, DefaultPartition()))
+
+
+def test_partition_fn_under_aot_function_gives_eager_gradients():
+    from functorch.compile import aot_function, make_boxed_compiler
+
+    model, (x, y), loss_fn = mlp()
+    backend = rt.compile_backend(budget="60%", **QUICK)
+    params = dict(model.named_parameters())
+
+    def step(params, x, y):
+        return loss_fn(torch.func.functional_call(model, params, (x,)), y)
+
+    nop = make_boxed_compiler(lambda gm, _: gm)
+    compiled = aot_function(step, nop, nop, partition_fn=backend.partition_fn)
+    compiled(params, x, y).backward()
+    got = [p.grad.clone() for p in params.values()]
+    model.zero_grad()
+    step(params, x, y).backward()
+    for a, p in zip(got, params.values()):
+        torch.testing.assert_close(a, p.grad)
+    assert backend.graphs[0].solver == "fastsa"
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"budget": 1.5}, "fraction"),
+    ({"budget": "150%"}, "percentage"),
+    ({"budget": "lots"}, "lots"),
+    ({"budget": "50%", "solver": "nosuch"}, "unknown graph solver"),
+    ({"budget": "50%", "solver": "fastsa", "nosuch": 1}, "no parameter 'nosuch'"),
+    ({"budget": "50%", "compiler": "tvm"}, "compiler must be one of"),
+    ({"budget": "50%", "time_limit": -1}, "time_limit"),
+])
+def test_bad_options_are_refused_when_the_backend_is_made(options, error):
+    with pytest.raises(ValueError, match=error):
+        rt.compile_backend(**options)
+
+
+def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
+    # Inductor's caches off: a hit (the same graphs and partitioner, say from an earlier run)
+    # reuses the compiled plan without calling the partitioner.
+    model, batch, loss_fn = mlp()
+    backend = rt.compile_backend(budget="50%", **QUICK)
+    no_caches = {"fx_graph_cache": False, "autotune_local_cache": False}
+    with torch._inductor.config.patch(no_caches), \
+            torch._functorch.config.patch(enable_autograd_cache=False), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        got = adamw_steps(model, batch, loss_fn, backend, steps=2)
+    eager = copy.deepcopy(model)
+    optimizer = torch.optim.AdamW(eager.parameters(), lr=1e-3)
+    losses = []
+    for _ in range(2):
+        optimizer.zero_grad()
+        loss = loss_fn(eager(batch[0]), batch[1])
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.detach())
+    assert_trains_like(got, (losses, [p.detach() for p in eager.parameters()]))
+    (stats,) = backend.graphs
+    assert stats.solver == "fastsa" and stats.recomputed
