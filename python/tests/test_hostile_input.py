@@ -92,7 +92,7 @@ def test_budgets_in_bytes_are_exact_and_decimal():
             _remat.parse_budget(g, bad)
 
 
-def test_keyboard_interrupt_stops_a_long_solve_within_two_seconds():
+def test_keyboard_interrupt_stops_a_long_solve_at_once():
     g = layered(300)
     fired = []
 
@@ -104,15 +104,18 @@ def test_keyboard_interrupt_stops_a_long_solve_within_two_seconds():
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
-            # fastsa honours its deadline every few iterations; 30 s would run to the end.
-            remat.solve(g, "60%", "fastsa", time_limit=30.0)
+            # A fixed schedule of many iterations runs for tens of seconds: only the interrupt
+            # can end it this soon. fastsa polls the interrupt every few iterations.
+            remat.solve(g, "60%", "fastsa", work_limit=1e4, time_limit=600.0, schedule="fixed",
+                        iterations_scale=20)
     finally:
         timer.cancel()
     latency = time.monotonic() - fired[0]
-    assert latency < 2.0, f"KeyboardInterrupt arrived {latency:.2f} s after SIGINT"
+    # A safety net: about 10 ms on an idle machine, more on a loaded one.
+    assert latency < 5.0, f"KeyboardInterrupt arrived {latency:.2f} s after SIGINT"
     # The interrupt was for that solve only: the next one runs to its end.
-    r = remat.solve(g, "60%", "fastsa", time_limit=0.3)
-    assert r.wall_time_s >= 0.25 and r.sequence
+    r = remat.solve(g, "60%", "fastsa", work_limit=0.01)
+    assert r.stop_reason == "work_limit" and r.sequence
 
 
 def test_an_exception_in_the_progress_callback_stops_the_solve():
