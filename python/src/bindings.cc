@@ -281,6 +281,7 @@ struct PySolveResult {
   std::vector<std::pair<std::string, std::vector<double>>> series;
   std::vector<std::pair<std::string, std::vector<std::string>>> lists;
   std::vector<int32_t> recomputed;  // nodes the sequence runs more than once, ascending
+  std::string plan_json;            // the plan file `remat solve -o` writes (one writer)
 };
 
 std::vector<int32_t> recomputed_nodes(const Graph& g, const Sequence& seq) {
@@ -392,7 +393,33 @@ PySolveResult solve_py(const Graph& g, const py::object& budget, const std::stri
   out.series = r.plan.stats.series;
   out.lists = r.plan.stats.lists;
   out.recomputed = recomputed_nodes(g, r.plan.sequence);
+  out.plan_json = plan_to_json(g, r, options.budget);
   return out;
+}
+
+// A plan file for a sequence that no solve returned (a plan given by hand, or the default
+// schedule put in a solver's place): the same writer, the simulator's figures, no solver stats.
+std::string sequence_plan_json(const Graph& g, const std::vector<int32_t>& sequence,
+                               int64_t budget_bytes, const std::string& solver,
+                               const std::string& status) {
+  SolveResult r;
+  r.plan.sequence = to_sequence(g, sequence);
+  r.plan.solver = solver;
+  const std::optional<SolveStatus> parsed = parse_solve_status(status);
+  if (!parsed) throw InputError(fmt::format("python: unknown plan status '{}'", shorten(status)));
+  r.plan.stats.status = *parsed;
+  r.eval = simulate(g, r.plan.sequence);
+  if (!r.eval.valid) throw InputError("python: the sequence is not a valid plan: " + r.eval.error);
+  return plan_to_json(g, r, Budget{budget_bytes});
+}
+
+// Reads a plan file with the one reader (format, fingerprint and step names checked against
+// `g`); returns (node ids, solver, status, the file's text).
+py::tuple read_plan_py(const Graph& g, const std::string& path) {
+  const std::string text = read_text_file(path);
+  const Plan plan = parse_plan_json(g, text, path);
+  return py::make_tuple(node_indices(plan.sequence), plan.solver,
+                        std::string(to_string(plan.stats.status)), text);
 }
 
 // Chains cross as remat chain JSON text (docs/formats.md); Python wraps them in dicts.
@@ -678,6 +705,7 @@ PYBIND11_MODULE(_remat, m) {
       .def_readonly("series", &PySolveResult::series)
       .def_readonly("lists", &PySolveResult::lists)
       .def_readonly("recomputed", &PySolveResult::recomputed)
+      .def_readonly("plan_json", &PySolveResult::plan_json)
       .def("__repr__", [](const PySolveResult& r) {
         return fmt::format("<SolveResult {} {} peak={} cost={} budget={}>", r.solver, r.status,
                            r.peak_bytes, r.cost, r.budget_bytes);
@@ -716,6 +744,12 @@ PYBIND11_MODULE(_remat, m) {
       py::arg("graph"), py::arg("budget"));
   m.def("format_bytes", &format_bytes, py::arg("bytes"));
   m.attr("DEFAULT_WORK_LIMIT") = kDefaultWorkLimit;
+  m.def("sequence_plan_json", &sequence_plan_json, py::arg("graph"), py::arg("sequence"),
+        py::arg("budget_bytes"), py::arg("solver"), py::arg("status"),
+        "remat-plan JSON text of a sequence no solve returned (the one plan writer).");
+  m.def("read_plan", &read_plan_py, py::arg("graph"), py::arg("path"),
+        "(node ids, solver, status, text) of a remat-plan file, checked against the graph "
+        "(the one plan reader).");
   m.def("backstop_time_limit", &backstop_time_limit, py::arg("work_limit"),
         "The wall-clock backstop (seconds) for a work limit when no time limit is given.");
   m.def(

@@ -13,12 +13,12 @@ Bad arguments and models that cannot be traced end with one line on stderr and e
 
 import argparse
 import importlib
-import json
 import importlib.util
 import os
 import sys
 
 import remat
+from remat import _remat
 
 
 def _load_factory(spec):
@@ -85,16 +85,7 @@ def _summary_command(args):
     from remat.torch.optimize import plan_summary
 
     graph = remat.load(args.graph)
-    with open(args.plan, encoding="utf-8") as f:
-        try:
-            plan = json.load(f)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{args.plan}: not JSON: {error}") from None
-    if not isinstance(plan, dict) or not isinstance(plan.get("sequence"), list):
-        raise ValueError(f"{args.plan}: not a remat plan (no 'sequence' list)")
-    sequence = [e.get("id") if isinstance(e, dict) else e for e in plan["sequence"]]
-    if not all(isinstance(n, int) and 0 <= n < graph.num_nodes for n in sequence):
-        raise ValueError(f"{args.plan}: names nodes outside {args.graph}'s {graph.num_nodes}")
+    sequence, _, _, _ = _remat.read_plan(graph, args.plan)
     evaluation = remat.simulate(graph, sequence)
     if not evaluation.valid:
         raise ValueError(f"{args.plan}: not a valid plan of {args.graph}: {evaluation.error}")

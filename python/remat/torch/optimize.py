@@ -25,6 +25,7 @@ DDP would (distributed.py); an FSDP-sharded model is refused.
 
 import collections
 import json
+import os
 import sys
 import time
 import warnings
@@ -32,6 +33,7 @@ import warnings
 import torch
 
 import remat
+from remat import _remat
 from remat.torch import _compat, distributed
 from remat.torch.capture import trainable
 from remat.torch.execute import DataDependentSizeError, plan_module, run_measured
@@ -49,7 +51,7 @@ class Step:
     """One planned training step of a model; see the module docstring."""
 
     def __init__(self, model, traced, sequence, solver="given", status="given", *,
-                 planning=None, retrace=False, time_limit_hit=False):
+                 planning=None, retrace=False, time_limit_hit=False, plan_document=None):
         self.traced = traced
         self.model = model
         self.solver = solver
@@ -58,6 +60,9 @@ class Step:
         self.retrace = retrace
         self.time_limit_hit = time_limit_hit
         self._set_plan(list(sequence))
+        # remat-plan JSON text of this sequence as the solve or the file gave it (stats kept), or
+        # None: save_plan then writes one from the sequence.
+        self.plan_document = plan_document
         self.measured_peak_bytes = None
         self._trainable = tuple(traced.param_names)
         self._modes = traced.training_modes
@@ -150,12 +155,13 @@ class Step:
             self._remember_plan()
         else:
             self._plans.move_to_end(traced.fingerprint)
-            sequence, self.solver, self.status, self.time_limit_hit = cached
+            sequence, self.solver, self.status, self.time_limit_hit, document = cached
             self._set_plan(sequence)
+            self.plan_document = document
 
     def _remember_plan(self):
         self._plans[self.traced.fingerprint] = (self.sequence, self.solver, self.status,
-                                                self.time_limit_hit)
+                                                self.time_limit_hit, self.plan_document)
         while len(self._plans) > PLAN_CACHE_SIZE:
             self._plans.popitem(last=False)
 
@@ -254,33 +260,40 @@ class Step:
         self.planning = planning
         self.solver, self.status, self.time_limit_hit = result.solver, result.status, hit
         self._set_plan(sequence)
+        self.plan_document = document_of(result, sequence)
         self._plans = collections.OrderedDict()
         self._remember_plan()
         return self
 
     # -- plans as files -------------------------------------------------------------------------
     def plan_json(self):
-        """The remat-plan v1 JSON of this step (the format `remat solve -o` writes), with the
-        traced graph's fingerprint."""
+        """The remat-plan v1 JSON of this step (the format `remat solve -o` writes, by the same
+        writer), with the traced graph's fingerprint and, for a solved or loaded plan, the
+        solver's stats."""
+        if self.plan_document is not None:
+            return json.loads(self.plan_document)
         g = self.traced.graph
-        budget = self.planning.get("budget_bytes", self.planned_peak_bytes)
-        return {
-            "format": "remat-plan", "version": 1, "graph": g.name,
-            "graph_fingerprint": self.traced.fingerprint, "solver": self.solver,
-            "budget_bytes": budget, "status": self.status,
-            "peak_bytes": self.planned_peak_bytes, "cost": self.planned_cost,
-            "baseline_peak_bytes": self.baseline_peak_bytes, "baseline_cost": self.baseline_cost,
-            "peak_percent_of_baseline": self.peak_percent,
-            "cost_increase_percent": self.extra_cost_percent, "steps": len(self.sequence),
-            "sequence": [{"id": i, "name": g.node(i)["name"]} for i in self.sequence],
-        }
+        budget = self.planning.get("budget_bytes")
+        if budget is None:
+            budget = self.planned_peak_bytes
+        status = self.status
+        if status not in ("optimal", "feasible", "over-budget", "infeasible"):
+            status = "feasible" if self.planned_peak_bytes <= budget else "over-budget"
+        return json.loads(_remat.sequence_plan_json(g, self.sequence, budget, self.solver,
+                                                    status))
 
     def save_plan(self, path):
         """Writes the plan as remat-plan JSON; `remat simulate GRAPH path` and
         `rt.load_plan(model, batch, loss_fn, path)` read it."""
-        with open(path, "w", encoding="utf-8") as f:
-            json.dump(self.plan_json(), f, indent=1)
-            f.write("\n")
+        text = json.dumps(self.plan_json(), indent=1) + "\n"
+        tmp = f"{path}.tmp{os.getpid()}"
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
 
     # -- reports --------------------------------------------------------------------------------
     def summary(self, file=None, limit=15):
@@ -485,7 +498,8 @@ def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *
                 "threads": threads, "progress": progress, "params": params, "cost": cost}
     result, sequence, hit = plan(traced, **planning)
     step = Step(model, traced, sequence, solver=result.solver, status=result.status,
-                planning=planning, retrace=retrace, time_limit_hit=hit)
+                planning=planning, retrace=retrace, time_limit_hit=hit,
+                plan_document=document_of(result, sequence))
     step.planning["budget_bytes"] = result.budget_bytes
     return step
 
@@ -497,41 +511,26 @@ def load_plan(model, example_inputs, loss_fn, path, *, model_inputs=1, model_kwa
     graph (its graph_fingerprint, or its step names, differ from the traced graph's)."""
     traced = trace(model, example_inputs, loss_fn, model_inputs=model_inputs,
                    model_kwargs=model_kwargs, cost=cost)
-    sequence, info = read_plan(traced, path)
+    sequence, info, text = read_plan(traced, path)
     return Step(model, traced, sequence, solver=info.get("solver", "file"),
                 status=info.get("status", "given"), retrace=retrace,
-                planning={"budget_bytes": info.get("budget_bytes")})
+                planning={"budget_bytes": info.get("budget_bytes")}, plan_document=text)
+
+
+def document_of(result, sequence):
+    """The plan file text of a solve's result when `sequence` is its plan (not the default
+    schedule put in its place), else None."""
+    return result.plan_json if list(result.sequence) == list(sequence) else None
 
 
 def read_plan(traced, path):
-    """(sequence, plan JSON) of a plan file, checked against the traced graph."""
-    try:
-        with open(path, encoding="utf-8") as f:
-            info = json.load(f)
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path}: not JSON: {error}") from None
-    if not isinstance(info, dict) or not isinstance(info.get("sequence"), list):
-        raise ValueError(f"{path}: not a remat plan (no 'sequence' list)")
+    """(sequence, plan JSON as a dict, its text) of a plan file, read by the one plan reader:
+    ValueError when it is not a remat plan, or was made for another graph (its
+    graph_fingerprint or its step names differ from the traced graph's), or is not valid."""
     g = traced.graph
-    fingerprint = info.get("graph_fingerprint")
-    if fingerprint is not None and fingerprint != traced.fingerprint:
-        raise ValueError(f"{path}: the plan was made for another graph (fingerprint "
-                         f"{str(fingerprint)[:12]}, the traced {traced.model_name} step has "
-                         f"{traced.fingerprint[:12]}); plan it again")
-    sequence = []
-    for t, entry in enumerate(info["sequence"]):
-        node_id = entry.get("id") if isinstance(entry, dict) else entry
-        if not isinstance(node_id, int) or isinstance(node_id, bool) or \
-                not 0 <= node_id < g.num_nodes:
-            raise ValueError(f"{path}: step {t} names node {node_id!r}, but the traced graph has "
-                             f"{g.num_nodes} nodes: was the plan made for another graph?")
-        if isinstance(entry, dict) and "name" in entry and entry["name"] != g.node(node_id)["name"]:
-            raise ValueError(f"{path}: step {t} is node {node_id} '{entry['name']}', but the "
-                             f"traced graph's node {node_id} is '{g.node(node_id)['name']}': was "
-                             "the plan made for another graph?")
-        sequence.append(node_id)
+    sequence, _, _, text = _remat.read_plan(g, path)
     evaluation = remat.simulate(g, sequence)
     if not evaluation.valid:
         raise ValueError(f"{path}: the plan is not valid for the traced graph: "
                          f"{evaluation.error}")
-    return sequence, info
+    return list(sequence), json.loads(text), text
