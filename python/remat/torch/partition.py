@@ -468,18 +468,20 @@ class JointGraph:
                         self.producer_dict[x]["recomputable"] = False
 
     def _chain_random_calls(self, calls):
-        previous = None
+        # Every random call makes an effect value, read by the next one, the last one's included
+        # (read by nothing): the layers of a repeated block then have the same structure, so
+        # block detection sees the last layer as one of them.
+        link = None
         for _, node in calls:
             if node["kind"] != "random":
                 continue
-            if previous is not None:
-                link = len(self.values)
-                self.values.append({"name": f"effect.{node['name']}", "size": 0})
-                self.value_node.append(None)
-                self.value_root.append(link)
-                previous["outputs"].append(link)
+            if link is not None:
                 node["inputs"].append(link)
-            previous = node
+            link = len(self.values)
+            self.values.append({"name": f"effect.{node['name']}", "size": 0})
+            self.value_node.append(None)
+            self.value_root.append(link)
+            node["outputs"].append(link)
 
     def _add_value(self, node, fx_node, alias_root):
         meta = _compat.node_tensor_meta(node)
