@@ -163,6 +163,9 @@ def test_a_meta_model_needs_the_device_the_plan_is_for():
         rt.trace(meta_model, meta_batch, F.cross_entropy)
     with pytest.raises(ValueError, match="not a device a plan runs on"):
         rt.trace(meta_model, meta_batch, F.cross_entropy, device="meta")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="needs a CUDA device here"):
+            rt.trace(meta_model, meta_batch, F.cross_entropy, device="cuda")
     with pytest.raises(ValueError, match="fake=False"):
         rt.trace(meta_model, meta_batch, F.cross_entropy, fake=False, device="cpu")
 

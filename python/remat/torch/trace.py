@@ -173,6 +173,11 @@ def without_memory(model, batch_tensors, fake, device, model_name):
                              "plan is for (the traced aten calls differ by device)")
         device = real[0]
     device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{model_name}: tracing for device=\"cuda\" needs a CUDA device here "
+                         "(of any memory size): aten picks some kernels, attention's among them, "
+                         "by the GPU, so the graph cannot be known without one; plan on a "
+                         "machine with a GPU of the training machine's kind, or for \"cpu\"")
     if device.type == "meta":
         raise ValueError(f"{model_name}: device=\"meta\" is not a device a plan runs on; pass "
                          "the device the plan is for (\"cuda\", \"cpu\")")
