@@ -141,6 +141,14 @@ def test_plan_for_a_real_model_makes_no_real_tensor_and_keeps_its_parameters():
     assert step.traced.fingerprint == rt.trace(model, batch, loss_fn).fingerprint
     for n, t in model.state_dict().items():
         assert torch.equal(t, before[n]), n
+    # The model is real: the step planned on fake tensors runs it, with eager's gradients.
+    loss, grads, buffers = eager_step(model, batch, loss_fn, seed=5)
+    planned_loss, planned_grads, planned_buffers = planned_step(model, step, batch, seed=5)
+    torch.testing.assert_close(planned_loss, loss)
+    for name in grads:
+        torch.testing.assert_close(planned_grads[name], grads[name], msg=name)
+    for name in buffers:
+        torch.testing.assert_close(planned_buffers[name], buffers[name], msg=name)
 
 
 def test_checkpointable_on_meta_blocks_profiles_the_chain_of_the_real_ones():
@@ -255,7 +263,9 @@ def test_optimizer_state_is_counted_by_dtype():
     torch_adamw = rt.memory_split(traced, optimizer=torch.optim.AdamW(model.parameters()))
     assert torch_adamw.optimizer_state == 4 * numel  # torch keeps them in bf16
     assert torch_adamw.master_weights == 0
-    assert rt.memory_split(traced, optimizer="sgd").outside_graph == 0
+    sgd = rt.memory_split(traced, optimizer="sgd")
+    assert sgd.optimizer_state == 0 and sgd.master_weights == 4 * numel
+    assert rt.memory_split(traced, optimizer="sgd", master_weights=False).outside_graph == 0
     with pytest.raises(ValueError, match="expected one of"):
         rt.memory_split(traced, optimizer="lion")
     with pytest.raises(ValueError, match="not known"):

@@ -118,7 +118,7 @@ def optimizer_bytes(params, optimizer, master_weights=None):
         raise TypeError(f"optimizer must be a name ({', '.join(_NAMED_OPTIMIZERS)}), a "
                         f"torch.optim.Optimizer or int bytes (got {type(optimizer).__name__})")
     if master_weights is None:
-        master_weights = named and key != "sgd"
+        master_weights = named
     master = _FP32_BYTES * low_precision if master_weights else 0
     return state, master, name
 
