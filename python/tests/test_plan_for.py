@@ -121,6 +121,20 @@ def test_a_step_traced_on_meta_tensors_is_the_graph_and_plan_of_the_real_one(mak
         torch.testing.assert_close(planned_grads[name], grads[name], msg=name)
 
 
+def test_an_autocast_step_traced_on_meta_tensors_is_the_real_one_with_bf16_activations():
+    model, batch, loss_fn = transformer()
+    meta_model, meta_batch = _meta(model, batch)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        real = rt.trace(model, batch, loss_fn)
+        fake = rt.trace(meta_model, meta_batch, loss_fn, device="cpu")
+    assert fake.graph.to_json() == real.graph.to_json()
+    assert fake.autocast == real.autocast
+    # The first linear layer's output (batch 32 x 32 tokens x 192) is bf16: 2 bytes an element.
+    mm = next(i for i, n in enumerate(fake.node_fx) if "addmm" in str(n.target))
+    out = fake.graph.node(mm)["outputs"][0]
+    assert fake.graph.value(out)["size"] == 32 * 32 * 192 * 2
+
+
 def test_a_model_made_under_fake_tensor_mode_traces_like_the_real_one():
     model, batch, loss_fn = mlp()
     real = rt.trace(model, batch, loss_fn)

@@ -26,11 +26,11 @@ import torch.fx as fx
 
 import remat
 from remat.torch import _compat, distributed, op_kinds
+from remat.torch import capture as capture_module
 from remat.torch import cost as cost_models
 from remat.torch import effects as side_effects
 from remat.torch import rewrites
 from remat.torch._compat import tree_flatten
-from remat.torch import capture as capture_module
 from remat.torch.capture import BatchSpec, TraceError, capture, trainable
 
 __all__ = ["TraceError", "TracedStep", "trace"]
