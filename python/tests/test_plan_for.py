@@ -135,6 +135,14 @@ def test_an_autocast_step_traced_on_meta_tensors_is_the_real_one_with_bf16_activ
     assert fake.graph.value(out)["size"] == 32 * 32 * 192 * 2
 
 
+def test_on_fake_tensors_the_patched_run_gives_the_graph_of_a_second_run(monkeypatch):
+    model, batch, loss_fn = cnn()  # in-place ReLUs: rewritten, their storages moved
+    meta_model, meta_batch = _meta(model, batch)
+    patched = rt.trace(meta_model, meta_batch, loss_fn, device="cpu").graph.to_json()
+    monkeypatch.setattr(sys.modules["remat.torch.trace"], "_RERUN_AFTER_REWRITES", True)
+    assert rt.trace(meta_model, meta_batch, loss_fn, device="cpu").graph.to_json() == patched
+
+
 def test_a_model_made_under_fake_tensor_mode_traces_like_the_real_one():
     model, batch, loss_fn = mlp()
     real = rt.trace(model, batch, loss_fn)
