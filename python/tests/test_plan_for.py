@@ -229,6 +229,11 @@ def test_a_step_planned_on_a_meta_model_refuses_to_run_and_says_how_to():
                        device="cpu", progress=False)
     with pytest.raises(ValueError, match="load_plan"):
         step(*batch)
+    optimized = rt.optimize(meta_model, meta_batch, loss_fn, budget="90%", solver="rockmate",
+                            device="cpu", progress=False)
+    assert optimized.sequence == step.sequence
+    with pytest.raises(ValueError, match="load_plan"):
+        optimized(*meta_batch)
     real_step = rt.optimize(model, batch, loss_fn, budget="90%", solver="rockmate",
                             progress=False)
     with pytest.raises(ValueError, match="meta or fake"):
