@@ -20,6 +20,7 @@ from remat.torch.optimize import Step, load_plan, optimize, plan_summary
 from remat.torch.plan_for import plan_for
 from remat.torch.trace import TracedStep, TraceError, trace
 
-__all__ = ["Checkpointable", "LiveBytes", "MemorySplit", "Step", "TraceError", "TracedStep", "aot_backend", "load_plan", "memory_split", "optimize", "partition",
-           "plan_for", "plan_module",
+__all__ = ["Checkpointable", "LiveBytes", "Step", "TraceError", "TracedStep", "aot_backend", "load_plan", "optimize", "partition",
+           "plan_module",
            "plan_summary", "run_measured", "trace"]
+__all__ += ["MemorySplit", "memory_split", "plan_for"]
