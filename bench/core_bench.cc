@@ -1,7 +1,7 @@
-// core_bench — the core's bars (issue 2):
+// core_bench — the core's bars:
 //   simulating a 1,000,000-step sequence on a 10,000-node generated graph: under 0.5 s;
 //   loading the 1000-node RL graph and printing `remat info`: under 0.1 s;
-//   `remat info` on a ~240 MB generated graph (issue 15): goal <= 3 s and peak RSS <= 4x the file.
+//   `remat info` on a ~240 MB generated graph: goal <= 3 s and peak RSS <= 4x the file.
 // Prints the median of several repetitions. Run: ./build/bench/core_bench
 #include <fcntl.h>
 #include <fmt/format.h>

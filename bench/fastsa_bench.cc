@@ -1,4 +1,4 @@
-// fastsa_bench — the FastSA bars of issue 3, printed as tables:
+// fastsa_bench — the FastSA bars, printed as tables:
 //   1. mutation throughput of the annealing loop on RL 1000 (one thread),
 //   2. FastSA Table 1 on the MOCCASIN graphs at 90 / 80 / 70 % beside the published row,
 //   3. a 6,000-node generated graph at 50 %,
@@ -85,7 +85,7 @@ double thread_cpu_s() {
 // iteration is a mutation attempt; reports attempts and valid mutations per second.
 void throughput(const std::string& dir) {
   const Graph g = read_graph_file(bench::find_data_file(dir, "random_layered_n1000_"));
-  const fastsa::UnitTable units = fastsa::node_units(g);
+  const fastsa::UnitTable units = *fastsa::node_units(g);
   fmt::print("## Mutation throughput, RL 1000 ({} nodes), one thread\n\n", g.num_nodes());
   fmt::print(
       "| slots T | iterations | valid mutations | accepted | wall s | CPU s | mutations/s (wall) "

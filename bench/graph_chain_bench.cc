@@ -1,4 +1,4 @@
-// graph_chain_bench — rotor on a traced graph, step by step (issue 9's bar): chain extraction,
+// graph_chain_bench — rotor on a traced graph, step by step: chain extraction,
 // the persistent DP (500 bins) and the lowering (with its simulation) together under 0.2 s on a
 // 2,000-node traced graph. Traced graphs come from bench/graph_chain_table.py (or any remat-graph
 // JSON of a joint training step).

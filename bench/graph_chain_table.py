@@ -1,4 +1,4 @@
-"""Rotor on traced graphs against FastSA (issue 9's bars), printed as tables.
+"""Rotor on traced graphs against FastSA, printed as tables.
 
     ./scripts/python bench/graph_chain_table.py [--time-limit 10]
 

@@ -1,4 +1,4 @@
-// mincut_bench — the min-cut solver's bar (issue 5):
+// mincut_bench — the min-cut solver's bar:
 //   cutting a generated 5,000-node joint graph (analysis, G', max-flow, V_saved): under 50 ms
 //   (the paper: 0.48 s in NetworkX for GPT-2's 5,000-node joint graph).
 // Also prints, from the simulator, the peak and CI% of the min-cut plans against the `none`

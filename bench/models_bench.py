@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""models_bench — every applicable solver and `auto` on traced real models (issue 14).
+"""models_bench — every applicable solver and `auto` on traced real models.
 
 Traces one training step of torchvision ResNet-18, ResNet-50, MobileNet-V2, DenseNet-121,
 EfficientNet-B0, RegNet-Y-400MF, ViT-B/16 and the GPT example (examples/train_gpt.py, context 64)
@@ -22,6 +22,8 @@ tracer (the file name carries a digest of python/remat/torch's source).
 
     ./scripts/python bench/models_bench.py \\
         --models resnet18,gpt4 --budgets 50,25 --solvers auto,fastsa --time-limit 60
+
+--results writes the table to bench/results/models_bench.md (or the file given) as well.
 """
 import argparse
 import hashlib
@@ -38,6 +40,7 @@ import remat.torch as rt
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
+import bench_results  # noqa: E402 (bench/, beside this file)
 
 BUDGETS = [90, 70, 50, 40, 25]
 
@@ -85,6 +88,9 @@ def parse_args():
     p.add_argument("--image", type=int, default=128, help="image side for the CNNs")
     p.add_argument("--vit-image", type=int, default=128, help="image side for ViT-B/16")
     p.add_argument("--batch", type=int, default=32)
+    p.add_argument("--results", nargs="?", const=bench_results.default_path("models_bench"),
+                   metavar="FILE", help="also write the table to FILE (default "
+                   "bench/results/models_bench.md)")
     p.add_argument("--graph-cache", metavar="DIR",
                    help="keep traced graphs here as remat JSON and load them on later runs "
                         "(named by model, batch and image side)")
@@ -137,6 +143,11 @@ def summary_line(solver, budget, cells, not_applicable, num_models):
 
 def main():
     args = parse_args()
+    with bench_results.recorded("models_bench", args.results):
+        run(args)
+
+
+def run(args):
     table = model_table(args.image, args.batch, args.vit_image)
     models = list(table) if args.models == "all" else args.models.split(",")
     for m in models:

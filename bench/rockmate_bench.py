@@ -1,4 +1,4 @@
-"""Rockmate's bars (issue 13), printed.
+"""Rockmate's bars, printed.
 
     ./scripts/python bench/rockmate_bench.py [--time-limit 60]
         [--budgets 70%,50%,40%,30%] [--solvers rockmate,rotor,fastsa,checkmate] [--skip-table]

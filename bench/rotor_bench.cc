@@ -1,6 +1,5 @@
-// rotor_bench — the Rotor DP timings of issue 4's bars, printed as a table.
+// rotor_bench — the Rotor DP timings, printed as a table.
 //   persistent DP (Algorithm 3), ResNet-1001-like chain of length 339, 500 bins: bar < 0.3 s
-//   (issue 9; issue 4 had 1 s)
 //   weak DP (Algorithm 1), ResNet-like chains, L = 10, 20, 40, 80, 500 bins: bar L = 40 < 60 s
 // Budgets: least + f * (store-all peak - least), where least is the smallest budget the DP can
 // meet (stats.min_feasible_budget), so every run is feasible. Times are wall clock and CPU time of

@@ -60,6 +60,19 @@ struct GraphSpec {
   std::vector<Node> nodes;
 };
 
+// What memory_lower_bound, cost_lower_bound and baseline (simulate.h) return, computed once when
+// the graph is built: a solve's checks and a solver's set-up then need no pass over the graph,
+// which on a million nodes is a good part of a one-second time limit.
+struct GraphBounds {
+  int64_t memory_lower_bound = 0;
+  double cost_lower_bound = 0;
+  int64_t baseline_peak_bytes = 0;
+  double baseline_cost = 0;
+  // Seconds the default schedule's simulation took: how long judging a plan of this graph takes
+  // (the judged solve keeps that much of its time limit for it).
+  double simulation_seconds = 0;
+};
+
 class Graph {
  public:
   // Validates `spec` and returns the graph. `source` (a file name, "python", ...) prefixes every
@@ -83,6 +96,8 @@ class Graph {
   std::span<const ValueId> graph_outputs() const { return graph_outputs_; }
   int64_t total_input_count() const { return total_inputs_; }
 
+  const GraphBounds& bounds() const { return bounds_; }
+
   std::optional<NodeId> find_node(std::string_view name) const;
   std::optional<ValueId> find_value(std::string_view name) const;
   // "node 12 ('relu_3')"; for messages.
@@ -102,6 +117,7 @@ class Graph {
   std::vector<ValueId> graph_inputs_;
   std::vector<ValueId> graph_outputs_;
   int64_t total_inputs_ = 0;
+  GraphBounds bounds_;
   std::unordered_map<std::string, NodeId> node_by_name_;
   std::unordered_map<std::string, ValueId> value_by_name_;
 };

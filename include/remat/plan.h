@@ -41,6 +41,9 @@ struct SolveStats {
   SolveStatus status = SolveStatus::kFeasible;
   StopReason stop_reason = StopReason::kConverged;
   double wall_time_s = 0;
+  // Work units the solve spent (SolveOptions::work_limit): counted, so the same on any machine
+  // for a search that converged or hit its work limit.
+  double work = 0;
   int64_t iterations = 0;
   std::optional<double> cost_lower_bound;      // proven, when the solver has one
   std::optional<int64_t> min_feasible_budget;  // smallest budget the solver can meet, if known

@@ -53,4 +53,7 @@ struct Baseline {
 // Simulator figures of the default schedule.
 Baseline baseline(const Graph& graph);
 
+// The three above, computed (Graph::build keeps them; graph.bounds() and the three read them).
+GraphBounds compute_bounds(const Graph& graph);
+
 }  // namespace remat

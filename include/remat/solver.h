@@ -10,10 +10,13 @@
 //   Plan p = s->solve(graph, options);  // then judged: simulate(graph, p.sequence)
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -51,9 +54,57 @@ struct Progress {
 // requested threads only add work that the time limit must cut short.
 inline constexpr int kMaxThreads = 256;
 
+// The work limit (SolveOptions::work_limit) is in work units: a unit is close to one second of one
+// core of the reference machine on each solver's reference workload. Every solver counts its own
+// operations (annealing moves, DP entries, simplex iterations, propagations; docs/limits.md says
+// which, and bench/work_unit_bench.cc measures their rates), so a search that stops on its work
+// limit gives the same plan on a loaded machine as on an idle one. The wall clock (time_limit_s)
+// is the backstop.
+inline constexpr double kDefaultWorkLimit = 60;
+inline constexpr double kMaxWorkLimit = 1e7;
+// Seconds: larger values gain nothing and would overflow the deadline's clock arithmetic.
+inline constexpr double kMaxTimeLimit = 1e7;
+// The time limit a front end uses when it is given none: a backstop that a run on a machine ten
+// times slower than the reference (or as loaded) still does not reach.
+inline constexpr double backstop_time_limit(double work_limit) {
+  return std::min(kMaxTimeLimit, 10 * work_limit + 10);
+}
+// The one check of each range, shared by the CLI, Python and the judged solve: InputError naming
+// the range.
+void check_work_limit(double units);
+void check_time_limit(double seconds);
+
+// What a solver may keep between the solves of one caller (rockmate's block options, by their
+// content and parameters): the caller owns it and lends it through SolveOptions::cache, so a test
+// gets a fresh one and a front end keeps the benefit over the solves of one command or process.
+// Safe to share between threads. An entry holds a value of the type it was stored with; keys
+// start with the solver's name.
+class SolveCache {
+ public:
+  template <class T>
+  std::shared_ptr<const T> find(const std::string& key) const {
+    return std::static_pointer_cast<const T>(find_entry(key));
+  }
+  template <class T>
+  void store(const std::string& key, T value) {
+    store_entry(key, std::make_shared<const T>(std::move(value)));
+  }
+  size_t size() const;
+
+ private:
+  std::shared_ptr<const void> find_entry(const std::string& key) const;
+  void store_entry(const std::string& key, std::shared_ptr<const void> value);
+  mutable std::mutex mutex_;
+  std::map<std::string, std::shared_ptr<const void>, std::less<>> entries_;
+};
+
 struct SolveOptions {
   Budget budget;
-  double time_limit_s = 60;
+  // The deterministic stop, in work units (above). A solver shares it among its parts; a
+  // portfolio among its members.
+  double work_limit = kDefaultWorkLimit;
+  // The wall-clock backstop, from the first instruction of the judged solve.
+  double time_limit_s = backstop_time_limit(kDefaultWorkLimit);
   uint64_t seed = 1;
   int threads = 1;  // 1..kMaxThreads
   ParamMap params;  // solver-specific, documented per solver
@@ -63,7 +114,14 @@ struct SolveOptions {
   // solve rejects it for the others and rejects a sequence the simulator finds invalid, so it is
   // never silently ignored.
   Sequence start;
+  // Not owned; nullptr: nothing is kept between solves.
+  SolveCache* cache = nullptr;
 };
+
+// The options of a solve that is part of another (a warm start, a portfolio member): the
+// parent's budget, seed, threads, progress and cache, `share` of the work and seconds `limits`
+// has left, no parameters and no start.
+SolveOptions part_options(const SolveOptions& parent, const Limits& limits, double share);
 
 // A chain plan: the chain counterpart of Plan (plan.h), with the same fields.
 struct ChainPlan {
@@ -98,15 +156,17 @@ struct Accepts {
 enum class PortfolioRole {
   kNone,      // not a member
   kBaseline,  // the default schedule: always runs first, so `auto` is never worse than it
-  kMember,    // runs once, in registry order, with its share of the time left
-  // Runs last with the time left: cold, then warm-started from the members' plans (it must accept
+  kMember,    // runs once, in registry order, with its share of the work left
+  // Runs last with the work left: cold, then warm-started from the members' plans (it must accept
   // a start), restarted, on two passes and as a polish (auto.h).
   kFinisher,
 };
+// `auto` divides work, not seconds (SolveOptions::work_limit), so its plan is the same on a loaded
+// machine as on an idle one; each run's time limit is the same share of the seconds left.
 struct PortfolioPlace {
   PortfolioRole role = PortfolioRole::kNone;
-  double share = 0.2;  // of the time left (kMember)
-  double max_seconds = std::numeric_limits<double>::infinity();
+  double share = 0.2;                                         // of the work left (kMember)
+  double max_work = std::numeric_limits<double>::infinity();  // work units
   int64_t max_nodes = 0;  // > 0: graphs with more nodes skip it (auto's checkmate_max_nodes)
 };
 
@@ -132,10 +192,6 @@ struct SolverEntry {
   // The parameter (KEY=VALUE) under which its plans keep the default order; empty: none, or
   // keeps_default_order holds without it.
   std::string_view fixed_order_param;
-  // Same graph, options and seed give the same plan on any machine: its search ends on work
-  // (iterations, a DP, a proof), with the time limit only a safety net (SolveStats::stop_reason
-  // says when that net fired).
-  bool deterministic = true;
   // It gives solvers over the default order their first plan (MOCCASIN's warm=auto), on graphs of
   // at most warm_start_max_nodes nodes (0: any).
   bool warm_starts = false;

@@ -339,16 +339,24 @@ class PythonSide {
   std::optional<py::error_already_set> error_;
 };
 
+// What solvers keep between solves (rockmate's block options), for every solve of the process.
+SolveCache& process_cache() {
+  static SolveCache cache;
+  return cache;
+}
+
 PySolveResult solve_py(const Graph& g, const py::object& budget, const std::string& solver,
                        double time_limit, uint64_t seed, int threads, const py::dict& params,
-                       const py::object& progress,
-                       const std::optional<std::vector<int32_t>>& start) {
+                       const py::object& progress, const std::optional<std::vector<int32_t>>& start,
+                       double work_limit) {
   SolveOptions options;
   options.budget = to_budget(g, budget);
   if (start) options.start = to_sequence(g, *start);
+  options.work_limit = work_limit;
   options.time_limit_s = time_limit;
   options.seed = seed;
   options.threads = threads;
+  options.cache = &process_cache();
   for (const auto& item : params) options.params[py::str(item.first)] = param_text(item.second);
   PythonSide side(progress);
   side.attach(options);
@@ -383,10 +391,11 @@ PySolveResult solve_py(const Graph& g, const py::object& budget, const std::stri
 // under its chain name).
 py::dict chain_solve_py(const std::string& chain_json, int64_t budget_bytes,
                         const std::string& solver, double time_limit, const py::dict& params,
-                        uint64_t seed, int threads, const py::object& progress) {
+                        uint64_t seed, int threads, const py::object& progress, double work_limit) {
   const Chain chain = parse_chain_json(chain_json, "python chain");
   SolveOptions options;
   options.budget = {budget_bytes};
+  options.work_limit = work_limit;
   options.time_limit_s = time_limit;
   options.seed = seed;
   options.threads = threads;
@@ -549,7 +558,7 @@ py::list solver_rows() {
     py::dict portfolio;
     portfolio["role"] = role_name(e.portfolio.role);
     portfolio["share"] = e.portfolio.share;
-    portfolio["max_seconds"] = e.portfolio.max_seconds;
+    portfolio["max_work"] = e.portfolio.max_work;
     portfolio["max_nodes"] = e.portfolio.max_nodes;
     py::dict d;
     d["name"] = std::string(e.name);
@@ -563,7 +572,6 @@ py::list solver_rows() {
     d["minimises_cost"] = e.minimises_cost;
     d["keeps_default_order"] = e.keeps_default_order;
     d["fixed_order_param"] = std::string(e.fixed_order_param);
-    d["deterministic"] = e.deterministic;
     d["warm_starts"] = e.warm_starts;
     d["warm_start_max_nodes"] = e.warm_start_max_nodes;
     d["portfolio"] = portfolio;
@@ -702,7 +710,8 @@ PYBIND11_MODULE(_remat, m) {
         "Every registry row as a dict: what it accepts, its parameters and properties.");
   m.def("chain_solve", &chain_solve_py, py::arg("chain_json"), py::arg("budget_bytes"),
         py::arg("solver"), py::arg("time_limit"), py::arg("params"), py::arg("seed") = 1,
-        py::arg("threads") = 1, py::arg("progress") = py::none());
+        py::arg("threads") = 1, py::arg("progress") = py::none(),
+        py::arg("work_limit") = kDefaultWorkLimit);
   m.def("chain_simulate", &chain_simulate_py, py::arg("chain_json"), py::arg("ops"));
   m.def(
       "chain_solvers",
@@ -737,5 +746,8 @@ PYBIND11_MODULE(_remat, m) {
   m.def("solve", &solve_py, py::arg("graph"), py::arg("budget"), py::arg("solver"),
         py::arg("time_limit"), py::arg("seed"), py::arg("threads"), py::arg("params"),
         py::arg("progress") = py::none(), py::arg("start") = py::none(),
-        "The judged solve; `start`: node ids of a plan to start from (rows with accepts_start).");
+        py::arg("work_limit") = kDefaultWorkLimit,
+        "The judged solve; `start`: node ids of a plan to start from (rows with accepts_start); "
+        "`work_limit`: the deterministic stop in work units, `time_limit` the wall-clock backstop "
+        "in seconds.");
 }

@@ -89,7 +89,7 @@ def test_progress_callback_is_called_and_its_errors_are_raised():
 
 
 def test_graph_dicts_with_wrong_types_are_value_errors_naming_the_field():
-    # Issue 15, D12: fields are read by type, so a wrong type is named instead of crashing or
+    # Fields are read by type, so a wrong type is named instead of crashing or
     # being converted silently.
     with pytest.raises(ValueError, match="'size'"):
         remat.Graph.build("bad", [{"name": "x", "size": "64"}], [])
@@ -105,7 +105,8 @@ def test_graph_dicts_with_wrong_types_are_value_errors_naming_the_field():
 
 
 def test_solve_settings_and_budgets_are_range_checked_before_the_core():
-    # Issue 15, D5 and D6: threads=100000 used to hang; budgets above 2^62 bytes used to wrap.
+    # Thread counts and budgets are checked before they reach the core, where a huge thread count
+    # would start that many workers and a budget above 2^62 bytes would wrap.
     g = chain()
     with pytest.raises(ValueError, match=r"threads must be in \[1, 256\]"):
         remat.solve(g, "100%", "fastsa", threads=100000)

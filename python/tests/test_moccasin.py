@@ -1,4 +1,4 @@
-"""MOCCASIN against the Checkmate MILP (issue 12's cross-check): in the fixed order with C_v large
+"""MOCCASIN against the Checkmate MILP (a cross-check): in the fixed order with C_v large
 enough, the two models optimise over the same plans, so wherever both prove optimality their
 optima are equal. Needs CBC (checkmate) and Gecode (moccasin)."""
 import pytest

@@ -116,7 +116,7 @@ def test_optimize_with_rockmate_gives_eager_gradients(name):
 
 @needs_cbc
 def test_two_layer_gpt_is_within_two_points_of_the_optimum():
-    # Issue 13: on a 2-layer GPT rockmate's CI is within 2 points of the Checkmate MILP's optimum
+    # On a 2-layer GPT rockmate's CI is within 2 points of the Checkmate MILP's optimum
     # at the same budget. The optimum is at least the graph's cost lower bound (every node once),
     # so within 2 points of that bound is within 2 of the optimum; the MILP itself (255k
     # columns, no proof in minutes, about 20 s for a plan) is bench/rockmate_bench.py's part 2.

@@ -22,18 +22,19 @@ namespace {
 
 // Our own checks, so a bad value gets a short message naming the range (CLI11's PositiveNumber
 // echoes 1e308 as a 309-digit number, and a uint64_t option takes -1 as 2^64-1).
-CLI::Validator time_limit_validator() {
+// A positive number of `unit` in (0, most].
+CLI::Validator limit_validator(std::string_view unit, double most, std::string name) {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
+      [unit, most](std::string& text) -> std::string {
         double x = 0;
         const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
         if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(x) || x <= 0 ||
-            x > kMaxTimeLimitSeconds)
-          return fmt::format("'{}' is not a number of seconds in (0, {:g}]", shorten(text, 40),
-                             kMaxTimeLimitSeconds);
+            x > most)
+          return fmt::format("'{}' is not a number of {} in (0, {:g}]", shorten(text, 40), unit,
+                             most);
         return {};
       },
-      "SECONDS");
+      std::move(name));
 }
 
 CLI::Validator seed_validator() {
@@ -51,9 +52,16 @@ CLI::Validator seed_validator() {
 }  // namespace
 
 void add_solver_options(CLI::App& command, SolverArgs& args) {
-  command.add_option("--time-limit", args.time_limit_s, "time limit per solve, in seconds")
-      ->default_val(60)
-      ->check(time_limit_validator());
+  command
+      .add_option("--work-limit", args.work_limit,
+                  "work limit per solve, in work units (about a second each on the reference "
+                  "machine; the same plan on any machine; docs/limits.md)")
+      ->default_val(kDefaultWorkLimit)
+      ->check(limit_validator("work units", kMaxWorkLimit, "UNITS"));
+  command
+      .add_option("--time-limit", args.time_limit_s,
+                  "wall-clock backstop per solve, in seconds (default: 10 x the work limit + 10)")
+      ->check(limit_validator("seconds", kMaxTimeLimit, "SECONDS"));
   command.add_option("--seed", args.seed, "random seed (same graph, options and seed: same plan)")
       ->default_val(1)
       ->check(seed_validator());
@@ -116,10 +124,15 @@ void check_param_scopes(const std::vector<std::string>& entries,
 SolveOptions make_solve_options(const SolverArgs& args, Budget budget, std::string_view solver) {
   SolveOptions options;
   options.budget = budget;
-  options.time_limit_s = args.time_limit_s;
+  options.work_limit = args.work_limit;
+  options.time_limit_s = args.time_limit_s.value_or(backstop_time_limit(args.work_limit));
   options.seed = args.seed;
   options.threads = args.threads;
   options.params = parse_params(args.params, solver);
+  // What a solver keeps between solves (rockmate's block options) serves every solve of the
+  // command: compare and sweep solve the same graph many times.
+  static SolveCache command_cache;
+  options.cache = &command_cache;
   return options;
 }
 

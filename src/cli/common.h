@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,13 +23,11 @@ void register_convert(CLI::App& app);
 void register_gen(CLI::App& app);
 void register_sweep(CLI::App& app);
 
-// --time-limit is at most this many seconds (about 115 days): larger values gain nothing and
-// would overflow the deadline's clock arithmetic.
-inline constexpr double kMaxTimeLimitSeconds = 1e7;
-
-// Options every solving subcommand shares.
+// Options every solving subcommand shares. --work-limit is the deterministic stop (work units,
+// remat/solver.h); --time-limit the wall-clock backstop, by default backstop_time_limit(work).
 struct SolverArgs {
-  double time_limit_s = 60;
+  double work_limit = kDefaultWorkLimit;
+  std::optional<double> time_limit_s;
   uint64_t seed = 1;
   int threads = 1;
   std::vector<std::string> params;  // "key=value"

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "remat/error.h"
+#include "remat/simulate.h"
 
 namespace remat {
 namespace {
@@ -289,6 +290,7 @@ Graph Graph::build(GraphSpec spec, std::string_view source) {
   for (size_t v = 0; v < producer.size(); ++v)
     g.producer_[ValueId{static_cast<int32_t>(v)}] = NodeId{producer[v]};
   g.index();
+  g.bounds_ = compute_bounds(g);
   return g;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 
 namespace remat {
 namespace {
@@ -135,7 +136,9 @@ std::vector<bool> required_nodes(const Graph& g) {
   return required;
 }
 
-int64_t memory_lower_bound(const Graph& g) {
+namespace {
+
+int64_t compute_memory_lower_bound(const Graph& g, const std::vector<bool>& required) {
   int64_t resident = 0;
   std::vector<bool> is_resident(static_cast<size_t>(g.num_values()), false);
   for (ValueId v : g.graph_inputs()) {
@@ -146,7 +149,6 @@ int64_t memory_lower_bound(const Graph& g) {
   for (ValueId v : g.graph_outputs())
     if (!is_resident[static_cast<size_t>(v.value())]) final_footprint += g.value(v).size_bytes;
   int64_t bound = final_footprint;
-  const std::vector<bool> required = required_nodes(g);
   for (int32_t n = 0; n < g.num_nodes(); ++n) {
     if (!required[static_cast<size_t>(n)]) continue;
     const Node& node = g.node(NodeId{n});
@@ -159,17 +161,33 @@ int64_t memory_lower_bound(const Graph& g) {
   return bound;
 }
 
-double cost_lower_bound(const Graph& g) {
-  const std::vector<bool> required = required_nodes(g);
+double compute_cost_lower_bound(const Graph& g, const std::vector<bool>& required) {
   double cost = 0;
   for (int32_t n = 0; n < g.num_nodes(); ++n)
     if (required[static_cast<size_t>(n)]) cost += g.node(NodeId{n}).cost;
   return cost;
 }
 
-Baseline baseline(const Graph& g) {
+}  // namespace
+
+GraphBounds compute_bounds(const Graph& g) {
+  const std::vector<bool> required = required_nodes(g);
+  const auto start = std::chrono::steady_clock::now();
   const Evaluation e = simulate(g, default_schedule(g));
-  return {e.peak_bytes, e.cost};
+  return {.memory_lower_bound = compute_memory_lower_bound(g, required),
+          .cost_lower_bound = compute_cost_lower_bound(g, required),
+          .baseline_peak_bytes = e.peak_bytes,
+          .baseline_cost = e.cost,
+          .simulation_seconds =
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()};
+}
+
+int64_t memory_lower_bound(const Graph& g) { return g.bounds().memory_lower_bound; }
+
+double cost_lower_bound(const Graph& g) { return g.bounds().cost_lower_bound; }
+
+Baseline baseline(const Graph& g) {
+  return {g.bounds().baseline_peak_bytes, g.bounds().baseline_cost};
 }
 
 }  // namespace remat

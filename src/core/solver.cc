@@ -3,9 +3,53 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "remat/error.h"
 
 namespace remat {
+
+void check_work_limit(double units) {
+  if (!(std::isfinite(units) && units > 0 && units <= kMaxWorkLimit))
+    throw InputError(
+        fmt::format("work limit must be in (0, {:g}] work units (got {})", kMaxWorkLimit, units));
+}
+
+void check_time_limit(double seconds) {
+  if (!(std::isfinite(seconds) && seconds > 0 && seconds <= kMaxTimeLimit))
+    throw InputError(
+        fmt::format("time limit must be in (0, {:g}] seconds (got {})", kMaxTimeLimit, seconds));
+}
+
+SolveOptions part_options(const SolveOptions& parent, const Limits& limits, double share) {
+  SolveOptions o;
+  o.budget = parent.budget;
+  o.seed = parent.seed;
+  o.threads = parent.threads;
+  o.on_progress = parent.on_progress;
+  o.cache = parent.cache;
+  // Never 0: a part with nothing left stops at its first check.
+  o.work_limit = std::clamp(share * limits.left(), 1e-9, kMaxWorkLimit);
+  o.time_limit_s = std::clamp(share * limits.seconds_left(), 1e-3, kMaxTimeLimit);
+  return o;
+}
+
+size_t SolveCache::size() const {
+  const std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+std::shared_ptr<const void> SolveCache::find_entry(const std::string& key) const {
+  const std::lock_guard lock(mutex_);
+  const auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : it->second;
+}
+
+void SolveCache::store_entry(const std::string& key, std::shared_ptr<const void> value) {
+  const std::lock_guard lock(mutex_);
+  entries_[key] = std::move(value);
+}
 
 Solver::~Solver() = default;
 
@@ -45,9 +89,10 @@ std::optional<std::string> not_applicable(const SolverEntry& row, const Graph& g
       row.name);
   const std::string graph_name = shorten(graph.name(), 80), node = shorten(first->name, 80);
   if (row.accepts.needs_chain_structure)
-    return fmt::format("{}: graph '{}' has no chain structure: node '{}' has no phase ({} of {} "
-                       "nodes have none)",
-                       needs, graph_name, node, unlabelled, graph.num_nodes());
+    return fmt::format(
+        "{}: graph '{}' has no chain structure: node '{}' has no phase ({} of {} "
+        "nodes have none)",
+        needs, graph_name, node, unlabelled, graph.num_nodes());
   return fmt::format("{}; {} of {} nodes of graph '{}' have no phase (first: '{}')", needs,
                      unlabelled, graph.num_nodes(), graph_name, node);
 }

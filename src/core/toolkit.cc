@@ -1,17 +1,37 @@
 #include "remat/toolkit.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace remat {
 
-Deadline::Deadline(double seconds) : start_(std::chrono::steady_clock::now()) {
-  const double capped = std::min(seconds, 1e9);
+Deadline::Deadline(double seconds)
+    : start_(std::chrono::steady_clock::now()), limit_s_(std::min(seconds, 1e9)) {
+  const double capped = limit_s_;
   end_ = start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(capped));
 }
 
 double Deadline::elapsed_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+int64_t work_ops(double work_units, double ops_per_unit) {
+  constexpr double kMost = 0x1p62;
+  const double ops = std::ceil(work_units * ops_per_unit);
+  if (!(ops < kMost)) return static_cast<int64_t>(kMost);
+  return std::max<int64_t>(1, static_cast<int64_t>(ops));
+}
+
+double Limits::seconds_left() const {
+  return std::max(0.0, deadline_.limit_s() - deadline_.elapsed_s());
+}
+
+StopReason Limits::reason() const {
+  if (interrupt_requested()) return StopReason::kInterrupted;
+  if (deadline_.expired()) return StopReason::kTimeLimit;
+  if (out_of_work()) return StopReason::kWorkLimit;
+  return StopReason::kConverged;
 }
 
 uint64_t derive_seed(uint64_t seed, uint64_t index) {

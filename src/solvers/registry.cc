@@ -23,7 +23,7 @@
 namespace remat {
 namespace {
 
-// `auto` gives most members a fifth of the time left (auto.h).
+// `auto` gives most members a fifth of the work left (auto.h).
 constexpr PortfolioPlace kMember = {.role = PortfolioRole::kMember, .share = 0.2};
 
 std::vector<SolverEntry> make_rows() {
@@ -33,8 +33,7 @@ std::vector<SolverEntry> make_rows() {
        .make = auto_solver::make,
        .accepts = {.chain = true},
        .params = auto_solver::params,
-       // Its members stop on their shares of the wall clock.
-       .deterministic = false,
+       // Its members stop on their shares of the work.
        .forwards_member_params = true},
       {.name = "none",
        .description = "default schedule, no recomputation (the baseline; store-all on a chain)",
@@ -92,8 +91,6 @@ std::vector<SolverEntry> make_rows() {
        .make = rockmate::make_rockmate,
        .accepts = {.needs_phases = true, .needs_chain_structure = true},
        .params = rockmate::params,
-       // Its MILPs have a wall-clock backstop beside their work limit.
-       .deterministic = false,
        .portfolio = kMember,
        // On opaque blocks every block has keep-all and keep-nothing only: Rotor's DP.
        .on_chain = "rotor"},
@@ -107,9 +104,7 @@ std::vector<SolverEntry> make_rows() {
        .make = moccasin::make,
        .params = moccasin::params,
        .accepts_start = true,
-       .fixed_order_param = "order=fixed",  // the default; order=free reorders
-       // Its LNS runs on until its share of the time limit unless it proves the optimum.
-       .deterministic = false});
+       .fixed_order_param = "order=fixed"});  // the default; order=free reorders
 #endif
 #ifdef REMAT_HAVE_CBC
   rows.push_back(
@@ -118,20 +113,18 @@ std::vector<SolverEntry> make_rows() {
        .make = checkmate::make_milp,
        .params = checkmate::milp_params,
        .keeps_default_order = true,
-       .deterministic = false,  // CBC stops on the time limit without a proof
        // Its MILP has O(n^2) binaries over a fixed order: up to 30 nodes CBC usually proves the
        // optimum within a few seconds; above it (already at 40 random layered nodes) it often runs
-       // to its time limit, which is better spent on FastSA. So it gets at most 10 % of the time
-       // left, at most 5 s, on graphs of at most 30 nodes.
+       // to its work limit, which is better spent on FastSA. So it gets at most 10 % of the work
+       // left, at most 5 units, on graphs of at most 30 nodes.
        .portfolio = {
-           .role = PortfolioRole::kMember, .share = 0.1, .max_seconds = 5.0, .max_nodes = 30}});
+           .role = PortfolioRole::kMember, .share = 0.1, .max_work = 5.0, .max_nodes = 30}});
   rows.push_back(
       {.name = "checkmate-lp",
        .description = "Checkmate LP relaxation (Clp) with rounding; LP value as lower bound",
        .make = checkmate::make_lp,
        .params = checkmate::lp_params,
        .keeps_default_order = true,
-       .deterministic = false,  // Clp and the roundings stop on the time limit
        .warm_starts = true,
        // Its LP has O(n^2) variables: on RL1 (100 nodes) it takes 1.5 s, on RL2 (250) the whole
        // 60 s of a MOCCASIN run (CI 2.85 % where MOCCASIN alone reaches 0.90 %).

@@ -11,6 +11,7 @@
 #include "remat/error.h"
 #include "remat/interrupt.h"
 #include "remat/registry.h"
+#include "remat/toolkit.h"
 
 namespace remat {
 
@@ -19,8 +20,8 @@ namespace {
 void check_options(const SolverEntry& solver, const SolveOptions& options) {
   if (options.budget.bytes < 0)
     throw InputError(fmt::format("budget must be >= 0 bytes (got {})", options.budget.bytes));
-  if (!(options.time_limit_s > 0))
-    throw InputError(fmt::format("time limit must be > 0 seconds (got {})", options.time_limit_s));
+  check_work_limit(options.work_limit);
+  check_time_limit(options.time_limit_s);
   if (options.threads < 1 || options.threads > kMaxThreads)
     throw InputError(
         fmt::format("threads must be in [1, {}] (got {})", kMaxThreads, options.threads));
@@ -53,12 +54,42 @@ void note_interrupt(SolveStats& stats) {
     stats.stopped(StopReason::kInterrupted);
 }
 
+// The time limit holds from the first instruction of the judged solve: the solver gets what is
+// left of it once the judge's checks ran, less what judging its plan will take (`judging_s`).
+SolveOptions solver_options(const SolveOptions& options, const Deadline& clock, double judging_s) {
+  SolveOptions o = options;
+  o.time_limit_s = std::max(1e-3, options.time_limit_s - clock.elapsed_s() - judging_s);
+  return o;
+}
+
+// A plan over budget because the clock or the user stopped the search, not its work limit, says
+// so: the same solve with more time (or on an idle machine) may fit.
+void note_cut_short(SolveStats& stats, bool fits, double time_limit_s) {
+  if (fits || stats.stop_reason < StopReason::kTimeLimit) return;
+  const std::string why =
+      stats.stop_reason == StopReason::kInterrupted
+          ? std::string("interrupted before its work limit: the plan is the best found so far")
+          : fmt::format(
+                "the time limit ({:g} s) stopped the search before its work limit: a longer time "
+                "limit, or a less loaded machine, may find a plan within budget",
+                time_limit_s);
+  for (auto& [name, lines] : stats.lists)
+    if (name == "notes") {
+      lines.push_back(why);
+      return;
+    }
+  stats.lists.emplace_back("notes", std::vector<std::string>{why});
+}
+
 // The status policy, the same for both kinds. A plan the better-plan rule ranks below the default
 // schedule gives way to it: an over-budget plan with a higher peak than the default, or any plan
 // costlier than a default that fits (for solvers that minimise cost; a fixed scheme within budget
 // stands, see Solver::minimises_cost). Then the status follows the simulator's peak.
+// `fallback` is the default schedule's score; `make_default` its plan and evaluation, made only
+// when it replaces the solver's (on a large graph a simulation is a good part of a short limit).
 template <class Result, class MakeDefault>
-void judge(Result& result, int64_t budget, bool minimises_cost, MakeDefault make_default) {
+void judge(Result& result, int64_t budget, bool minimises_cost, PlanScore fallback,
+           MakeDefault make_default, double time_limit_s) {
   SolveStatus& status = result.plan.stats.status;
   if (status == SolveStatus::kInfeasible) {
     REMAT_CHECK(result.eval.peak_bytes > budget, "a plan within budget was called infeasible");
@@ -66,19 +97,18 @@ void judge(Result& result, int64_t budget, bool minimises_cost, MakeDefault make
   }
   // A fixed scheme within budget stands: it is the plan asked for.
   const bool fixed_scheme_fits = !minimises_cost && result.eval.peak_bytes <= budget;
-  if (!fixed_scheme_fits) {
-    auto [fallback, fallback_eval] = make_default();
-    if (better_plan({fallback_eval.peak_bytes, fallback_eval.cost},
-                    {result.eval.peak_bytes, result.eval.cost}, budget)) {
-      result.plan.sequence = std::move(fallback);
-      result.plan.stats.lists.clear();  // they described the plan given up
-      result.plan.stats.add_counter("replaced_by_default_schedule", 1);
-      result.eval = std::move(fallback_eval);
-    }
+  if (!fixed_scheme_fits &&
+      better_plan(fallback, {result.eval.peak_bytes, result.eval.cost}, budget)) {
+    auto [sequence, eval] = make_default();
+    result.plan.sequence = std::move(sequence);
+    result.plan.stats.lists.clear();  // they described the plan given up
+    result.plan.stats.add_counter("replaced_by_default_schedule", 1);
+    result.eval = std::move(eval);
   }
   const bool fits = result.eval.peak_bytes <= budget;
   if (!fits) status = SolveStatus::kOverBudget;
   if (fits && status == SolveStatus::kOverBudget) status = SolveStatus::kFeasible;
+  note_cut_short(result.plan.stats, fits, time_limit_s);
 }
 
 // A solver's failure that is not about the input (a failed internal check, a back end's own
@@ -114,6 +144,7 @@ SolveResult solve(const Graph& graph, std::string_view solver, const SolveOption
 }
 
 SolveResult solve(const Graph& graph, const SolverEntry& row, const SolveOptions& options) {
+  const Deadline clock(options.time_limit_s);
   check_options(row, options);
   check_accepts(row, graph);
   const std::string problem = describe("graph", graph.name());
@@ -136,21 +167,26 @@ SolveResult solve(const Graph& graph, const SolverEntry& row, const SolveOptions
     result.plan.stats.status = SolveStatus::kInfeasible;
     result.plan.stats.min_feasible_budget = lower_bound;
   } else {
-    const Deadline clock(options.time_limit_s);
+    // Judging the plan: its simulation, a little longer than the default schedule's.
+    const SolveOptions o = solver_options(options, clock, 1.5 * graph.bounds().simulation_seconds);
     result.plan = run_solver(row.name, problem,
-                             [&] { return row.make(registry_directory())->solve(graph, options); });
-    result.plan.stats.wall_time_s = clock.elapsed_s();
+                             [&] { return row.make(registry_directory())->solve(graph, o); });
     note_interrupt(result.plan.stats);
   }
   result.plan.solver = std::string(row.name);
   result.eval = simulate(graph, result.plan.sequence);
   REMAT_CHECK(result.eval.valid, fmt::format("solver '{}' returned an invalid sequence for {}: {}",
                                              row.name, problem, result.eval.error));
-  judge(result, options.budget.bytes, row.minimises_cost, [&] {
-    Sequence fallback = default_schedule(graph);
-    Evaluation fallback_eval = simulate(graph, fallback);
-    return std::pair{std::move(fallback), std::move(fallback_eval)};
-  });
+  const Baseline base = baseline(graph);
+  judge(
+      result, options.budget.bytes, row.minimises_cost, {base.peak_bytes, base.cost},
+      [&] {
+        Sequence fallback = default_schedule(graph);
+        Evaluation eval = simulate(graph, fallback);
+        return std::pair{std::move(fallback), std::move(eval)};
+      },
+      options.time_limit_s);
+  result.plan.stats.wall_time_s = clock.elapsed_s();
   return result;
 }
 
@@ -159,6 +195,7 @@ ChainSolveResult solve(const Chain& chain, std::string_view solver, const SolveO
 }
 
 ChainSolveResult solve(const Chain& chain, const SolverEntry& row, const SolveOptions& options) {
+  const Deadline clock(options.time_limit_s);
   check_options(row, options);
   check_accepts(row, chain);
   if (!options.start.empty())
@@ -166,21 +203,25 @@ ChainSolveResult solve(const Chain& chain, const SolverEntry& row, const SolveOp
         "solver '{}': a start sequence is a graph sequence; chains take none", row.name));
   validate_chain(chain, chain.name.empty() ? "chain" : chain.name);
   ChainSolveResult result;
-  const Deadline clock(options.time_limit_s);
-  result.plan = run_solver(row.name, describe("chain", chain.name), [&] {
-    return row.make(registry_directory())->solve_chain(chain, options);
-  });
-  result.plan.stats.wall_time_s = clock.elapsed_s();
+  ChainSequence store_all = store_all_sequence(chain);
+  ChainEvaluation store_all_eval = simulate_chain(chain, store_all);
+  // A chain's simulation is as quick as its short sequence: nothing to keep for judging.
+  const SolveOptions o = solver_options(options, clock, 0);
+  result.plan = run_solver(row.name, describe("chain", chain.name),
+                           [&] { return row.make(registry_directory())->solve_chain(chain, o); });
   note_interrupt(result.plan.stats);
   result.plan.solver = std::string(row.name);
   result.eval = simulate_chain(chain, result.plan.sequence);
   REMAT_CHECK(result.eval.valid, fmt::format("chain solver '{}' returned an invalid sequence: {}",
                                              row.name, result.eval.error));
-  judge(result, options.budget.bytes, row.minimises_cost, [&] {
-    ChainSequence fallback = store_all_sequence(chain);
-    ChainEvaluation fallback_eval = simulate_chain(chain, fallback);
-    return std::pair{std::move(fallback), std::move(fallback_eval)};
-  });
+  judge(
+      result, options.budget.bytes, row.minimises_cost,
+      {store_all_eval.peak_bytes, store_all_eval.cost},
+      [&] {
+        return std::pair{std::move(store_all), std::move(store_all_eval)};
+      },
+      options.time_limit_s);
+  result.plan.stats.wall_time_s = clock.elapsed_s();
   return result;
 }
 

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
+#include <thread>
 
 #include "remat/error.h"
 #include "remat/generate.h"
@@ -215,6 +217,31 @@ TEST(Auto, WithinBudgetWhereRotorIsWhenRegistered) {
     EXPECT_LE(a.eval.peak_bytes, budget) << pct;
     EXPECT_LE(a.eval.cost, rotor.eval.cost) << pct;
   }
+}
+
+// `auto` divides work, not seconds: the bundled example solved with a CPU hog running beside it
+// (two busy threads on the cores the solve uses) gives the same plan as on an idle machine, and
+// neither run stops on the clock.
+TEST(Auto, SamePlanWithACpuHogRunningBeside) {
+  const Graph g = read_graph_file(std::string(REMAT_SOURCE_DIR) + "/examples/rl100.json");
+  SolveOptions options;
+  options.budget = parse_budget("70%", baseline(g).peak_bytes);
+  options.work_limit = 0.5;
+  const SolveResult idle = solve(g, "auto", options);
+  std::atomic<bool> done = false;
+  const auto hog = [&] {
+    volatile uint64_t x = 1;
+    while (!done.load(std::memory_order_relaxed)) x = x * 6364136223846793005ULL + 1;
+  };
+  std::thread hog1(hog), hog2(hog);
+  const SolveResult loaded = solve(g, "auto", options);
+  done = true;
+  hog1.join();
+  hog2.join();
+  EXPECT_LT(idle.plan.stats.stop_reason, StopReason::kTimeLimit);
+  EXPECT_LT(loaded.plan.stats.stop_reason, StopReason::kTimeLimit);
+  EXPECT_EQ(loaded.plan.sequence, idle.plan.sequence);
+  EXPECT_EQ(loaded.eval.cost, idle.eval.cost);
 }
 
 }  // namespace

@@ -210,7 +210,7 @@ TEST(FastsaGrouping, ChainReachesConstantMemory) {
   int64_t first_peak = -1;
   for (int32_t length : {8, 16, 32, 64}) {
     const Graph g = chain_training_graph(length, kSize);
-    const UnitTable units = group_units(g, {});
+    const UnitTable units = *group_units(g, {});
     const Evaluation e = simulate(g, units.expand(units.initial_order));
     ASSERT_TRUE(e.valid) << e.error;
     if (first_peak < 0) first_peak = e.peak_bytes;
@@ -232,7 +232,7 @@ TEST(FastsaGrouping, ChainSolvedAtTightBudget) {
 
 TEST(FastsaGrouping, MaxGroupSizeLimitsGroups) {
   const Graph g = chain_training_graph(16, 100);
-  const UnitTable units = group_units(g, {.max_group_size = 4});
+  const UnitTable units = *group_units(g, {.max_group_size = 4});
   for (int32_t u = 0; u < units.num_units(); ++u) EXPECT_LE(units.members_of(u).size(), 4u);
   EXPECT_TRUE(simulate(g, units.expand(units.initial_order)).valid);
 }

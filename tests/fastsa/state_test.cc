@@ -47,7 +47,7 @@ int32_t random_nop(const SaState& s, Rng& rng) {
 // Random add / remove / move steps on single-node units; checks validity both ways and the
 // figures after every applied step.
 Counts check_against_simulator(const Graph& g, int32_t slots, int steps, uint64_t seed) {
-  const UnitTable units = node_units(g);
+  const UnitTable units = *node_units(g);
   constexpr double kSoftScale = 0.01;
   SaState s(units, slots, units.initial_order, kSoftScale);
   Rng rng(seed);
@@ -124,7 +124,7 @@ TEST(FastsaState, IncrementalPeakMatchesSimulatorOnLayeredGraphs) {
 
 TEST(FastsaState, InitialStateEqualsBaseline) {
   const Graph g = rich_random_graph({.num_nodes = 40, .seed = 9});
-  const UnitTable units = node_units(g);
+  const UnitTable units = *node_units(g);
   const SaState s(units, 1024, units.initial_order);
   EXPECT_EQ(s.peak(), baseline(g).peak_bytes);
   EXPECT_DOUBLE_EQ(s.cost(), baseline(g).cost);
@@ -138,7 +138,7 @@ TEST(FastsaState, GroupedModelBoundsTheExpandedPeak) {
   int grouped_graphs = 0;
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     const Graph g = rich_random_graph({.num_nodes = 40, .seed = seed, .non_recomputable = 0.05});
-    const UnitTable units = group_units(g, {});
+    const UnitTable units = *group_units(g, {});
     grouped_graphs += units.num_units() < g.num_nodes();
     SaState s(units, 512, units.initial_order);
     Rng rng(seed);

@@ -22,8 +22,12 @@ std::optional<std::string> bench_data_dir() {
   const fs::path dir =
       env != nullptr ? fs::path(env)
                      : fs::path(REMAT_SOURCE_DIR) / ".." / "shared" / "benchmarks" / "moccasin";
-  if (!fs::is_directory(dir)) return std::nullopt;
-  return dir.string();
+  if (fs::is_directory(dir)) return dir.string();
+  const char* require = std::getenv("REMAT_REQUIRE_BENCH_DATA");
+  if (require != nullptr && std::string_view(require) == "1")
+    ADD_FAILURE() << "MOCCASIN data absent at " << dir.string()
+                  << " and REMAT_REQUIRE_BENCH_DATA=1 (set REMAT_BENCH_DATA to its folder)";
+  return std::nullopt;
 }
 
 std::string bench_file(const std::string& dir, std::string_view prefix) {

@@ -18,7 +18,9 @@
 namespace remat::testing {
 
 // Path of the MOCCASIN benchmark folder (REMAT_BENCH_DATA or ../shared/benchmarks/moccasin),
-// or nullopt when it is absent (tests then GTEST_SKIP with a message).
+// or nullopt when it is absent (tests then GTEST_SKIP with a message, which ctest reports as a
+// skip). With REMAT_REQUIRE_BENCH_DATA=1 an absent folder is a test failure instead, so a run that
+// must cover the data cannot pass without it.
 std::optional<std::string> bench_data_dir();
 // The file of `dir` whose name starts with `prefix` ("random_layered_n100_").
 std::string bench_file(const std::string& dir, std::string_view prefix);

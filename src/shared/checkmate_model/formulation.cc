@@ -456,23 +456,30 @@ void apply(Retention& held, const DropChoice& d, bool on) {
   for (int32_t t = d.from_stage; t <= d.to_stage; ++t) held.set(t, d.value, on);
 }
 
+// Work units of judging one plan of `g` in the retention searches.
+double judging_work(const Graph& g) {
+  return static_cast<double>(g.num_nodes()) * (g.num_nodes() + g.num_values()) /
+         kRetentionStepsPerUnit;
+}
+
 }  // namespace
 
-Retention repair_retention(const Graph& g, Retention start, int64_t budget_bytes,
-                           double time_limit_s, bool* timed_out, int64_t max_evaluations) {
-  if (timed_out != nullptr) *timed_out = false;
-  const Deadline clock(time_limit_s);
+Retention repair_retention(const Graph& g, Retention start, int64_t budget_bytes, Limits& limits,
+                           bool* cut_short, int64_t max_evaluations) {
+  if (cut_short != nullptr) *cut_short = false;
+  const double per_plan = judging_work(g);
   Retention held = std::move(start);
   Decoded plan = decode(g, held);
   Excess now = excess(g, plan, budget_bytes);
+  limits.spend(per_plan);
   if (!now.valid) return held;
   int64_t evaluations = 0;
   // Greedy: of the drops at the peak's stage, take the one that removes the most memory above the
   // budget per unit of added cost, judged by simulating each (the furthest-next-use rule alone
   // chose drops whose recomputation cascaded: RL 1 at 90 % stalled at 95.5 % with CI +261 %).
   while (now.peak > budget_bytes) {
-    if (clock.expired()) {
-      if (timed_out != nullptr) *timed_out = true;
+    if (limits.stop()) {
+      if (cut_short != nullptr) *cut_short = true;
       break;
     }
     std::optional<DropChoice> chosen;
@@ -483,6 +490,7 @@ Retention repair_retention(const Graph& g, Retention start, int64_t budget_bytes
       ++evaluations;
       apply(held, drop, false);
       const Excess after = excess(g, decode(g, held), budget_bytes);
+      limits.spend(per_plan);
       apply(held, drop, true);
       if (!after.valid || after.area >= now.area) continue;
       const double score = (now.area - after.area) / (std::max(0.0, after.cost - now.cost) + 1e-9);
@@ -530,20 +538,21 @@ void hold_instead(const Graph& g, const Recomputation& r, Retention& held) {
 
 }  // namespace
 
-Retention improve_retention(const Graph& g, Retention start, int64_t budget_bytes,
-                            double time_limit_s, uint64_t seed, bool* timed_out) {
-  if (timed_out != nullptr) *timed_out = false;
-  const Deadline clock(time_limit_s);
+Retention improve_retention(const Graph& g, Retention start, int64_t budget_bytes, Limits& limits,
+                            uint64_t seed, bool* cut_short) {
+  if (cut_short != nullptr) *cut_short = false;
+  const double per_plan = judging_work(g);
   Retention held = std::move(start);
   Decoded plan = decode(g, held);
   Evaluation now = simulate(g, plan.sequence);
+  limits.spend(per_plan);
   if (!now.valid || now.peak_bytes > budget_bytes) return held;
-  const auto left = [&] { return std::max(0.0, time_limit_s - clock.elapsed_s()); };
   // Keeps `trial` (repaired back into the budget) when it is cheaper.
   const auto try_move = [&](Retention trial) {
-    trial = repair_retention(g, std::move(trial), budget_bytes, left());
+    trial = repair_retention(g, std::move(trial), budget_bytes, limits);
     Decoded trial_plan = decode(g, trial);
     const Evaluation e = simulate(g, trial_plan.sequence);
+    limits.spend(per_plan);
     if (!e.valid || e.peak_bytes > budget_bytes || e.cost >= now.cost) return false;
     held = std::move(trial);
     plan = std::move(trial_plan);
@@ -556,7 +565,7 @@ Retention improve_retention(const Graph& g, Retention start, int64_t budget_byte
   while (improved) {
     improved = false;
     for (const Recomputation& r : recomputations(g, plan)) {
-      if (clock.expired()) break;
+      if (limits.stop()) break;
       Retention trial = held;
       hold_instead(g, r, trial);
       if ((improved = try_move(std::move(trial)))) break;  // positions changed: restart the pass
@@ -566,7 +575,7 @@ Retention improve_retention(const Graph& g, Retention start, int64_t budget_byte
   // random, stopping after kFailedLnsMoves tries in a row without a gain.
   constexpr int kFailedLnsMoves = 200;
   std::mt19937_64 rng(seed);
-  for (int failed = 0; failed < kFailedLnsMoves && !clock.expired(); ++failed) {
+  for (int failed = 0; failed < kFailedLnsMoves && !limits.stop(); ++failed) {
     const std::vector<Recomputation> all = recomputations(g, plan);
     if (all.size() < 2) break;
     Retention trial = held;
@@ -574,7 +583,7 @@ Retention improve_retention(const Graph& g, Retention start, int64_t budget_byte
     for (int i = 0; i < picks; ++i) hold_instead(g, all[rng() % all.size()], trial);
     if (try_move(std::move(trial))) failed = -1;
   }
-  if (timed_out != nullptr) *timed_out = clock.expired();
+  if (cut_short != nullptr) *cut_short = limits.stop();
   return held;
 }
 

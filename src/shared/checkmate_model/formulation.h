@@ -5,7 +5,8 @@
 // The StageModel is both the model and its decoder: it maps (R,S) to columns and back to a
 // Sequence with the R-from-S pass (spec §1.5). Rockmate adds rows (M_save) through `model`.
 //   StageModel sm = build_stage_model(g, budget);
-//   MilpResult r = solve_milp(sm.model, {});  Sequence seq = sm.decode(r.x);
+//   MilpResult r = solve_milp(sm.model, {});
+//   Sequence seq = sequence_from_retention(g, sm.retention(r.x));
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "milp/milp.h"
 #include "remat/graph.h"
 #include "remat/plan.h"
+#include "remat/toolkit.h"
 
 namespace remat::checkmate {
 
@@ -79,19 +81,24 @@ Sequence sequence_from_retention(const Graph& graph, const Retention& held);
 // The retention a fixed-order sequence needs (values live at stage boundaries); nullopt when the
 // first computations do not follow the node order.
 std::optional<Retention> retention_from_sequence(const Graph& graph, const Sequence& sequence);
+// The work (SolveOptions::work_limit) of the two searches below: each plan they judge is decoded
+// and simulated, about stages x (nodes + values) steps, this many a work unit (docs/limits.md;
+// bench/work_unit_bench.cc measures it). They spend it from the Limits they are given and stop
+// when it runs out or its clock expires.
+inline constexpr double kRetentionStepsPerUnit = 3.5e8;
+
 // Fixed-order repair (spec §5): from `start`, while the simulated peak exceeds the budget, drop
 // from S the value live at the peak's stage that removes the most memory above the budget per unit
-// of added cost (each drop judged by simulating it). Returns the retention reached. `*timed_out`
-// (when given) says whether the time limit ended it before a plan fitted. `max_evaluations` > 0
-// ends it after that many simulated drops: a limit that stops at the same point on any machine.
+// of added cost (each drop judged by simulating it). Returns the retention reached. `*cut_short`
+// (when given) says whether `limits` ended it before a plan fitted. `max_evaluations` > 0 ends it
+// after that many simulated drops.
 Retention repair_retention(const Graph& graph, Retention start, int64_t budget_bytes,
-                           double time_limit_s, bool* timed_out = nullptr,
-                           int64_t max_evaluations = 0);
+                           Limits& limits, bool* cut_short = nullptr, int64_t max_evaluations = 0);
 // Local search from a retention within budget: removes recomputations (their outputs held instead,
 // the rest repaired back into the budget) while that lowers the cost, one at a time, then several
 // at random (`seed`) until 200 tries in a row gain nothing. Returns the cheapest retention found;
-// `start` unchanged when it is over budget. `*timed_out`: the time limit ended it.
+// `start` unchanged when it is over budget. `*cut_short`: `limits` ended it.
 Retention improve_retention(const Graph& graph, Retention start, int64_t budget_bytes,
-                            double time_limit_s, uint64_t seed, bool* timed_out = nullptr);
+                            Limits& limits, uint64_t seed, bool* cut_short = nullptr);
 
 }  // namespace remat::checkmate

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "remat/error.h"
@@ -154,7 +155,26 @@ std::string column_name(int32_t j) { return fmt::format("x{}", j); }
 
 int no_callback(CbcModel*, int) { return 0; }
 
+// Clp's presolve and CBC's set-up see no event: a run asked after the deadline or an interrupt
+// is not started (on a few hundred nodes they alone take about a second).
+std::optional<MilpResult> too_late(const SearchStop& stop) {
+  if (!stop.deadline.expired()) return std::nullopt;
+  MilpResult result;
+  result.stopped_on_time = true;
+  return result;
+}
+
 }  // namespace
+
+double units_per_iteration(const MilpModel& model) {
+  const double size =
+      static_cast<double>(model.num_rows() + model.num_columns() + model.num_nonzeros());
+  return (1 + size / kSimplexSizeScale) / kSimplexIterationsPerUnit;
+}
+
+int64_t iterations_for(double work_units, const MilpModel& model) {
+  return work_ops(work_units, 1 / units_per_iteration(model));
+}
 
 int32_t MilpModel::add_column(double lower, double upper, double cost, bool integer) {
   // Clp asserts (aborts the process) on an objective coefficient of 1e25 or more: callers scale.
@@ -203,6 +223,7 @@ double MilpModel::objective_value(std::span<const double> x) const {
 
 MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
   const auto stop = std::make_shared<SearchStop>(options.time_limit_s, options.iteration_limit);
+  if (auto late = too_late(*stop)) return *late;
   LogRouter router(options.log);
   OsiClpSolverInterface osi;
   osi.passInMessageHandler(&router);
@@ -274,7 +295,10 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
 }
 
 MilpResult solve_lp(const MilpModel& model, const MilpOptions& options) {
-  const auto stop = std::make_shared<SearchStop>(options.time_limit_s, /*iteration_limit=*/0);
+  // An LP is one simplex run: its limit is the point where the run is ended.
+  const auto stop = std::make_shared<SearchStop>(options.time_limit_s, options.iteration_limit);
+  stop->lp_iteration_limit = options.iteration_limit;
+  if (auto late = too_late(*stop)) return *late;
   LogRouter router(options.log);
   OsiClpSolverInterface osi;
   osi.passInMessageHandler(&router);
@@ -285,7 +309,11 @@ MilpResult solve_lp(const MilpModel& model, const MilpOptions& options) {
   osi.getModelPtr()->setRandomSeed(1234567);
   osi.initialSolve();
   MilpResult result;
-  result.stopped_on_time = stop->lp_aborted || stop->deadline.expired();
+  result.iterations = stop->iterations;
+  result.stopped_on_iterations =
+      stop->lp_aborted && stop->lp_out_of_work() && !stop->lp_deadline.expired();
+  result.stopped_on_time =
+      !result.stopped_on_iterations && (stop->lp_aborted || stop->deadline.expired());
   if (osi.isProvenOptimal() && !stop->lp_aborted) {
     result.status = MilpStatus::kOptimal;
     result.x.assign(osi.getColSolution(), osi.getColSolution() + model.num_columns());

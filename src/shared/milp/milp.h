@@ -47,11 +47,23 @@ enum class MilpStatus {
   kNoSolution,  // stopped without an incumbent
 };
 
+// The work limit's unit (SolveOptions::work_limit) for LPs and MILPs: simplex iterations (CBC's
+// and Clp's, heuristics' and cuts' included), kSimplexIterationsPerUnit a unit, each weighed up by
+// the model's size (rows + columns + nonzeros) past kSimplexSizeScale: a dual simplex iteration
+// costs about the same on the small and middle-sized Checkmate models, more on large ones
+// (docs/limits.md; bench/work_unit_bench.cc measures the CPU seconds of a unit).
+inline constexpr double kSimplexIterationsPerUnit = 2e4;
+inline constexpr double kSimplexSizeScale = 1e6;
+// Work units of one simplex iteration on `model`, and the iterations `work_units` buy.
+double units_per_iteration(const MilpModel& model);
+int64_t iterations_for(double work_units, const MilpModel& model);
+
 struct MilpOptions {
   double time_limit_s = 60;  // wall clock, checked on every node and simplex iteration
   // Simplex iterations over the whole search (every LP, heuristics' included); the search stops
-  // at the first node or solution event past it. 0: none. Unlike the wall clock, a run stopped
-  // here ends at the same point on any machine (MILP only).
+  // at the first node or solution event past it, an LP that alone runs a quarter past it is
+  // ended. 0: none. Unlike the wall clock, a run stopped here ends at the same point on any
+  // machine.
   int64_t iteration_limit = 0;
   int threads = 1;
   uint64_t seed = 1;
@@ -74,7 +86,8 @@ struct MilpResult {
 };
 
 MilpResult solve_milp(const MilpModel& model, const MilpOptions& options);
-// The LP relaxation (integrality ignored), dual simplex with fixed options: deterministic.
+// The LP relaxation (integrality ignored), dual simplex with fixed options: deterministic. Past
+// the iteration limit it stops without a solution (stopped_on_iterations).
 MilpResult solve_lp(const MilpModel& model, const MilpOptions& options);
 // Writes the model in free MPS (integrality markers included). Throws InputError on I/O failure.
 void write_mps(const MilpModel& model, const std::string& path);

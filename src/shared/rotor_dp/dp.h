@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 
 #include "chain_arrays.h"
@@ -26,17 +27,26 @@ namespace remat::rotor {
 
 enum class PersistentFamily { kRotor, kRevolve };
 
+// The DPs' work (SolveOptions::work_limit): entries relaxed (candidate evaluations), this many a
+// unit, about a second of the persistent DP on the reference chain (docs/limits.md;
+// bench/work_unit_bench.cc measures it).
+inline constexpr double kRelaxedPerUnit = 4e8;
+
 struct DpOutcome {
-  std::optional<ChainSequence> ops;  // nullopt: nothing fits the binned budget (or timed out)
+  std::optional<ChainSequence> ops;  // nullopt: nothing fits the binned budget (or a limit hit)
   std::vector<int32_t> options;      // persistent_dp: the stage option of each op (0 for Rotor)
   double makespan = kInfinity;       // the DP's optimum C(1, ..., L+1, M - ω_a^0)
   int64_t rows = 0;                  // DP rows (sub-problems) computed, S + 1 entries each
   int64_t relaxed = 0;               // entries relaxed (candidate evaluations), in all
   bool timed_out = false;
+  bool work_limit_hit = false;  // `relaxed` reached DpControl::max_relaxed first
 };
 
 struct DpControl {
-  const Deadline* deadline = nullptr;                // checked between rows
+  const Deadline* deadline = nullptr;  // checked between rows
+  // The work limit: the DP stops once it has relaxed this many entries (checked between rows, so
+  // at the same point on any machine).
+  int64_t max_relaxed = std::numeric_limits<int64_t>::max();
   std::function<void(const Progress&)> on_progress;  // may be empty
 };
 
@@ -52,9 +62,10 @@ struct MinMemory {
   std::vector<int32_t> options;  // persistent family: the stage option of each op
 };
 MinMemory persistent_min_memory(const ChainArrays<int64_t>& c, PersistentFamily family);
-// O(L^5); nullopt when `deadline` (optional) expires first.
+// O(L^5); nullopt when the control's deadline or work limit (candidate evaluations, counted in
+// `relaxed` when given) ends it first.
 std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c,
-                                         const Deadline* deadline = nullptr);
+                                         const DpControl& control = {}, int64_t* relaxed = nullptr);
 
 // DP table entries (rows x (S + 1)) the weak DP would allocate, to refuse too large a run early.
 int64_t weak_dp_entries(int n, int64_t budget_bins);

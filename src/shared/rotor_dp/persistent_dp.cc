@@ -244,6 +244,12 @@ DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family,
   for (int s_hi = c.n; s_hi >= 1; s_hi -= block) {
     if (control.deadline != nullptr && control.deadline->expired()) {
       outcome.timed_out = true;
+      outcome.relaxed = table.relaxed;
+      return outcome;
+    }
+    if (table.relaxed >= control.max_relaxed) {
+      outcome.work_limit_hit = true;
+      outcome.relaxed = table.relaxed;
       return outcome;
     }
     const int s_lo = std::max(1, s_hi - block + 1);

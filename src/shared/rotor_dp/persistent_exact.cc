@@ -44,10 +44,16 @@ class ExactPersistent {
   int64_t all(int s, int t) const { return forward_all_memory(c_, s, t); }
   const Front& front(int s, int t) const { return fronts_[index(s, t)]; }
 
-  bool fill(const Deadline* deadline) {
+  // False when the control's deadline or work limit (front points times candidate splits) ends
+  // it first.
+  bool fill(const DpControl& control, int64_t& relaxed) {
     for (int s = c_.n; s >= 1; --s) {
-      if (deadline != nullptr && deadline->expired()) return false;
-      for (int t = s; t <= c_.n; ++t) fronts_[index(s, t)] = compute(s, t);
+      if (control.deadline != nullptr && control.deadline->expired()) return false;
+      if (relaxed >= control.max_relaxed) return false;
+      for (int t = s; t <= c_.n; ++t) {
+        fronts_[index(s, t)] = compute(s, t);
+        relaxed += static_cast<int64_t>(fronts_[index(s, t)].size() + 1) * (t - s + 1);
+      }
     }
     return true;
   }
@@ -146,15 +152,13 @@ DpOutcome persistent_dp_exact(const ChainArrays<int64_t>& c, int64_t budget_byte
   const int64_t top = budget_bytes - c.a[0];
   if (top < 0) return outcome;
   ExactPersistent dp(c, family, top);
-  if (!dp.fill(control.deadline)) {
-    outcome.timed_out = true;
+  if (!dp.fill(control, outcome.relaxed)) {
+    const bool clock = control.deadline != nullptr && control.deadline->expired();
+    outcome.timed_out = clock;
+    outcome.work_limit_hit = !clock;
     return outcome;
   }
-  int64_t points = 0;
-  for (int s = 1; s <= c.n; ++s)
-    for (int t = s; t <= c.n; ++t) points += static_cast<int64_t>(dp.front(s, t).size());
   outcome.rows = int64_t{c.n} * (c.n + 1) / 2;
-  outcome.relaxed = points;
   outcome.makespan = value_at(dp.front(1, c.n), top);
   if (outcome.makespan == kInfinity) return outcome;
   ChainSequence ops;

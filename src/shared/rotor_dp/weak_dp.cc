@@ -70,6 +70,7 @@ class CubeTable {
   int64_t first(int s, int t, int l) const { return first_[static_cast<size_t>(index_(s, t, l))]; }
   int64_t width() const { return width_; }
   int64_t rows() const { return index_.count(); }
+  int64_t relaxed = 0;  // entries relaxed, the DP's work
 
  private:
   CellIndex index_;
@@ -86,8 +87,10 @@ void fill_all(const ChainArrays<int32_t>& c, const WeakBounds<int32_t>& b, int s
     return;
   }
   const int64_t lo = std::max<int64_t>(b.all(s, l), table.first(s + 1, s + 1, l) + c.abar[s]);
-  if (lo < width)
+  if (lo < width) {
     relax1(out + lo, table.row(s + 1, s + 1, l) + lo - c.abar[s], c.uf[s] + c.ub[s], width - lo);
+    table.relaxed += width - lo;
+  }
 }
 
 void fill_move(const ChainArrays<int32_t>& c, const WeakBounds<int32_t>& b, int s, int t, int l,
@@ -103,6 +106,7 @@ void fill_move(const ChainArrays<int32_t>& c, const WeakBounds<int32_t>& b, int 
   if (lo < direct_end) relax1(out + lo, sub + lo - shift, c.uf[s], direct_end - lo);
   for (int64_t m = std::max(lo, direct_end); m < width; ++m)
     out[m] = std::min(out[m], c.uf[s] + sub[width - 1]);
+  table.relaxed += std::max<int64_t>(0, width - lo);
 }
 
 void fill_checkpoint(const ChainArrays<int32_t>& c, const WeakBounds<int32_t>& b, int s, int t,
@@ -125,7 +129,10 @@ void fill_checkpoint(const ChainArrays<int32_t>& c, const WeakBounds<int32_t>& b
       const double* y = table.row(s, t, t2 - 1);
       const double least = forward + x[width - 1] + y[width - 1];
       const int64_t hi = first_at_most(out, lo, width, least);
-      if (lo < hi) relax2(out + lo, x + lo - w, y + lo, forward, hi - lo);
+      if (lo < hi) {
+        relax2(out + lo, x + lo - w, y + lo, forward, hi - lo);
+        table.relaxed += hi - lo;
+      }
     }
   }
 }
@@ -231,6 +238,12 @@ DpOutcome weak_dp(const Discretisation& d, const DpControl& control) {
     for (int s = 1; s + span <= c.n; ++s) {
       if (control.deadline != nullptr && control.deadline->expired()) {
         outcome.timed_out = true;
+        outcome.relaxed = table.relaxed;
+        return outcome;
+      }
+      if (table.relaxed >= control.max_relaxed) {
+        outcome.work_limit_hit = true;
+        outcome.relaxed = table.relaxed;
         return outcome;
       }
       for (int t = s; t <= s + span; ++t) fill_cell(c, bounds, s, t, s + span, table);
@@ -239,6 +252,7 @@ DpOutcome weak_dp(const Discretisation& d, const DpControl& control) {
     if (control.on_progress) control.on_progress({.stage = "weak dp", .fraction = done / total});
   }
   outcome.rows = table.rows();
+  outcome.relaxed = table.relaxed;
   outcome.makespan = table.row(1, 1, c.n)[top_m];
   if (outcome.makespan == kInfinity) return outcome;
   ChainSequence ops;
@@ -247,7 +261,12 @@ DpOutcome weak_dp(const Discretisation& d, const DpControl& control) {
   return outcome;
 }
 
-std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c, const Deadline* deadline) {
+std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c, const DpControl& control,
+                                         int64_t* relaxed) {
+  int64_t evaluations = 0;
+  const auto count = [&] {
+    if (relaxed != nullptr) *relaxed = evaluations;
+  };
   // P(s, t, l): the least m with C(s, t, l, m) finite, in bytes, with the same options.
   const int n = c.n;
   const WeakBounds<int64_t> b{c};
@@ -261,7 +280,9 @@ std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c, const De
   auto at = [&](int s, int t, int l) { return static_cast<size_t>(index(s, t, l)); };
   for (int span = 0; span < n; ++span)
     for (int s = 1; s + span <= n; ++s) {
-      if (deadline != nullptr && deadline->expired()) return std::nullopt;
+      count();
+      if (control.deadline != nullptr && control.deadline->expired()) return std::nullopt;
+      if (evaluations >= control.max_relaxed) return std::nullopt;
       const int l = s + span;
       for (int t = s; t <= l; ++t) {
         int64_t best = kNoBytes;
@@ -280,7 +301,9 @@ std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c, const De
           int64_t forward_memory = b.first_forward(s, l);
           for (int s2 = s + 1; s2 <= l; ++s2) {
             if (s2 > s + 1) forward_memory = std::max(forward_memory, b.later_forward(s2 - 1, l));
-            for (int t2 = std::max(s2, t + 1); t2 <= l; ++t2) {
+            const int first_t2 = std::max(s2, t + 1);
+            evaluations += std::max(0, l - first_t2 + 1);
+            for (int t2 = first_t2; t2 <= l; ++t2) {
               const int64_t v = std::max(
                   {forward_memory, need[at(s2, t2, l)] + c.a[s2 - 1], need[at(s, t, t2 - 1)]});
               if (v < best) best = v, pick = {3, s2, t2};
@@ -291,6 +314,7 @@ std::optional<MinMemory> weak_min_memory(const ChainArrays<int64_t>& c, const De
         choice[at(s, t, l)] = pick;
       }
     }
+  count();
   MinMemory result;
   result.bytes = need[at(1, 1, n)] + c.a[0];
   struct Frame {

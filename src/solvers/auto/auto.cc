@@ -124,11 +124,11 @@ bool better(const Evaluation& a, const Evaluation& b, int64_t budget) {
   return better_plan({a.peak_bytes, a.cost}, {b.peak_bytes, b.cost}, budget);
 }
 
-// Seconds of the time left that a member may use: its row's share (a member's slice; the
-// finisher, last, the rest), at most its row's max_seconds.
-double time_slice(const SolverEntry& member, double left) {
+// Work units of the work left that a member may use: its row's share (a member's slice; the
+// finisher, last, the rest), at most its row's max_work.
+double work_slice(const SolverEntry& member, double left) {
   if (member.portfolio.role == PortfolioRole::kFinisher) return left;
-  return std::min(member.portfolio.share * left, member.portfolio.max_seconds);
+  return std::min(member.portfolio.share * left, member.portfolio.max_work);
 }
 
 // The baseline rows that `members` does not list: they run first whatever the user listed.
@@ -151,7 +151,7 @@ class Portfolio {
         g_(g),
         options_(options),
         params_(params),
-        deadline_(options.time_limit_s),
+        limits_(options.work_limit, options.time_limit_s),
         baseline_(baseline(g)) {}
 
   Plan run() {
@@ -177,9 +177,10 @@ class Portfolio {
     Plan plan = std::move(best_->plan);
     SolveStats& stats = plan.stats;
     // The portfolio's plan depends on the clock as soon as one member's did, or the time limit
-    // skipped or cut short a member.
+    // skipped or cut short a member; it stopped on work when a member did or the work ran out.
     stats.stop_reason = stopped_;
-    if (deadline_.expired()) stats.stopped(StopReason::kTimeLimit);
+    stats.stopped(limits_.reason());
+    stats.work = limits_.spent();
     stats.counters.insert(stats.counters.begin(), counters_.begin(), counters_.end());
     stats.lists.emplace_back("auto_members", std::move(outcomes_));
     stats.lists.emplace_back("auto_winner", std::vector<std::string>{best_name_});
@@ -195,7 +196,8 @@ class Portfolio {
     if (cap > 0 && g_.num_nodes() > params_.max_nodes.value_or(cap))
       return fmt::format("not applicable: {} nodes > checkmate_max_nodes = {}", g_.num_nodes(),
                          params_.max_nodes.value_or(cap));
-    if (deadline_.expired()) return "skipped: the time limit was reached";
+    if (limits_.expired()) return "skipped: the time limit was reached";
+    if (limits_.out_of_work()) return "skipped: the work limit was reached";
     return std::nullopt;
   }
 
@@ -229,14 +231,14 @@ class Portfolio {
   //    random search and one chain may miss what another finds (docs/solvers/auto.md).
   //  - when still nothing fits, a plan in two passes (run_two_pass, unless two_pass=false),
   //  - and then a polish of the lowest-peak plan (below).
-  // Runs are stopped by iterations (convergence), so the shares are only caps.
+  // Runs usually stop on convergence, so the shares are caps.
   void run_finisher(const SolverEntry& finisher, double cost_floor) {
     REMAT_CHECK(best_.has_value(), "auto: the default schedule runs before the finisher");
     const std::string name(finisher.name);
     std::vector<WarmStart> starts = fitting_starts();
     const bool nothing_fits = !fits(*best_);
     // Nothing fits: the cold run is the likeliest to fit, so it gets the larger share (random
-    // layered, 6,000 nodes at 70 %: about 27 s of a 60 s limit, through FastSA's memory pass).
+    // layered graphs of thousands of nodes at 70 % spend half the work in FastSA's memory pass).
     run_member(finisher, name, !starts.empty() ? 0.5 : nothing_fits ? 0.75 : 1.0, {});
     if (finished(cost_floor)) return;
     if (!starts.empty()) {
@@ -279,6 +281,7 @@ class Portfolio {
     }
     SolveOptions o = member_options(finisher, 0.5);
     const SolveResult first = others_.solve(d->first_pass, finisher.name, o);
+    limits_.spend(first.plan.stats.work);
     stopped_ = std::max(stopped_, first.plan.stats.stop_reason);
     counters_.emplace_back(label + "_deferred_outputs", static_cast<double>(d->deferred.size()));
     counters_.emplace_back(label + "_first_pass_seconds", first.plan.stats.wall_time_s);
@@ -311,28 +314,26 @@ class Portfolio {
   }
 
   bool finished(double cost_floor) const {
-    return deadline_.expired() || (fits(*best_) && best_->eval.cost <= cost_floor);
+    return limits_.stop() || (fits(*best_) && best_->eval.cost <= cost_floor);
   }
 
-  // The options of a run of `member`: the user's budget, seed (or `seed`), threads and progress,
-  // `share` of the member's slice of the time left, and the parameters given to it.
+  // The options of a run of `member`: the user's budget, seed (or `seed`), threads, progress and
+  // cache, `share` of the member's slice of the work left and the same share of the seconds left,
+  // and the parameters given to it.
   SolveOptions member_options(const SolverEntry& member, double share,
                               std::optional<uint64_t> seed = {}) const {
-    SolveOptions o;
-    o.budget = options_.budget;
+    const double left = limits_.left();
+    const double fraction = left > 0 ? work_slice(member, left) * share / left : 0;
+    SolveOptions o = part_options(options_, limits_, fraction);
     o.seed = seed.value_or(options_.seed);
-    o.threads = options_.threads;
-    o.on_progress = options_.on_progress;
-    const double left = std::max(1e-3, options_.time_limit_s - deadline_.elapsed_s());
-    o.time_limit_s = std::max(1e-3, time_slice(member, left) * share);
     if (const auto it = params_.member_params.find(std::string(member.name));
         it != params_.member_params.end())
       o.params = it->second;
     return o;
   }
 
-  // Runs `member` through the judged solve(), recording it as `label`, with `share` of the time
-  // left, from `warm` when given, with `seed` instead of the user's when given.
+  // Runs `member` through the judged solve(), recording it as `label`, with `share` of its slice,
+  // from `warm` when given, with `seed` instead of the user's when given.
   void run_member(const SolverEntry& member, const std::string& label, double share,
                   const std::optional<WarmStart>& warm, std::optional<uint64_t> seed = {}) {
     SolveOptions o = member_options(member, share, seed);
@@ -349,21 +350,23 @@ class Portfolio {
       skip(label, fmt::format("not applicable: {}", e.what()));
       return;
     }
+    limits_.spend(r.plan.stats.work);
     stopped_ = std::max(stopped_, r.plan.stats.stop_reason);
     // A polish ran at its start's peak: its status is the user's budget's.
     if (warm && warm->budget.bytes != options_.budget.bytes)
       r.plan.stats.status = fits(r) ? SolveStatus::kFeasible : SolveStatus::kOverBudget;
     outcomes_.push_back(fmt::format(
-        "{}: {}, peak {:.1f}%, CI {:+.2f}%, {:.3f} s{}", label, to_string(r.plan.stats.status),
-        percent_of_baseline_peak(r.eval.peak_bytes),
+        "{}: {}, peak {:.1f}%, CI {:+.2f}%, {:.3f} units, {:.3f} s{}", label,
+        to_string(r.plan.stats.status), percent_of_baseline_peak(r.eval.peak_bytes),
         100.0 * (r.eval.cost - baseline_.cost) / std::max(1e-300, baseline_.cost),
-        r.plan.stats.wall_time_s,
+        r.plan.stats.work, r.plan.stats.wall_time_s,
         warm ? fmt::format(" (started from {}{})", warm->from,
                            warm->budget.bytes == options_.budget.bytes ? "" : ", at its peak")
              : ""));
     counters_.emplace_back(label + "_peak_bytes", static_cast<double>(r.eval.peak_bytes));
     counters_.emplace_back(label + "_cost", r.eval.cost);
     counters_.emplace_back(label + "_seconds", r.plan.stats.wall_time_s);
+    counters_.emplace_back(label + "_work", r.plan.stats.work);
     // A fixed-order member's bound and proof hold only over its class of plans (FastSA may
     // reorder below them), so they are not the portfolio's.
     if (member.keeps_default_order) {
@@ -394,7 +397,7 @@ class Portfolio {
   const Graph& g_;
   const SolveOptions& options_;
   const AutoParams& params_;
-  const Deadline deadline_;
+  Limits limits_;
   const Baseline baseline_;  // the default schedule's figures, for the outcome lines
   std::optional<SolveResult> best_;
   std::string best_name_;
@@ -420,7 +423,7 @@ class AutoSolver final : public Solver {
   }
 
   // On a chain: the members whose rows accept chains, in order, each through the judged solve
-  // with an even share of the time left; the best plan by better_plan wins. The default
+  // with an even share of the work and time left; the best plan by better_plan wins. The default
   // schedule (none: store-all) runs first, so `auto` is never worse than it.
   ChainPlan solve_chain(const Chain& chain, const SolveOptions& options) override {
     const std::vector<const SolverEntry*> rows = portfolio_rows(others_);
@@ -433,18 +436,16 @@ class AutoSolver final : public Solver {
       if (row.portfolio.role != PortfolioRole::kBaseline && row.accepts.chain)
         members.push_back(member);
     }
-    const Deadline deadline(options.time_limit_s);
+    Limits limits(options.work_limit, options.time_limit_s);
     std::optional<ChainSolveResult> best;
     std::vector<std::string> outcomes;
     StopReason stopped = StopReason::kConverged;
     for (size_t i = 0; i < members.size(); ++i) {
-      SolveOptions o = options;
-      o.params.clear();
+      SolveOptions o = part_options(options, limits, 1.0 / static_cast<double>(members.size() - i));
       if (const auto it = params.member_params.find(members[i]); it != params.member_params.end())
         o.params = it->second;
-      const double left = std::max(1e-3, options.time_limit_s - deadline.elapsed_s());
-      o.time_limit_s = std::max(1e-3, left / static_cast<double>(members.size() - i));
       ChainSolveResult r = others_.solve(chain, members[i], o);
+      limits.spend(r.plan.stats.work);
       stopped = std::max(stopped, r.plan.stats.stop_reason);
       outcomes.push_back(fmt::format("{}: {}, peak {} bytes, cost {:.10g}, {:.3f} s", members[i],
                                      to_string(r.plan.stats.status), r.eval.peak_bytes, r.eval.cost,
@@ -455,6 +456,7 @@ class AutoSolver final : public Solver {
     }
     ChainPlan plan = std::move(best->plan);
     plan.stats.stop_reason = stopped;
+    plan.stats.work = limits.spent();
     plan.stats.lists.emplace_back("auto_winner", std::vector<std::string>{plan.solver});
     plan.stats.lists.emplace_back("auto_members", std::move(outcomes));
     return plan;

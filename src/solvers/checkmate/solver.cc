@@ -113,16 +113,14 @@ void report_progress(const SolveOptions& options, std::string_view stage, double
 
 // fastsa under its row's fixed_order_param (mode=fixed-order) anneals recomputations in the
 // default order (this MILP's class, except that it may run a node twice in one stage): on RL 1 it
-// finds the proven optima (CI 0.79 % at 90 %, 2.30 % at 80 %) in under a second, where the repair
-// heuristics stop at +6.28 % at 80 % and CBC improves neither. It stops on convergence; `seconds`
-// is a safety net.
-SolveResult offer_fixed_order_annealing(const Graph& g, const SolveOptions& options, double seconds,
+// finds the proven optima in under a second, where the repair heuristics stop well above them and
+// CBC improves neither (bench/checkmate_bench.cc). It stops on convergence or its share of the
+// work.
+SolveResult offer_fixed_order_annealing(const Graph& g, const SolveOptions& options,
+                                        const Limits& limits, double share,
                                         const SolverDirectory& others, BestPlan& best) {
-  SolveOptions annealing;
-  annealing.budget = options.budget;
-  annealing.time_limit_s = seconds;
-  annealing.seed = options.seed;
-  annealing.on_progress = options.on_progress;
+  SolveOptions annealing = part_options(options, limits, share);
+  annealing.threads = 1;
   const SolverEntry* fastsa = others.find("fastsa");
   if (fastsa == nullptr)
     throw InputError(
@@ -138,9 +136,12 @@ SolveResult offer_fixed_order_annealing(const Graph& g, const SolveOptions& opti
   return r;
 }
 
-milp::MilpOptions milp_options(const SolveOptions& options, double seconds) {
+// The MILP or LP on `model` with the work `limits` has left (times `share`) and its seconds.
+milp::MilpOptions milp_options(const SolveOptions& options, const Limits& limits,
+                               const milp::MilpModel& model, double share = 1) {
   milp::MilpOptions m;
-  m.time_limit_s = std::max(seconds, 0.05);
+  m.time_limit_s = std::max(limits.seconds_left(), 0.05);
+  m.iteration_limit = milp::iterations_for(share * limits.left(), model);
   m.threads = options.threads;
   m.seed = options.seed;
   if (options.on_progress)
@@ -173,12 +174,17 @@ double clamp_bound(const BestPlan& best, double bound) {
   return best.fits() ? std::min(bound, best.best()->eval.cost) : bound;
 }
 
-Plan finish(const BestPlan& best, SolveStatus status_if_fits) {
-  Plan plan;
-  plan.sequence = best.best()->sequence;
-  plan.stats.status = best.fits() ? status_if_fits : SolveStatus::kOverBudget;
-  return plan;
+// A MILP or LP run's work, and its stop, recorded.
+void spend(Limits& limits, const milp::MilpModel& model, const milp::MilpResult& r,
+           SolveStats& stats) {
+  limits.spend(static_cast<double>(r.iterations) * milp::units_per_iteration(model));
+  if (r.stopped_on_time) stats.stopped(StopReason::kTimeLimit);
+  if (r.stopped_on_iterations) stats.stopped(StopReason::kWorkLimit);
 }
+
+// Shares of the work: the fixed-order annealing, the repair of the default schedule and the local
+// search from the better of them; the MILP gets the rest.
+constexpr double kAnnealShare = 0.25, kRepairShare = 0.2, kImproveShare = 0.2;
 
 class MilpSolver : public Solver {
  public:
@@ -187,45 +193,53 @@ class MilpSolver : public Solver {
   Plan solve(const Graph& g, const SolveOptions& options) override {
     const CheckmateParams params = milp_table().parse(options.params);
     guard_size(milp_table().solver(), g, params.max_columns);
-    const Deadline clock(options.time_limit_s);
+    Limits limits(options.work_limit, options.time_limit_s);
     const int64_t budget = options.budget.bytes;
     const StageModel sm = build_stage_model(g, budget);
     if (!params.write_mps.empty()) milp::write_mps(sm.model, params.write_mps);
+    Plan plan;
+    SolveStats& stats = plan.stats;
 
     // Warm start: fixed-order annealing, and the default schedule repaired down to the budget
     // (spec §5); the better of them is improved by local search.
     BestPlan best(budget);
     best.offer(g, default_schedule(g));
     std::optional<SolveResult> annealed;
-    if (params.anneal)
-      annealed = offer_fixed_order_annealing(g, options, std::max(0.1, options.time_limit_s * 0.25),
-                                             others_, best);
+    if (params.anneal) {
+      annealed = offer_fixed_order_annealing(g, options, limits, kAnnealShare, others_, best);
+      limits.spend(annealed->plan.stats.work);
+      stats.stopped(annealed->plan.stats.stop_reason);
+    }
     const Retention kept_all = *retention_from_sequence(g, default_schedule(g));
-    bool repair_timed_out = false, improve_timed_out = false;
-    const Retention repaired = repair_retention(
-        g, kept_all, budget, std::max(0.1, options.time_limit_s * 0.2), &repair_timed_out);
+    Limits repair = limits.part(kRepairShare);
+    const Retention repaired = repair_retention(g, kept_all, budget, repair);
+    limits.spend(repair.spent());
+    stats.stopped(repair.reason());
     best.offer(g, sequence_from_retention(g, repaired));
     // Every candidate so far keeps the default order, so it has a retention.
     const Retention improve_from =
         best.fits() ? retention_from_sequence(g, best.best()->sequence).value_or(repaired)
                     : repaired;
+    Limits improve = limits.part(kImproveShare);
     const Retention improved =
-        improve_retention(g, improve_from, budget, std::max(0.1, options.time_limit_s * 0.2),
-                          derive_seed(options.seed, 1), &improve_timed_out);
+        improve_retention(g, improve_from, budget, improve, derive_seed(options.seed, 1));
+    limits.spend(improve.spent());
+    stats.stopped(improve.reason());
     best.offer(g, sequence_from_retention(g, improved));
     report_progress(options, "warm start", best.best()->eval.cost);
 
-    milp::MilpOptions mo = milp_options(options, options.time_limit_s - clock.elapsed_s());
+    milp::MilpOptions mo = milp_options(options, limits, sm.model);
     std::optional<std::vector<double>> start;
     if (best.fits()) start = sm.encode(best.best()->sequence);
     if (start) mo.start = *start;
     const milp::MilpResult result = milp::solve_milp(sm.model, mo);
+    spend(limits, sm.model, result, stats);
 
     bool from_milp = false;
     if (!result.x.empty())
       from_milp = best.offer(g, sequence_from_retention(g, sm.retention(result.x)));
-    Plan plan = finish(best, SolveStatus::kFeasible);
-    SolveStats& stats = plan.stats;
+    plan.sequence = best.best()->sequence;
+    stats.status = best.fits() ? SolveStatus::kFeasible : SolveStatus::kOverBudget;
     const bool proved = result.status == milp::MilpStatus::kOptimal;
     const double objective_cost = result.objective * sm.cost_scale;
     if (proved && best.fits() &&
@@ -236,13 +250,11 @@ class MilpSolver : public Solver {
     else if (result.status != milp::MilpStatus::kInfeasible && std::isfinite(result.bound))
       stats.cost_lower_bound = clamp_bound(best, cost_bound(sm, result.bound));
     stats.iterations = result.nodes;
+    stats.work = limits.spent();
     add_model_counters(stats, sm);
     stats.add_counter("milp_status", static_cast<double>(result.status));
     stats.add_counter("mip_start", start ? 1 : 0);
-    // A run the clock stopped depends on how far it got (not reproducible).
-    if (result.stopped_on_time || repair_timed_out || improve_timed_out)
-      stats.stopped(StopReason::kTimeLimit);
-    if (annealed) stats.stopped(annealed->plan.stats.stop_reason);
+    stats.add_counter("simplex_iterations", static_cast<double>(result.iterations));
     if (annealed) {
       stats.add_counter("annealing_cost", annealed->eval.cost);
       stats.add_counter("annealing_peak_bytes", static_cast<double>(annealed->eval.peak_bytes));
@@ -256,39 +268,47 @@ class MilpSolver : public Solver {
   const SolverDirectory& others_;
 };
 
+// The LP at the budget gets at most this share of the work; each tighter LP of the budget search
+// this share of what is left.
+constexpr double kLpShare = 0.5;
+
 class LpSolver : public Solver {
  public:
   Plan solve(const Graph& g, const SolveOptions& options) override {
     const CheckmateParams params = lp_table().parse(options.params);
     guard_size(lp_table().solver(), g, params.max_columns);
     const int64_t samples = params.samples;
-    const Deadline clock(options.time_limit_s);
+    Limits limits(options.work_limit, options.time_limit_s);
     const int64_t budget = options.budget.bytes;
     BestPlan best(budget);
     best.offer(g, default_schedule(g));
     std::mt19937_64 rng(derive_seed(options.seed, 0));
+    Plan plan;
+    SolveStats& stats = plan.stats;
 
     // The LP at the budget itself gives the lower bound; roundings start there.
     const StageModel at_budget = build_stage_model(g, budget);
     if (!params.write_mps.empty()) milp::write_mps(at_budget.model, params.write_mps);
     const milp::MilpResult bound =
-        milp::solve_lp(at_budget.model, milp_options(options, options.time_limit_s));
-    Plan plan;
+        milp::solve_lp(at_budget.model, milp_options(options, limits, at_budget.model, kLpShare));
+    spend(limits, at_budget.model, bound, stats);
+    int64_t simplex_iterations = bound.iterations;
     int64_t rounded = 0;
+    const double per_plan = static_cast<double>(g.num_nodes()) * (g.num_nodes() + g.num_values()) /
+                            kRetentionStepsPerUnit;
     // Each rounding is judged as it is and, when over budget, once more repaired into it.
     const auto offer = [&](const Retention& held) {
       const Sequence sequence = sequence_from_retention(g, held);
-      if (params.repair && simulate(g, sequence).peak_bytes > budget && !clock.expired())
-        best.offer(
-            g, sequence_from_retention(
-                   g, repair_retention(g, held, budget, options.time_limit_s - clock.elapsed_s())));
+      limits.spend(per_plan);
+      if (params.repair && simulate(g, sequence).peak_bytes > budget && !limits.stop())
+        best.offer(g, sequence_from_retention(g, repair_retention(g, held, budget, limits)));
       best.offer(g, sequence);
       ++rounded;
     };
     const auto round_all = [&](const StageModel& sm, const std::vector<double>& x) {
       for (int step = 1; step <= 9; ++step) offer(sm.retention(x, step / 10.0));
       std::uniform_real_distribution<double> unit(0, 1);
-      for (int64_t i = 0; i < samples && !clock.expired(); ++i) {
+      for (int64_t i = 0; i < samples && !limits.stop(); ++i) {
         std::vector<double> coin(x.size());
         for (double& c : coin) c = unit(rng);
         Retention held = sm.retention(x, 2.0);
@@ -306,30 +326,33 @@ class LpSolver : public Solver {
     double factor = 0.9;
     int tightenings = 0;
     while (!params.bound_only && !best.fits() && bound.status == milp::MilpStatus::kOptimal &&
-           !clock.expired() && tightenings < 6) {
+           !limits.stop() && tightenings < 6) {
       const StageModel tighter =
           build_stage_model(g, static_cast<int64_t>(factor * static_cast<double>(budget)));
-      const milp::MilpResult lp = milp::solve_lp(
-          tighter.model, milp_options(options, options.time_limit_s - clock.elapsed_s()));
+      const milp::MilpResult lp =
+          milp::solve_lp(tighter.model, milp_options(options, limits, tighter.model, kLpShare));
+      spend(limits, tighter.model, lp, stats);
+      simplex_iterations += lp.iterations;
       if (lp.x.empty()) break;
       round_all(tighter, lp.x);
       factor *= 0.9;
       ++tightenings;
     }
-    if (params.repair && !params.bound_only && best.fits() && !clock.expired())
+    if (params.repair && !params.bound_only && best.fits() && !limits.stop())
       if (const std::optional<Retention> held = retention_from_sequence(g, best.best()->sequence))
-        best.offer(
-            g, sequence_from_retention(
-                   g, improve_retention(g, *held, budget, options.time_limit_s - clock.elapsed_s(),
-                                        derive_seed(options.seed, 1))));
-    plan = finish(best, SolveStatus::kFeasible);
+        best.offer(g, sequence_from_retention(g, improve_retention(g, *held, budget, limits,
+                                                                   derive_seed(options.seed, 1))));
+    plan.sequence = best.best()->sequence;
+    stats.status = best.fits() ? SolveStatus::kFeasible : SolveStatus::kOverBudget;
     if (bound.status == milp::MilpStatus::kOptimal)
-      plan.stats.cost_lower_bound = clamp_bound(best, cost_bound(at_budget, bound.objective));
-    add_model_counters(plan.stats, at_budget);
-    plan.stats.add_counter("roundings", static_cast<double>(rounded));
-    plan.stats.add_counter("budget_tightenings", tightenings);
-    plan.stats.iterations = rounded;
-    if (bound.stopped_on_time || clock.expired()) plan.stats.stopped(StopReason::kTimeLimit);
+      stats.cost_lower_bound = clamp_bound(best, cost_bound(at_budget, bound.objective));
+    add_model_counters(stats, at_budget);
+    stats.add_counter("roundings", static_cast<double>(rounded));
+    stats.add_counter("budget_tightenings", tightenings);
+    stats.add_counter("simplex_iterations", static_cast<double>(simplex_iterations));
+    stats.iterations = rounded;
+    stats.work = limits.spent();
+    stats.stopped(limits.reason());
     return plan;
   }
 };

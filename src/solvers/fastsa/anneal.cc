@@ -115,7 +115,10 @@ class Annealer {
     done = done || at_least_cost();
     int64_t& it = iteration_;
     const int64_t window = settings_.convergence_window;
-    for (; it < settings_.iterations && !done; ++it) {
+    // The work limit cuts the schedule short; it does not shorten it (the temperatures fall as
+    // over the whole schedule).
+    const int64_t last = std::min(settings_.iterations, std::max<int64_t>(0, context_.moves_left));
+    for (; it < last && !done; ++it) {
       if ((it & 1023) == 0 && it > 0) {
         if (context_.deadline != nullptr && context_.deadline->expired()) {
           r.time_limit_hit = true;
@@ -162,6 +165,11 @@ class Annealer {
       }
     }
     r.iterations = it;
+    r.work_limit_hit =
+        !done && !r.time_limit_hit && !r.converged && last < settings_.iterations && it == last;
+    context_.moves_left -= it;
+    context_.work_limit_hit |= r.work_limit_hit;
+    context_.time_limit_hit |= r.time_limit_hit;
     r.at_least_cost = at_least_cost();
     sample(start, it, f);
     context_.iterations_before += it;
@@ -253,7 +261,12 @@ class Annealer {
     if (!settings_.exact_peak || state_.peak() + settings_.exact_peak_step >= lowest_checked_peak_)
       return false;
     lowest_checked_peak_ = state_.peak();
-    const int64_t exact = settings_.exact_peak(state_.sequence());
+    const std::vector<int32_t> order = state_.sequence();
+    const int64_t exact = settings_.exact_peak(order);
+    int64_t steps = 0;
+    for (int32_t u : order) steps += static_cast<int64_t>(units_.members_of(u).size());
+    context_.moves_left -=
+        static_cast<int64_t>(kMovesPerSimulatedStep * static_cast<double>(steps));
     if (exact > context_.budget_bytes) return false;
     best_peak_ = exact;
     best_cost_ = state_.cost();

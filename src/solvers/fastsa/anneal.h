@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -69,12 +70,22 @@ struct StageSettings {
   double least_cost = 0;
 };
 
+// The moves of the work limit's unit (SolveOptions::work_limit): about a second of annealing on
+// the reference workload (docs/limits.md; bench/work_unit_bench.cc measures it). A simulation of
+// the plan (grouped stage 1's exact peak checks) counts kMovesPerSimulatedStep per step.
+inline constexpr double kMovesPerUnit = 4e6;
+inline constexpr double kMovesPerSimulatedStep = 0.25;
+
 // Shared by the stages of one chain.
 struct ChainContext {
   ObjectiveFunction objective;
   int64_t budget_bytes = 0;
   Rng rng{1};
   const Deadline* deadline = nullptr;
+  // The chain's work limit in moves, left to its later stages (simulated steps count too).
+  int64_t moves_left = std::numeric_limits<int64_t>::max();
+  // Whether a limit cut any stage of the chain short.
+  bool work_limit_hit = false, time_limit_hit = false;
   std::function<void(const Progress&)> on_progress;  // empty except on the reporting chain
   double progress_every_s = 0.25;
   // Convergence series over the chain (both stages).
@@ -94,8 +105,9 @@ struct StageResult {
   double final_temperature = 0;    // h_f of the schedule
   double stop_temperature = 0;     // the temperature when the stage ended (early or not)
   bool time_limit_hit = false;
-  bool converged = false;      // ended by the convergence window
-  bool at_least_cost = false;  // ended within budget at StageSettings::least_cost
+  bool work_limit_hit = false;  // the chain's moves ran out before the stage ended
+  bool converged = false;       // ended by the convergence window
+  bool at_least_cost = false;   // ended within budget at StageSettings::least_cost
 };
 
 StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,

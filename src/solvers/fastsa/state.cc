@@ -47,15 +47,52 @@ SaState::SaState(const UnitTable& units, int32_t slots, std::span<const int32_t>
   for (auto& p : productions_) p.reserve(4);
   for (auto& u : uses_) u.reserve(8);
   first_.assign(static_cast<size_t>(units.num_values()), FirstTimes{});
-  max_tree_.reset(std::vector<int64_t>(static_cast<size_t>(slots), -kNopOffset));
-  if (soft_scale_ > 0)
-    soft_tree_.reset(std::vector<double>(static_cast<size_t>(slots), -kSoftNopOffset));
+  place_all(order);
+}
+
+// The state of adding `order` one unit at a time, built at once: the trees' leaves from every
+// value's live intervals (a difference array), so a graph of a million nodes is set up in time
+// linear in slots and edges instead of one tree update per interval.
+void SaState::place_all(std::span<const int32_t> order) {
   const auto k = static_cast<int64_t>(order.size());
+  const auto slots = static_cast<size_t>(slots_);
+  std::vector<int64_t> live(slots + 1, 0);
   for (int64_t i = 0; i < k; ++i) {
-    const auto t = static_cast<int32_t>((i + 1) * slots / (k + 1));
+    const auto t = static_cast<int32_t>((i + 1) * slots_ / (k + 1));
     REMAT_CHECK(is_nop(t), "fastsa: initial layout collision");
-    add(order[static_cast<size_t>(i)], t);
+    const int32_t unit = order[static_cast<size_t>(i)];
+    slot_[static_cast<size_t>(t)] = unit;
+    occupied_pos_[static_cast<size_t>(t)] = static_cast<int32_t>(occupied_.size());
+    occupied_.push_back(t);
+    cost_ += units_->cost[static_cast<size_t>(unit)];
+    // Slots ascend, so every list stays sorted.
+    for (int32_t v : units_->inputs(unit)) uses_[static_cast<size_t>(v)].push_back(t);
+    for (int32_t v : units_->outputs(unit)) productions_[static_cast<size_t>(v)].push_back(t);
   }
+  for (int32_t v = 0; v < units_->num_values(); ++v) {
+    refresh_first(v);
+    const std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
+    const int64_t size = units_->value_size[static_cast<size_t>(v)];
+    for (size_t j = 0; j < prod.size() && size != 0; ++j) {
+      const int32_t next = j + 1 < prod.size() ? prod[j + 1] : kNoTime;
+      live[static_cast<size_t>(prod[j])] += size;
+      live[static_cast<size_t>(interval_end(v, prod[j], next)) + 1] -= size;
+    }
+  }
+  std::vector<int64_t> leaves(slots);
+  std::vector<double> soft(soft_scale_ > 0 ? slots : 0);
+  int64_t bytes = 0;
+  for (size_t t = 0; t < slots; ++t) {
+    bytes += live[t];
+    const int32_t unit = slot_[t];
+    const int64_t temp = unit == kNop ? 0 : units_->temp[static_cast<size_t>(unit)];
+    leaves[t] = bytes + temp - (unit == kNop ? kNopOffset : 0);
+    if (!soft.empty())
+      soft[t] =
+          static_cast<double>(bytes + temp) * soft_scale_ - (unit == kNop ? kSoftNopOffset : 0);
+  }
+  max_tree_.reset(leaves);
+  if (!soft.empty()) soft_tree_.reset(soft);
 }
 
 double SaState::soft_peak() const {

@@ -76,6 +76,7 @@ class SaState {
   // (kNoTime: none): the last use in (p, next), p when there is none, the end for an output.
   int32_t interval_end(int32_t v, int32_t p, int32_t next) const;
   void place(int32_t unit, int32_t t);
+  void place_all(std::span<const int32_t> order);
   void clear(int32_t t);
 
   const UnitTable* units_;

@@ -1,6 +1,7 @@
 #include "units.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "remat/error.h"
 
@@ -99,21 +100,31 @@ int64_t unit_temp(const Graph& g, std::span<const NodeId> members,
   return worst;
 }
 
+// Between this many units the set-up checks its deadline.
+constexpr int32_t kUnitsPerDeadlineCheck = 4096;
+
+bool expired_at(int32_t i, const Deadline* deadline) {
+  return deadline != nullptr && i % kUnitsPerDeadlineCheck == 0 && deadline->expired();
+}
+
 class Grouper {
  public:
-  Grouper(const Graph& g, const GroupingParams& params) : g_(g), params_(params) {
-    units_.resize(static_cast<size_t>(g.num_nodes()));
-    readers_.resize(static_cast<size_t>(g.num_values()));
-    unit_stamp_.assign(static_cast<size_t>(g.num_nodes()), -1);
-    for (int32_t n = 0; n < g.num_nodes(); ++n) {
+  Grouper(const Graph& g, const GroupingParams& params) : g_(g), params_(params) {}
+
+  std::optional<std::vector<WorkUnit>> run(const Deadline* deadline) {
+    units_.resize(static_cast<size_t>(g_.num_nodes()));
+    readers_.resize(static_cast<size_t>(g_.num_values()));
+    unit_stamp_.assign(static_cast<size_t>(g_.num_nodes()), -1);
+    for (int32_t n = 0; n < g_.num_nodes(); ++n) {
+      if (expired_at(n, deadline)) return std::nullopt;
       WorkUnit& u = units_[static_cast<size_t>(n)];
-      u = single_node_unit(g, NodeId{n});
+      u = single_node_unit(g_, NodeId{n});
       for (int32_t v : u.inputs) readers_[static_cast<size_t>(v)].push_back(n);
     }
-  }
-
-  std::vector<WorkUnit> run() {
-    for (int32_t i = 0; i < g_.num_nodes(); ++i) try_fuse(i);
+    for (int32_t i = 0; i < g_.num_nodes(); ++i) {
+      if (expired_at(i, deadline)) return std::nullopt;
+      try_fuse(i);
+    }
     return std::move(units_);
   }
 
@@ -193,7 +204,8 @@ class Grouper {
   std::vector<int32_t> unit_stamp_;
 };
 
-UnitTable make_table(const Graph& g, const std::vector<WorkUnit>& units) {
+// The table's value columns and resident bytes (the same for every grouping).
+UnitTable value_table(const Graph& g) {
   UnitTable t;
   t.value_size.resize(static_cast<size_t>(g.num_values()));
   t.value_is_output.resize(static_cast<size_t>(g.num_values()));
@@ -202,7 +214,15 @@ UnitTable make_table(const Graph& g, const std::vector<WorkUnit>& units) {
     t.value_is_output[static_cast<size_t>(v)] = g.value(ValueId{v}).is_output ? 1 : 0;
   }
   for (ValueId v : g.graph_inputs()) t.resident_bytes += g.value(v).size_bytes;
-  for (const WorkUnit& u : units) {
+  return t;
+}
+
+std::optional<UnitTable> make_table(const Graph& g, const std::vector<WorkUnit>& units,
+                                    const Deadline* deadline) {
+  UnitTable t = value_table(g);
+  for (size_t i = 0; i < units.size(); ++i) {
+    const WorkUnit& u = units[i];
+    if (expired_at(static_cast<int32_t>(i), deadline)) return std::nullopt;
     if (!u.alive) continue;
     for (int32_t v : u.inputs)
       if (!g.is_graph_input(ValueId{v})) t.input_ids.push_back(v);
@@ -232,15 +252,43 @@ Sequence UnitTable::expand(std::span<const int32_t> units) const {
   return seq;
 }
 
-UnitTable node_units(const Graph& graph) {
-  std::vector<WorkUnit> units(static_cast<size_t>(graph.num_nodes()));
-  for (int32_t n = 0; n < graph.num_nodes(); ++n)
-    units[static_cast<size_t>(n)] = single_node_unit(graph, NodeId{n});
-  return make_table(graph, units);
+// Straight into the table's arrays: on a graph of a million nodes a unit object per node was most
+// of the set-up.
+std::optional<UnitTable> node_units(const Graph& graph, const Deadline* deadline) {
+  UnitTable t = value_table(graph);
+  const auto n = static_cast<size_t>(graph.num_nodes());
+  for (auto* column : {&t.input_begin, &t.output_begin, &t.member_begin}) column->reserve(n + 1);
+  t.members.reserve(n);
+  t.cost.reserve(n);
+  t.temp.reserve(n);
+  t.recomputable.reserve(n);
+  t.initial_order.reserve(n);
+  for (int32_t i = 0; i < graph.num_nodes(); ++i) {
+    if (expired_at(i, deadline)) return std::nullopt;
+    const Node& node = graph.node(NodeId{i});
+    const size_t inputs_from = t.input_ids.size(), outputs_from = t.output_ids.size();
+    for (ValueId v : node.inputs)
+      if (!graph.is_graph_input(v)) t.input_ids.push_back(v.value());
+    for (ValueId v : node.outputs) t.output_ids.push_back(v.value());
+    std::sort(t.input_ids.begin() + static_cast<std::ptrdiff_t>(inputs_from), t.input_ids.end());
+    std::sort(t.output_ids.begin() + static_cast<std::ptrdiff_t>(outputs_from), t.output_ids.end());
+    t.input_begin.push_back(static_cast<int32_t>(t.input_ids.size()));
+    t.output_begin.push_back(static_cast<int32_t>(t.output_ids.size()));
+    t.members.push_back(NodeId{i});
+    t.member_begin.push_back(static_cast<int32_t>(t.members.size()));
+    t.cost.push_back(node.cost);
+    t.temp.push_back(node.temp_bytes);
+    t.recomputable.push_back(node.recomputable ? 1 : 0);
+    t.initial_order.push_back(i);
+  }
+  return t;
 }
 
-UnitTable group_units(const Graph& graph, const GroupingParams& params) {
-  return make_table(graph, Grouper(graph, params).run());
+std::optional<UnitTable> group_units(const Graph& graph, const GroupingParams& params,
+                                     const Deadline* deadline) {
+  std::optional<std::vector<WorkUnit>> units = Grouper(graph, params).run(deadline);
+  if (!units) return std::nullopt;
+  return make_table(graph, *units, deadline);
 }
 
 }  // namespace remat::fastsa

@@ -9,11 +9,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "remat/graph.h"
 #include "remat/plan.h"
+#include "remat/toolkit.h"
 
 namespace remat::fastsa {
 
@@ -52,13 +54,16 @@ struct UnitTable {
   Sequence expand(std::span<const int32_t> units) const;
 };
 
-// One unit per graph node; initial_order is the default schedule.
-UnitTable node_units(const Graph& graph);
+// One unit per graph node; initial_order is the default schedule. nullopt when `deadline`
+// (optional) expires first.
+std::optional<UnitTable> node_units(const Graph& graph, const Deadline* deadline = nullptr);
 
 struct GroupingParams {
   int32_t max_group_size = 0;  // most nodes in one group; 0: no limit
 };
-// Algorithm 1 over the default schedule (see the header comment and docs/solvers/fastsa.md).
-UnitTable group_units(const Graph& graph, const GroupingParams& params);
+// Algorithm 1 over the default schedule (see the header comment and docs/solvers/fastsa.md);
+// nullopt when `deadline` (optional) expires first.
+std::optional<UnitTable> group_units(const Graph& graph, const GroupingParams& params,
+                                     const Deadline* deadline = nullptr);
 
 }  // namespace remat::fastsa

@@ -41,8 +41,10 @@ bool better(const Candidate& a, const Candidate& b, int64_t budget) {
 }
 
 // The cut for `p`, lowered as asked (both ways under kAuto); the best by `better`.
-Candidate solve_with(const Graph& graph, const MincutParams& p, int64_t budget,
-                     const Deadline& deadline) {
+// Its work (SolveOptions::work_limit) is in steps lowered and simulated, at the simulator's rate:
+// the release lowering, the part that may grow large, stops at the work left (kKeep stands in).
+Candidate solve_with(const Graph& graph, const MincutParams& p, int64_t budget, Limits& limits) {
+  const Deadline& deadline = limits.deadline();
   const auto start = std::chrono::steady_clock::now();
   const JointAnalysis analysis = analyze_joint(graph, p);
   const Cut cut = find_min_cut(graph, analysis, p.max_flow);
@@ -56,11 +58,18 @@ Candidate solve_with(const Graph& graph, const MincutParams& p, int64_t budget,
     if (!wanted) continue;
     Candidate c{
         .cut = cut, .objective = p.objective, .lowering = lowering, .cut_time_s = cut_time_s};
+    const int64_t max_steps =
+        std::min(kMaxLoweredSteps, work_ops(limits.left(), kSimulatedStepsPerUnit));
     c.lowered = lowering == Lowering::kRelease
-                    ? lower_cut(graph, analysis, cut.saved, lowering, kMaxLoweredSteps, &deadline)
+                    ? lower_cut(graph, analysis, cut.saved, lowering, max_steps, &deadline)
                     : lower_cut(graph, analysis, cut.saved, lowering);
-    if (!c.lowered.complete) continue;
+    limits.spend(static_cast<double>(c.lowered.sequence.size()) / kSimulatedStepsPerUnit);
+    if (!c.lowered.complete) {
+      if (max_steps < kMaxLoweredSteps && !deadline.expired()) limits.note_work_limit();
+      continue;
+    }
     c.eval = simulate(graph, c.lowered.sequence);
+    limits.spend(static_cast<double>(c.lowered.sequence.size()) / kSimulatedStepsPerUnit);
     REMAT_CHECK(c.eval.valid, fmt::format("mincut: lowered plan is invalid: {}", c.eval.error));
     for (int32_t i = 0; i < graph.num_nodes(); ++i) c.banned += analysis.banned(NodeId{i});
     for (int32_t i = 0; i < graph.num_values(); ++i) c.vf_values += analysis.in_vf[ValueId{i}];
@@ -101,12 +110,12 @@ class MincutSolver final : public Solver {
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const MincutParams params = parse_mincut_params(options.params);
     const int64_t budget = options.budget.bytes;
-    const Deadline deadline(options.time_limit_s);
+    Limits limits(options.work_limit, options.time_limit_s);
     const std::vector<Rung> ladder = fallback_ladder(params);
-    Candidate best = solve_with(graph, ladder[0].params, budget, deadline);
+    Candidate best = solve_with(graph, ladder[0].params, budget, limits);
     size_t best_rung = 0;
     for (size_t rung = 1; rung < ladder.size() && best.eval.peak_bytes > budget; ++rung) {
-      Candidate c = solve_with(graph, ladder[rung].params, budget, deadline);
+      Candidate c = solve_with(graph, ladder[rung].params, budget, limits);
       if (better(c, best, budget)) {
         best = std::move(c);
         best_rung = rung;
@@ -123,8 +132,10 @@ class MincutSolver final : public Solver {
     plan.sequence = best.lowered.sequence;
     plan.stats.status = SolveStatus::kFeasible;
     plan.stats.cost_lower_bound = cost_lower_bound(graph);
-    // The release lowering stops at the deadline (then the keep lowering stands in).
-    if (deadline.expired()) plan.stats.stopped(StopReason::kTimeLimit);
+    // The release lowering stops at the deadline or the work limit (then the keep lowering
+    // stands in).
+    plan.stats.stopped(limits.reason());
+    plan.stats.work = limits.spent();
     add_stats(graph, best, params.objective, plan.stats);
     plan.stats.add_counter("fallback_rung", static_cast<double>(best_rung));
     std::vector<std::string> relaxed;

@@ -5,6 +5,7 @@
 #include <gecode/int.hh>
 #include <gecode/minimodel.hh>
 #include <gecode/search.hh>
+#include <limits>
 #include <memory>
 #include <random>
 
@@ -356,29 +357,89 @@ class Model : public IntMinimizeSpace {
   IntVar peak_;
 };
 
-void accumulate(PhaseResult& result, const Search::Statistics& stats) {
+// Ends a phase's searches on its work (propagator runs over all its engines), the solve's clock
+// or an interrupt (Deadline::expired sees both), or a failure count. Gecode asks it at every node
+// it explores, so an interrupt is seen within a node's propagation; at one thread the counts, and
+// so the point where the work limit stops a search, are the same on any machine.
+class PhaseStop : public Search::Stop {
+ public:
+  PhaseStop(double work_units, const Deadline* deadline)
+      : max_propagations_(work_ops(work_units, kPropagationsPerUnit)), deadline_(deadline) {}
+  // A search whose engine also ends after `fails` failures (that end is no limit of the phase).
+  void limit_failures(uint64_t fails) { max_failures_ = fails; }
+  // The part of the work left to the next engine (a share of the phase's, e.g. its proof).
+  void share(double fraction) {
+    engine_limit_ =
+        used_ + static_cast<int64_t>(fraction * static_cast<double>(max_propagations_ - used_));
+  }
+
+  bool stop(const Search::Statistics& s, const Search::Options&) override {
+    const int64_t used = used_ + static_cast<int64_t>(s.propagate);
+    if (used >= std::min(engine_limit_, max_propagations_)) {
+      work_limit_hit_ = used >= max_propagations_;
+      return true;
+    }
+    if (deadline_ != nullptr && deadline_->expired()) {
+      time_limit_hit_ = true;
+      return true;
+    }
+    return s.fail >= max_failures_;
+  }
+  // An engine ended: its propagations count against the phase from now on.
+  void add(const Search::Statistics& s) {
+    used_ += static_cast<int64_t>(s.propagate);
+    engine_limit_ = std::numeric_limits<int64_t>::max();
+    max_failures_ = std::numeric_limits<uint64_t>::max();
+  }
+  void record(PhaseResult& result) const {
+    result.propagations = used_;
+    result.work_limit_hit = work_limit_hit_;
+    result.time_limit_hit = time_limit_hit_;
+  }
+
+ private:
+  int64_t max_propagations_;
+  const Deadline* deadline_;
+  int64_t used_ = 0;
+  int64_t engine_limit_ = std::numeric_limits<int64_t>::max();
+  uint64_t max_failures_ = std::numeric_limits<uint64_t>::max();
+  bool work_limit_hit_ = false, time_limit_hit_ = false;
+
+ public:
+  // The phase's work is spent or its clock expired: no further engine.
+  bool spent_or_expired() const {
+    return used_ >= max_propagations_ || (deadline_ != nullptr && deadline_->expired());
+  }
+};
+
+void accumulate(PhaseResult& result, const Search::Statistics& stats, PhaseStop& stop) {
   result.failures += static_cast<int64_t>(stats.fail);
   result.nodes += static_cast<int64_t>(stats.node);
   result.restarts += static_cast<int64_t>(stats.restart);
+  stop.add(stats);
 }
 
 // The start as a solution of the phase's model: its variables fixed, the precedence links
 // found by a short search (propagation decides nearly all). Null when the start violates the
 // phase's constraints (in phase 2: a plan over the capacity).
-std::unique_ptr<Model> realise(const Model& root, const Solution& start) {
+std::unique_ptr<Model> realise(const Model& root, const Solution& start, PhaseResult& result,
+                               PhaseStop& stop) {
   std::unique_ptr<Model> fixed(static_cast<Model*>(root.clone()));
   fixed->fix_to(start);
   if (fixed->status() == SS_FAILED) return nullptr;
   Search::Options options;
-  Search::FailStop stop(10'000);
+  stop.limit_failures(10'000);
   options.stop = &stop;
   DFS<Model> engine(fixed.get(), options);
-  return std::unique_ptr<Model>(engine.next());
+  std::unique_ptr<Model> found(engine.next());
+  accumulate(result, engine.statistics(), stop);
+  return found;
 }
 
 PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* start,
                       const SearchParams& params) {
   PhaseResult result;
+  PhaseStop stop(params.work_limit, params.deadline);
   auto root = std::make_unique<Model>(inst, phase1, params);
   if (root->status() == SS_FAILED) {
     result.proved = true;
@@ -387,7 +448,7 @@ PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* start,
   std::unique_ptr<Model> best;
   if (start != nullptr) {
     root->set_hint(*start);
-    best = realise(*root, *start);
+    best = realise(*root, *start, result, stop);
     if (best) {
       result.start_used = true;
       ++result.solutions;
@@ -403,12 +464,12 @@ PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* start,
     }
   }
 
-  // Stage A: complete branch and bound; exhausting it proves the phase optimal.
-  const double proof_s = params.time_limit_s * params.proof_fraction;
+  // Stage A: complete branch and bound with its share of the work; exhausting it proves the
+  // phase optimal.
   Search::Options options;
   options.threads = params.threads;
-  Search::TimeStop proof_stop(static_cast<unsigned long>(std::max(1.0, proof_s * 1000)));
-  options.stop = &proof_stop;
+  options.stop = &stop;
+  stop.share(params.proof_fraction);
   {
     BAB<Model> engine(root.get(), options);
     while (Model* solution = engine.next()) {
@@ -416,17 +477,15 @@ PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* start,
       ++result.solutions;
       result.best_found = std::chrono::steady_clock::now();
     }
-    accumulate(result, engine.statistics());
+    accumulate(result, engine.statistics(), stop);
     result.proved = !engine.stopped();
   }
-  const double remaining_s = params.time_limit_s - proof_s;
-  if (!result.proved && best && remaining_s > 0.05) {
+  if (!result.proved && best && !stop.spent_or_expired()) {
     // Stage B: restarts with LNS around the incumbent (Luby cutoffs on failures). RBS takes its
     // first run for the complete search and ends when it is exhausted; here every run is a
     // neighbourhood (stage A was the complete search), so an exhausted first neighbourhood only
-    // means: start a new engine with the next neighbourhoods. The engines end at the time limit,
-    // or when nothing better than the incumbent is left (a proof).
-    Search::TimeStop lns_stop(static_cast<unsigned long>(remaining_s * 1000));
+    // means: start a new engine with the next neighbourhoods. The engines end when the phase's
+    // work is spent (or the clock), or when nothing better than the incumbent is left (a proof).
     for (uint64_t engine_index = 0;; ++engine_index) {
       root->set_hint_from(*best);
       root->constrain(*best);
@@ -437,7 +496,7 @@ PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* start,
       root->begin_lns(engine_index);
       Search::Options lns;
       lns.threads = params.threads;
-      lns.stop = &lns_stop;
+      lns.stop = &stop;
       lns.cutoff = Search::Cutoff::luby(50);
       RBS<Model, BAB> engine(root.get(), lns);
       while (Model* solution = engine.next()) {
@@ -445,10 +504,12 @@ PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* start,
         ++result.solutions;
         result.best_found = std::chrono::steady_clock::now();
       }
-      accumulate(result, engine.statistics());
+      accumulate(result, engine.statistics(), stop);
       if (engine.stopped()) break;
     }
   }
+  stop.record(result);
+  if (result.proved) result.work_limit_hit = result.time_limit_hit = false;
   if (best) {
     result.found = true;
     result.best = best->extract(inst);

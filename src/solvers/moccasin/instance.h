@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "remat/toolkit.h"
+
 namespace remat::moccasin {
 
 struct Output {
@@ -34,8 +36,15 @@ struct Instance {
   bool staged = true;            // false: order=free, all-different starts on 1..sum C_v
 };
 
+// The work limit's unit (SolveOptions::work_limit) for the search: Gecode's propagator runs, this
+// many a unit, about a second on the reference model (docs/limits.md; bench/work_unit_bench.cc
+// measures it).
+inline constexpr double kPropagationsPerUnit = 1e6;
+
 struct SearchParams {
-  double time_limit_s = 60;
+  // The phase's work (units) and the clock of the whole solve (it also expires on an interrupt).
+  double work_limit = 60;
+  const Deadline* deadline = nullptr;
   int threads = 1;
   uint64_t seed = 1;
   bool afc_branching = false;   // alternative: ends and starts by accumulated failure count
@@ -65,8 +74,10 @@ struct PhaseResult {
   int64_t failures = 0;
   int64_t nodes = 0;
   int64_t restarts = 0;
-  bool start_used = false;                           // the start was the first incumbent
-  std::chrono::steady_clock::time_point best_found;  // when `best` was found
+  int64_t propagations = 0;  // the phase's work, in Gecode's propagator runs
+  bool work_limit_hit = false, time_limit_hit = false;  // what ended the search, if not a proof
+  bool start_used = false;                              // the start was the first incumbent
+  std::chrono::steady_clock::time_point best_found;     // when `best` was found
 };
 
 // Each phase starts from `start` when given (a solution of this instance, with its hint arrays):

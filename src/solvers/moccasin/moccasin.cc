@@ -181,7 +181,7 @@ const ParamTable<MoccasinParams>& param_table() {
             "nodes relaxed by one LNS restart (on average with `lns=scattered`), at least 1"},
            integer(&P::lns_nodes, 1)},
           {{"proof_fraction", "0.3", "share",
-            "share of each phase's time for the complete search, in (0, 1]"},
+            "share of each phase's work for the complete search, in (0, 1]"},
            real(&P::proof_fraction, 0.0, 1.0, /*above_min=*/true)},
           {{"phase1", "`true`", "",
             "`false`: skip phase 1 (phase 2 alone must find a plan within budget)"},
@@ -196,7 +196,7 @@ const ParamTable<MoccasinParams>& param_table() {
                              {"checkmate-lp", Warm::kCheckmateLp},
                              {"fastsa", Warm::kFastsa}})},
           {{"warm_fraction", "0.25", "share",
-            "share of the time limit the warm-start solver may use, in (0, 0.95]"},
+            "share of the work (and time) limit the warm-start solvers may use, in (0, 0.95]"},
            real(&P::warm_fraction, 0.0, 0.95, /*above_min=*/true)},
       });
   return table;
@@ -263,27 +263,22 @@ struct StartPlan {
 };
 
 // The caller's start (SolveOptions::start: a plan file the front end read, or another solver's
-// plan), else the warm-start solver's judged plan, else nothing. The warm solver gets
-// `warm_fraction` of the time limit.
+// plan), else the warm-start solvers' best judged plan, else nothing. The warm-start solvers share
+// `warm_fraction` of the work and time `limits` has (spent from it).
 std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& options,
-                                    const MoccasinParams& p, const SolverDirectory& others) {
+                                    const MoccasinParams& p, const SolverDirectory& others,
+                                    Limits& limits) {
   if (!options.start.empty()) return StartPlan{options.start, "start"};
-  // The warm-start solvers share `warm_fraction` of the time limit; the better plan is the start.
-  const Deadline warm_clock(options.time_limit_s * p.warm_fraction);
+  Limits warm_limits = limits.part(p.warm_fraction);
   const std::vector<WarmRun> solvers = warm_solvers(p.warm, graph, p.fixed_order, others);
   std::optional<StartPlan> best;
   PlanScore best_score{};
   StopReason stopped = StopReason::kConverged;
   for (size_t k = 0; k < solvers.size(); ++k) {
     const auto& [solver, params, label] = solvers[k];
-    SolveOptions warm;
-    warm.budget = options.budget;
-    warm.seed = options.seed;
-    warm.threads = options.threads;
+    SolveOptions warm =
+        part_options(options, warm_limits, 1.0 / static_cast<double>(solvers.size() - k));
     warm.params = params;
-    const double left = options.time_limit_s * p.warm_fraction - warm_clock.elapsed_s();
-    warm.time_limit_s = std::max(1e-3, left / static_cast<double>(solvers.size() - k));
-    warm.on_progress = options.on_progress;
     SolveResult r;
     try {
       r = others.solve(graph, solver, warm);
@@ -292,6 +287,7 @@ std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& opti
       if (p.warm != Warm::kAuto) throw;
       continue;
     }
+    warm_limits.spend(r.plan.stats.work);
     const PlanScore score{r.eval.peak_bytes, r.eval.cost};
     stopped = std::max(stopped, r.plan.stats.stop_reason);
     if (!best || better_plan(score, best_score, options.budget.bytes)) {
@@ -300,6 +296,7 @@ std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& opti
     }
   }
   if (best) best->stop_reason = stopped;
+  limits.spend(warm_limits.spent());
   return best;
 }
 
@@ -309,14 +306,15 @@ class MoccasinSolver final : public Solver {
 
   Plan solve(const Graph& graph, const SolveOptions& options) override {
     const MoccasinParams p = param_table().parse(options.params);
-    const Deadline clock(options.time_limit_s);
+    Limits limits(options.work_limit, options.time_limit_s);
+    const Deadline& clock = limits.deadline();
     const auto origin = std::chrono::steady_clock::now();
     Plan plan;
     plan.sequence = default_schedule(graph);
     plan.stats.status = SolveStatus::kFeasible;
     if (graph.num_nodes() == 0) return plan;
 
-    const std::optional<StartPlan> start = find_start(graph, options, p, others_);
+    const std::optional<StartPlan> start = find_start(graph, options, p, others_, limits);
     const double start_s = clock.elapsed_s();
     std::vector<int32_t> start_positions;
     if (start) start_positions = node_indices(start->sequence);
@@ -345,6 +343,7 @@ class MoccasinSolver final : public Solver {
     const bool start_fits = incumbent && incumbent->peak <= inst.capacity;
 
     SearchParams search;
+    search.deadline = &clock;
     search.threads = options.threads;
     search.seed = options.seed;
     search.afc_branching = p.afc_branching;
@@ -352,15 +351,15 @@ class MoccasinSolver final : public Solver {
         std::min(1.0, static_cast<double>(p.lns_nodes) / std::max(1, graph.num_nodes()));
     search.proof_fraction = p.proof_fraction;
     search.scattered_lns = p.scattered_lns;
-    auto time_left = [&] { return std::max(0.05, options.time_limit_s - clock.elapsed_s()); };
-
     // Phase 1 (min max(M_var, M)) from the start plan, else from the no-recomputation plan; it
-    // stops as soon as a plan fits. A start plan within the capacity skips it.
+    // stops as soon as a plan fits. A start plan within the capacity skips it. It gets three
+    // quarters of the work left, phase 2 the rest.
     PhaseResult phase1;
     const bool run_phase1 = p.phase1 && !start_fits;
     if (run_phase1) {
-      search.time_limit_s = time_left() * 0.75;
+      search.work_limit = limits.left() * 0.75;
       phase1 = solve_phase1(inst, first ? &*first : nullptr, search);
+      limits.spend(static_cast<double>(phase1.propagations) / kPropagationsPerUnit);
     }
     const Solution* phase2_start = run_phase1 && phase1.found ? &phase1.best
                                    : start_fits               ? &*incumbent
@@ -369,8 +368,9 @@ class MoccasinSolver final : public Solver {
         !p.phase1 || start_fits || (phase1.found && phase1.best.objective <= inst.capacity);
     PhaseResult phase2;
     if (fits) {
-      search.time_limit_s = time_left();
+      search.work_limit = limits.left();
       phase2 = solve_phase2(inst, phase2_start, search);
+      limits.spend(static_cast<double>(phase2.propagations) / kPropagationsPerUnit);
     }
 
     // The plan: the model's best, the start plan or the default schedule, whichever the
@@ -417,10 +417,14 @@ class MoccasinSolver final : public Solver {
     plan.stats.add_counter("restarts", static_cast<double>(phase1.restarts + phase2.restarts));
     plan.stats.add_counter("capacity_units", inst.capacity);
     plan.stats.add_counter("size_unit_bytes", static_cast<double>(built.size_unit));
-    // Without a proof the search ran on (LNS restarts) until its share of the time limit: the
-    // plan then depends on how far it got (docs/solvers/moccasin.md, Determinism).
-    if (!proved) plan.stats.stopped(StopReason::kTimeLimit);
+    // Without a proof the search ran on (LNS restarts) until its share of the work, or the clock
+    // (docs/solvers/moccasin.md, Determinism).
+    for (const PhaseResult* phase : {&phase1, &phase2}) {
+      if (phase->work_limit_hit) plan.stats.stopped(StopReason::kWorkLimit);
+      if (phase->time_limit_hit) plan.stats.stopped(StopReason::kTimeLimit);
+    }
     if (start) plan.stats.stopped(start->stop_reason);
+    plan.stats.work = limits.spent();
     plan.stats.add_counter("seconds_to_best", best_at_s);
     return plan;
   }

@@ -234,6 +234,8 @@ struct ClassResult {
   bool too_large = false;        // past milp_max_columns: no MILP ran, the starts are the options
   int64_t wall_clock_stops = 0;  // MILPs and repairs the wall clock ended (see OptionStats)
   int64_t work_limit_stops = 0;  // MILPs that milp_iterations ended
+  bool cut_short = false;        // the class's share of the work or the clock ended the grid
+  double work = 0;               // work units spent
 };
 
 struct Found {
@@ -298,7 +300,7 @@ Sequence keep_only(const Graph& sub, const BlockModel& bm, const std::vector<uin
 // for the MILP where CBC finds nothing in a grid point's time (a GPT attention block: recomputing
 // its dropout masks and layer norm frees 0.8 MB at the loss for 0.3 % of its cost), and its warm
 // starts. The simulator measures every plan.
-std::vector<Found> greedy_drop_plans(const BlockModel& bm, const Deadline& deadline) {
+std::vector<Found> greedy_drop_plans(const BlockModel& bm, Limits& limits) {
   const Graph& sub = *bm.graph;
   const auto values = static_cast<size_t>(sub.num_values());
   std::vector<uint8_t> forward_value(values, 0), read_later(values, 0);
@@ -320,7 +322,7 @@ std::vector<Found> greedy_drop_plans(const BlockModel& bm, const Deadline& deadl
   for (ValueId v : sub.node(NodeId{bm.loss}).inputs) kept[static_cast<size_t>(v.value())] = 1;
   std::vector<Found> plans;
   Found current = measure(sub, bm, keep_only(sub, bm, kept));
-  for (size_t step = 0; step < candidates.size() && !deadline.expired(); ++step) {
+  for (size_t step = 0; step < candidates.size() && !limits.stop(); ++step) {
     std::optional<Found> best;
     size_t best_index = 0;
     double best_ratio = -1;
@@ -331,6 +333,7 @@ std::vector<Found> greedy_drop_plans(const BlockModel& bm, const Deadline& deadl
       Sequence seq = keep_only(sub, bm, kept);
       kept[id] = 1;
       if (seq.empty()) continue;
+      limits.spend(2 * static_cast<double>(seq.size()) / kSimulatedStepsPerUnit);
       Found f = measure(sub, bm, std::move(seq));
       if (!f.valid) continue;
       const double freed = static_cast<double>(current.at_loss - f.at_loss);
@@ -371,7 +374,7 @@ int64_t repair_evaluations(int32_t nodes) {
 // finds nothing within its work limit, its start (which fits the point) is the point's option. A
 // point tighter in both budgets than one where neither the MILP nor a start gave a plan is skipped.
 ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, int32_t save_points,
-                        const OptionParams& params, const Deadline& deadline, uint64_t seed) {
+                        const OptionParams& params, Limits& limits, uint64_t seed) {
   ClassResult out;
   const Graph& sub = *bm.graph;
   std::vector<Found> found;  // MILP plans
@@ -381,7 +384,7 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
     seeds.push_back(measure(sub, bm, std::move(nothing)));
   // Greedy plans are options in their own right (add_options drops the dominated ones), and
   // warm starts for the MILPs.
-  for (Found& f : greedy_drop_plans(bm, deadline)) {
+  for (Found& f : greedy_drop_plans(bm, limits)) {
     out.plans.push_back(f.plan);
     ++out.greedy;
     seeds.push_back(std::move(f));
@@ -403,17 +406,20 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
   // The largest M_save at which the MILP found nothing (infeasible, or nothing in time): points
   // below it, which are tighter in both budgets, are not solved.
   int64_t failed_save = -1;
-  for (size_t p = grid.size(); p-- > 0 && !deadline.expired();) {
+  for (size_t p = grid.size(); p-- > 0 && !limits.stop();) {
     const int64_t m_peak = grid[p];
     if (!cheapest_fit(m_peak, m_peak) && all) {
-      bool repair_timed_out = false;
-      const checkmate::Retention repaired =
-          checkmate::repair_retention(sub, *all, m_peak, params.milp_time_limit_s,
-                                      &repair_timed_out, repair_evaluations(sub.num_nodes()));
-      out.wall_clock_stops += repair_timed_out ? 1 : 0;
+      // Its own wall-clock backstop, as a MILP's; its work from the class's.
+      Limits repair(limits.left(),
+                    std::min(params.milp_time_limit_s, std::max(limits.seconds_left(), 1e-3)));
+      const checkmate::Retention repaired = checkmate::repair_retention(
+          sub, *all, m_peak, repair, nullptr, repair_evaluations(sub.num_nodes()));
+      limits.spend(repair.spent());
+      out.wall_clock_stops += repair.expired() ? 1 : 0;
+      if (repair.out_of_work()) limits.note_work_limit();
       seeds.push_back(measure(sub, bm, checkmate::sequence_from_retention(sub, repaired)));
     }
-    for (int32_t j = save_points - 1; j >= 0 && !deadline.expired(); --j) {
+    for (int32_t j = save_points - 1; j >= 0 && !limits.stop(); --j) {
       const int64_t m_save =
           save_points == 1 ? m_peak : bm.save_low + (m_peak - bm.save_low) * j / (save_points - 1);
       if (m_save <= failed_save) break;
@@ -436,8 +442,10 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
         const std::vector<milp::Term> save_row = {{u, 1}};
         sm.model.add_row(-milp::kInf, cap, save_row);
         milp::MilpOptions mo;
-        mo.time_limit_s = std::min(params.milp_time_limit_s, 1e9);
-        mo.iteration_limit = params.milp_iterations;
+        mo.time_limit_s = std::min(params.milp_time_limit_s, std::max(limits.seconds_left(), 1e-3));
+        // The class's work left ends the grid once it runs out.
+        const int64_t affordable = milp::iterations_for(limits.left(), sm.model);
+        mo.iteration_limit = std::min(params.milp_iterations, affordable);
         mo.threads = 1;
         mo.seed = seed;
         mo.relative_gap = params.milp_gap;
@@ -446,6 +454,9 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
           if (x && sm.model.max_violation(*x) < 1e-6) mo.start = std::move(*x);
         }
         const milp::MilpResult r = milp::solve_milp(sm.model, mo);
+        limits.spend(static_cast<double>(r.iterations) * milp::units_per_iteration(sm.model));
+        if (r.stopped_on_iterations && affordable < params.milp_iterations)
+          limits.note_work_limit();
         out.wall_clock_stops += r.stopped_on_time ? 1 : 0;
         out.work_limit_stops += r.stopped_on_iterations ? 1 : 0;
         ++out.runs;
@@ -467,21 +478,17 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
       found.push_back(measure(sub, bm, std::move(plan)));
     }
   }
+  out.cut_short = limits.stop();
+  out.work = limits.spent();
   return out;
 }
 #else
 // Built without CBC: class_options never gets here (milp_available() is false).
 ClassResult solve_class(const BlockModel&, const std::vector<int64_t>&, int32_t,
-                        const OptionParams&, const Deadline&, uint64_t) {
+                        const OptionParams&, Limits&, uint64_t) {
   return {};
 }
 #endif
-
-std::mutex cache_mutex;
-std::map<std::string, std::vector<LocalOption>>& memory_cache() {
-  static std::map<std::string, std::vector<LocalOption>> cache;
-  return cache;
-}
 
 std::string cache_key(uint64_t hash, const std::string& form, const OptionParams& p) {
   // "-4": since MILPs and repairs stop on work limits ("-3": options also from
@@ -490,6 +497,9 @@ std::string cache_key(uint64_t hash, const std::string& form, const OptionParams
                      p.peak_points, p.save_points, p.milp_iterations, p.milp_time_limit_s,
                      p.milp_gap, p.milp_max_columns);
 }
+
+// Entries of the caller's SolveCache are the option lists by cache_key, under this prefix.
+std::string memory_key(const std::string& key) { return "rockmate/" + key; }
 
 std::filesystem::path cache_file(const OptionParams& p, const std::string& key) {
   return std::filesystem::path(p.cache_dir) / fmt::format("rockmate-{}.json", key);
@@ -573,7 +583,8 @@ bool milp_available() {
 
 std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const BlockStructure& bs,
                                                     const OptionParams& params,
-                                                    const Deadline& deadline, OptionStats& stats) {
+                                                    const Limits& limits, SolveCache* cache,
+                                                    OptionStats& stats) {
   const size_t classes = bs.classes.size();
   std::vector<std::vector<LocalOption>> out(classes);
   stats.runs_per_class.assign(classes, 0);
@@ -593,35 +604,39 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
       continue;
     const std::string key =
         cache_key(bs.classes[c].canonical_hash, canonical_form(graph, rep), params);
-    {
-      std::lock_guard lock(cache_mutex);
-      if (auto it = memory_cache().find(key); it != memory_cache().end()) {
-        out[c] = it->second;
+    if (cache != nullptr)
+      if (const auto kept = cache->find<std::vector<LocalOption>>(memory_key(key))) {
+        out[c] = *kept;
         ++stats.memory_hits;
         continue;
       }
-    }
     if (auto disk = read_disk(params, key, rep.nodes.size())) {
       out[c] = *disk;
       ++stats.disk_hits;
-      std::lock_guard lock(cache_mutex);
-      memory_cache()[key] = *disk;
+      if (cache != nullptr) cache->store(memory_key(key), *disk);
       continue;
     }
     Work w{c, key, block_model(graph, rep, rep.stage), {}, {}};
     w.grid = peak_grid(w.model, params.peak_points);
     work.push_back(std::move(w));
   }
-  // Independent classes on `threads` workers; results land in fixed slots. An exception leaving
-  // a worker thread would end the process: each is kept and the first rethrown after the join.
+  // Independent classes on `threads` workers, each with an even share of the work (so a class's
+  // options do not depend on the order the workers took them); results land in fixed slots. An
+  // exception leaving a worker thread would end the process: each is kept and the first rethrown
+  // after the join.
+  const double class_work = limits.left() / static_cast<double>(std::max<size_t>(work.size(), 1));
   std::atomic<size_t> next{0};
   std::vector<std::exception_ptr> errors(work.size());
   auto worker = [&] {
     for (size_t t; (t = next.fetch_add(1)) < work.size();) {
-      if (deadline.expired()) continue;
+      Limits class_limits(class_work, limits.deadline());
+      if (class_limits.stop()) {
+        work[t].result.cut_short = true;
+        continue;
+      }
       try {
-        work[t].result =
-            solve_class(work[t].model, work[t].grid, params.save_points, params, deadline, 1 + t);
+        work[t].result = solve_class(work[t].model, work[t].grid, params.save_points, params,
+                                     class_limits, 1 + t);
       } catch (...) {
         errors[t] = std::current_exception();
       }
@@ -649,16 +664,18 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
     stats.classes_too_large += w.result.too_large ? 1 : 0;
     stats.wall_clock_stops += w.result.wall_clock_stops;
     stats.work_limit_stops += w.result.work_limit_stops;
+    stats.work += w.result.work;
     for (const Sequence& plan : w.result.plans) {
       LocalOption o = to_option(graph, rep, w.model, plan);
       if (std::find(list.begin(), list.end(), o) == list.end()) list.push_back(std::move(o));
     }
-    stats.timed_out |= deadline.expired();
-    if (!deadline.expired()) {  // only complete grids are cached
-      std::lock_guard lock(cache_mutex);
-      memory_cache()[w.key] = list;
-      write_disk(params, w.key, list);
+    if (w.result.cut_short) {
+      // Only complete grids are kept: a grid the limits cut short depends on them.
+      (limits.deadline().expired() ? stats.timed_out : stats.grid_work_limit) = true;
+      continue;
     }
+    if (cache != nullptr) cache->store(memory_key(w.key), list);
+    write_disk(params, w.key, list);
   }
   return out;
 }

@@ -7,8 +7,8 @@
 // forward and backward, over a grid of (M_peak, M_save) budgets, and from a greedy series that
 // drops, one at a time, the kept value freeing the most bytes at the loss per unit of
 // recomputation (where CBC finds nothing in a grid point's time; also the MILPs' warm starts).
-// Options are cached by class hash in memory and, with a cache directory, on disk, so a second
-// solve re-runs no MILP. Built without CBC there is no MILP (milp_available()).
+// Options are cached by class hash in the caller's SolveCache and, with a cache directory, on
+// disk, so a second solve re-runs no MILP. Built without CBC there is no MILP (milp_available()).
 #pragma once
 
 #include <cstdint>
@@ -51,7 +51,9 @@ struct OptionStats {
   int64_t options_greedy = 0;      // plans from the greedy drops (before duplicates and dominance)
   int64_t classes_too_large = 0;   // classes past milp_max_columns: no MILP
   int64_t memory_hits = 0, disk_hits = 0;  // classes served from the caches
-  bool timed_out = false;  // the grid stopped at the deadline (its options are not cached)
+  bool timed_out = false;        // the grid stopped at the deadline (its options are not cached)
+  bool grid_work_limit = false;  // a class's share of the work ended its grid (not cached)
+  double work = 0;               // work units the grids spent
   // MILPs and repairs that the wall clock ended instead of their work limit: where it is not 0
   // the options, and so the plan, may differ on a faster or less loaded machine.
   int64_t wall_clock_stops = 0;
@@ -63,9 +65,12 @@ struct OptionStats {
 // keep-all and keep-nothing only, and the solver's stats say so.
 bool milp_available();
 
-// The options of every class (by class id), keep-all first, keep-nothing second.
+// The options of every class (by class id), keep-all first, keep-nothing second. The classes
+// whose options are not cached share the work `limits` has left evenly and its clock; `cache`
+// (may be null) keeps complete grids between solves.
 std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const BlockStructure& bs,
                                                     const OptionParams& params,
-                                                    const Deadline& deadline, OptionStats& stats);
+                                                    const Limits& limits, SolveCache* cache,
+                                                    OptionStats& stats);
 
 }  // namespace remat::rockmate

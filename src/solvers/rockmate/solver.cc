@@ -18,7 +18,7 @@ namespace {
 
 constexpr std::string_view kName = "rockmate";
 constexpr int kMaxBudgetRetries = 3;
-constexpr double kOptionsShare = 0.5;  // of the time limit, for rk-Checkmate
+constexpr double kOptionsShare = 0.5;  // of the work and time limits, for rk-Checkmate
 constexpr int kBudgetSearchSteps = 6;
 
 struct Params {
@@ -204,11 +204,18 @@ bool better(const Attempt& a, const Attempt& b, int64_t budget, int64_t resoluti
   return a.eval.peak_bytes < b.eval.peak_bytes;
 }
 
-Attempt attempt_at(const Graph& g, const Case& c, int64_t chain_budget, int64_t bins) {
+// The DP at `chain_budget` with the work `limits` has left (spent from it) and its clock.
+Attempt attempt_at(const Graph& g, const Case& c, int64_t chain_budget, int64_t bins,
+                   Limits& limits) {
   Attempt a;
   a.chain_budget = chain_budget;
   const rotor::Discretisation d = rotor::discretise(c.arrays, chain_budget, bins);
-  const rotor::DpOutcome dp = rotor::persistent_dp(d, rotor::PersistentFamily::kRotor, {});
+  const rotor::DpOutcome dp =
+      rotor::persistent_dp(d, rotor::PersistentFamily::kRotor,
+                           {.deadline = &limits.deadline(),
+                            .max_relaxed = work_ops(limits.left(), rotor::kRelaxedPerUnit)});
+  limits.spend(static_cast<double>(dp.relaxed) / rotor::kRelaxedPerUnit);
+  if (dp.work_limit_hit) limits.note_work_limit();
   if (!dp.ops) return a;
   a.found = true;
   a.ops = *dp.ops;
@@ -224,16 +231,16 @@ Attempt attempt_at(const Graph& g, const Case& c, int64_t chain_budget, int64_t 
 // rk-Rotor on one chain: the DP at the budget left by the resident bytes, retried lower when the
 // lowered plan is over (counter `bound_violations`: never expected), then a bisection above it,
 // since the chain over-counts, keeping the best plan; the least-memory plan when nothing fits.
-Attempt solve_case(const Graph& g, const Case& c, int64_t budget, int64_t bins,
-                   const Deadline& clock, int64_t& violations, int64_t& dp_solves) {
+Attempt solve_case(const Graph& g, const Case& c, int64_t budget, int64_t bins, Limits& limits,
+                   int64_t& violations, int64_t& dp_solves) {
   Attempt best;
   int64_t chain_budget = std::max<int64_t>(0, budget - c.chain->resident_bytes);
   for (int i = 0; i <= kMaxBudgetRetries; ++i) {
-    Attempt a = attempt_at(g, c, chain_budget, bins);
+    Attempt a = attempt_at(g, c, chain_budget, bins, limits);
     ++dp_solves;
     const bool over = a.found && a.eval.peak_bytes > budget;
     if (better(a, best, budget) || !best.found) best = std::move(a);
-    if (!over || clock.expired()) break;
+    if (!over || limits.stop()) break;
     ++violations;
     chain_budget -= best.eval.peak_bytes - budget;
     if (chain_budget < 0) break;
@@ -243,9 +250,9 @@ Attempt solve_case(const Graph& g, const Case& c, int64_t budget, int64_t bins,
         simulate_chain(c.chain->chain, store_all_sequence(c.chain->chain));
     const int64_t excess = store_all.peak_bytes + c.chain->resident_bytes - baseline(g).peak_bytes;
     int64_t lo = best.chain_budget, hi = best.chain_budget + std::max<int64_t>(excess, 0);
-    for (int i = 0; i < kBudgetSearchSteps && hi - lo > 1 && !clock.expired(); ++i) {
+    for (int i = 0; i < kBudgetSearchSteps && hi - lo > 1 && !limits.stop(); ++i) {
       const int64_t mid = lo + (hi - lo) / 2;
-      Attempt a = attempt_at(g, c, mid, bins);
+      Attempt a = attempt_at(g, c, mid, bins, limits);
       ++dp_solves;
       const bool fits = a.found && a.eval.peak_bytes <= budget;
       if (better(a, best, budget)) best = std::move(a);
@@ -283,7 +290,7 @@ class RockmateSolver : public Solver {
   Plan solve(const Graph& g, const SolveOptions& options) override {
     const Params params = kTable.parse(options.params);
     const OptionParams option_settings = option_params(params, options.threads);
-    const Deadline clock(options.time_limit_s);
+    Limits limits(options.work_limit, options.time_limit_s);
     const BlockStructure bs = build_blocks(g, params.max_stages);
     const int64_t budget = options.budget.bytes;
     Plan plan;
@@ -297,15 +304,15 @@ class RockmateSolver : public Solver {
       return plan;
     }
     OptionStats ostats;
-    // The MILPs get at most half the time limit; the DPs and lowering need the rest.
-    const Deadline options_clock(options.time_limit_s * kOptionsShare);
+    // The MILPs get at most half the work and time; the DPs and lowering need the rest.
     const std::vector<std::vector<LocalOption>> by_class =
-        class_options(g, bs, option_settings, options_clock, ostats);
+        class_options(g, bs, option_settings, limits.part(kOptionsShare), options.cache, ostats);
+    limits.spend(ostats.work);
     Case rk = plain_case("rockmate", bs.chain);
     int64_t options_kept = 0;
     add_options(g, bs, by_class, rk, options_kept);
     int64_t violations = 0, dp_solves = 0;
-    Attempt best = solve_case(g, rk, budget, params.bins, clock, violations, dp_solves);
+    Attempt best = solve_case(g, rk, budget, params.bins, limits, violations, dp_solves);
     bool rotor_won = false;
     std::optional<GraphChain> rotor_chain;
     if (params.rotor_chain) {
@@ -313,7 +320,7 @@ class RockmateSolver : public Solver {
       // so the plan is never worse than rotor's at the same budget and bins.
       rotor_chain = extract_chain(g, {.max_stages = params.max_stages});
       const Case rc = plain_case("rotor chain", *rotor_chain);
-      Attempt a = solve_case(g, rc, budget, params.bins, clock, violations, dp_solves);
+      Attempt a = solve_case(g, rc, budget, params.bins, limits, violations, dp_solves);
       if (better(a, best, budget, budget / params.bins)) best = std::move(a), rotor_won = true;
     }
     const Baseline base = baseline(g);
@@ -339,9 +346,11 @@ class RockmateSolver : public Solver {
     st.add_counter("classes_too_large", static_cast<double>(ostats.classes_too_large));
     // The option grid or a MILP the wall clock stopped: the options, and so the plan, may differ on
     // another machine; a MILP its work limit stopped ends at the same point on any machine.
-    if (ostats.timed_out || ostats.wall_clock_stops > 0 || clock.expired())
+    if (ostats.timed_out || ostats.wall_clock_stops > 0 || limits.expired())
       st.stopped(StopReason::kTimeLimit);
-    if (ostats.work_limit_stops > 0) st.stopped(StopReason::kWorkLimit);
+    if (ostats.work_limit_stops > 0 || ostats.grid_work_limit || limits.out_of_work())
+      st.stopped(StopReason::kWorkLimit);
+    st.work = limits.spent();
     st.add_counter("milp_work_limit_stops", static_cast<double>(ostats.work_limit_stops));
     st.add_counter("options_cache_memory_hits", static_cast<double>(ostats.memory_hits));
     st.add_counter("options_cache_disk_hits", static_cast<double>(ostats.disk_hits));

@@ -65,7 +65,7 @@ Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {
   const std::span<const ParamInfo> rows = params();
   const ParamTable<ExtractParams> extract_table(
       name, {{kMaxStagesInfo, integer(&ExtractParams::max_stages, 2, 1 << 20)}});
-  const Deadline clock(options.time_limit_s);
+  Limits limits(options.work_limit, options.time_limit_s);
   ParamMap chain_params = options.params;
   ParamMap extract_params;
   for (const auto& [key, text] : options.params) {
@@ -93,11 +93,13 @@ Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {
   auto attempt_at = [&](int64_t at_budget) {
     SolveOptions chain_options = options;
     chain_options.budget = {at_budget};
-    chain_options.time_limit_s = std::max(1e-3, options.time_limit_s - clock.elapsed_s());
+    chain_options.time_limit_s = std::max(1e-3, limits.seconds_left());
+    chain_options.work_limit = std::max(1e-9, limits.left());
     chain_options.params = chain_params;
     chain_options.start.clear();
     Attempt a;
     a.chain.plan = solve_chain(gc.chain, chain_options);
+    limits.spend(a.chain.plan.stats.work);
     a.chain.eval = simulate_chain(gc.chain, a.chain.plan.sequence);
     REMAT_CHECK(a.chain.eval.valid,
                 fmt::format("{}: invalid chain plan: {}", name, a.chain.eval.error));
@@ -120,7 +122,7 @@ Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {
     if (!have || better(a, best, budget)) best = std::move(a), have = true;
     // Retry only when the chain plan fit but its lowering did not: the chain's accounting
     // missed something the simulator sees, so ask the chain for that much less.
-    if (peak <= budget || !chain_fits || clock.expired()) break;
+    if (peak <= budget || !chain_fits || limits.stop()) break;
     chain_budget -= peak - budget;
     if (chain_budget < 0 || attempt == kMaxBudgetRetries) break;
     ++retries;
@@ -132,7 +134,7 @@ Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {
     const int64_t excess = simulate_chain(gc.chain, store_all_sequence(gc.chain)).peak_bytes +
                            gc.resident_bytes - baseline(graph).peak_bytes;
     int64_t lo = best.chain_budget, hi = best.chain_budget + std::max<int64_t>(excess, 0);
-    for (int i = 0; i < kBudgetSearchSteps && hi - lo > 1 && !clock.expired(); ++i) {
+    for (int i = 0; i < kBudgetSearchSteps && hi - lo > 1 && !limits.stop(); ++i) {
       const int64_t mid = lo + (hi - lo) / 2;
       Attempt a = attempt_at(mid);
       ++searches;
@@ -154,7 +156,8 @@ Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {
   }
   SolveStats& st = plan.stats;
   st.stopped(best.chain.plan.stats.stop_reason);
-  if (clock.expired()) st.stopped(StopReason::kTimeLimit);  // the budget search was cut short
+  st.stopped(limits.reason());  // the budget search was cut short
+  st.work = limits.spent();
   st.add_counter("stages", static_cast<double>(gc.chain.stages.size()));
   st.add_counter("separator_candidates", gc.separator_candidates);
   st.add_counter("resident_bytes", static_cast<double>(gc.resident_bytes));

@@ -40,8 +40,9 @@ constexpr ParamInfo kBinsInfo = {"bins", "500", "bins",
 struct DpFamily {
   std::string_view name;
   bool proves_infeasible;  // the family holds an optimal sequence for every budget (Lemma 4.4)
-  // nullopt when the time limit stopped it.
-  std::optional<MinMemory> (*min_memory)(const ChainArrays<int64_t>&, const Deadline&);
+  // nullopt when a limit stopped it; `relaxed` gets its work (candidate evaluations).
+  std::optional<MinMemory> (*min_memory)(const ChainArrays<int64_t>&, const DpControl&,
+                                         int64_t* relaxed);
   DpOutcome (*run)(const Discretisation&, const DpControl&);
   int64_t (*entries)(int n, int64_t budget_bins);
   // bins=exact without a table over m (nullptr: exact uses run() with one-byte bins).
@@ -65,6 +66,9 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
                       bins == 0 ? " than bins=exact" : ""));
   }
   const Deadline deadline(options.time_limit_s);
+  DpControl control = {.deadline = &deadline,
+                       .max_relaxed = work_ops(options.work_limit, kRelaxedPerUnit),
+                       .on_progress = options.on_progress};
   ChainPlan plan;
   // Every stage once is the least makespan there is: when it fits, no DP can do better (the
   // binned DP rounds sizes up and may miss it at a budget right at the store-all peak).
@@ -75,24 +79,29 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
     plan.stats.add_counter("store_all", 1);
     return plan;
   }
-  std::optional<MinMemory> least = family.min_memory(bytes, deadline);
+  int64_t least_relaxed = 0;
+  std::optional<MinMemory> least = family.min_memory(bytes, control, &least_relaxed);
+  plan.stats.work = static_cast<double>(least_relaxed) / kRelaxedPerUnit;
   const bool least_timed_out = !least.has_value();
-  if (least_timed_out) least = persistent_min_memory(bytes, PersistentFamily::kRotor);
+  if (least_timed_out) {
+    plan.stats.stopped(deadline.expired() ? StopReason::kTimeLimit : StopReason::kWorkLimit);
+    least = persistent_min_memory(bytes, PersistentFamily::kRotor);
+  }
   const ChainEvaluation least_eval = simulate_chain(chain, least->ops);
   REMAT_CHECK(least_eval.valid && least_eval.peak_bytes <= least->bytes,
               fmt::format("{}: least-memory plan invalid or over its bound: {}", family.name,
                           least_eval.error));
   plan.stats.min_feasible_budget = least_eval.peak_bytes;
   plan.sequence = least->ops;
-  if (least_timed_out) plan.stats.stopped(StopReason::kTimeLimit);
   if (budget < least_eval.peak_bytes) {
     plan.stats.status = family.proves_infeasible && !least_timed_out ? SolveStatus::kInfeasible
                                                                      : SolveStatus::kOverBudget;
     return plan;
   }
   if (least_timed_out) return plan;
-  const DpControl control = {.deadline = &deadline, .on_progress = options.on_progress};
+  control.max_relaxed = std::max<int64_t>(1, control.max_relaxed - least_relaxed);
   const DpOutcome dp = fronts ? family.exact(bytes, budget, control) : family.run(*disc, control);
+  plan.stats.work += static_cast<double>(dp.relaxed) / kRelaxedPerUnit;
   if (disc) {
     plan.stats.add_counter("bins", static_cast<double>(disc->budget_bins));
     plan.stats.add_counter("bin_bytes", static_cast<double>(disc->bin_bytes));
@@ -101,6 +110,7 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
   plan.stats.add_counter("dp_relaxed_entries", static_cast<double>(dp.relaxed));
   plan.stats.add_counter("dp_makespan", dp.makespan);
   if (dp.timed_out) plan.stats.stopped(StopReason::kTimeLimit);
+  if (dp.work_limit_hit) plan.stats.stopped(StopReason::kWorkLimit);
   plan.stats.status = SolveStatus::kFeasible;
   if (dp.ops && simulate_chain(chain, *dp.ops).cost <= least_eval.cost) {
     plan.sequence = *dp.ops;
@@ -110,14 +120,13 @@ ChainPlan solve_family(const DpFamily& family, int64_t bins, const Chain& chain,
   return plan;
 }
 
-std::optional<MinMemory> persistent_least(const ChainArrays<int64_t>& c, const Deadline&) {
-  return persistent_min_memory(c, PersistentFamily::kRotor);  // O(L^3): no need to stop it
+// O(L^3): no need to stop it (nor to count it).
+std::optional<MinMemory> persistent_least(const ChainArrays<int64_t>& c, const DpControl&,
+                                          int64_t*) {
+  return persistent_min_memory(c, PersistentFamily::kRotor);
 }
-std::optional<MinMemory> revolve_least(const ChainArrays<int64_t>& c, const Deadline&) {
+std::optional<MinMemory> revolve_least(const ChainArrays<int64_t>& c, const DpControl&, int64_t*) {
   return persistent_min_memory(c, PersistentFamily::kRevolve);
-}
-std::optional<MinMemory> weak_least(const ChainArrays<int64_t>& c, const Deadline& deadline) {
-  return weak_min_memory(c, &deadline);
 }
 DpOutcome persistent_run(const Discretisation& d, const DpControl& control) {
   return persistent_dp(d, PersistentFamily::kRotor, control);
@@ -138,7 +147,7 @@ DpOutcome revolve_exact(const ChainArrays<int64_t>& c, int64_t budget, const DpC
 
 constexpr DpFamily kPersistent = {
     "rotor", false, persistent_least, persistent_run, persistent_entries, persistent_exact};
-constexpr DpFamily kWeak = {"rotor", true, weak_least, weak_dp, weak_dp_entries, nullptr};
+constexpr DpFamily kWeak = {"rotor", true, weak_min_memory, weak_dp, weak_dp_entries, nullptr};
 constexpr DpFamily kRevolve = {"revolve",          false,        revolve_least, revolve_run,
                                persistent_entries, revolve_exact};
 
@@ -243,8 +252,10 @@ class SequentialSolver : public ChainFamilySolver {
     ChainPlan best;
     ChainEvaluation best_eval;
     int64_t least_peak = INT64_MAX;
+    int64_t simulated = 0;  // its work: a few simulations, never cut short
     for (int k = lo; k <= hi; ++k) {
       ChainSequence ops = sequential_sequence(length, k);
+      simulated += static_cast<int64_t>(ops.size());
       const ChainEvaluation e = simulate_chain(chain, ops);
       least_peak = std::min(least_peak, e.peak_bytes);
       const bool better = best.sequence.empty() ||
@@ -257,6 +268,7 @@ class SequentialSolver : public ChainFamilySolver {
       }
     }
     best.stats.min_feasible_budget = least_peak;  // over the segment counts tried
+    best.stats.work = static_cast<double>(simulated) / kSimulatedStepsPerUnit;
     return best;
   }
 };
