@@ -1,7 +1,7 @@
 """Planning at scale: models far larger than this machine, traced on fake tensors and planned.
 
     ./scripts/python bench/scale_bench.py [--models llama-7b,unet] [--budgets 50%,25%,min]
-                                          [--solver auto] [--time-limit 20] [--out FILE]
+                                          [--solver auto] [--time-limit 20] [--results [FILE]]
 
 The model zoo is generated here from configs (nothing is downloaded), every model on the meta
 device, and traced with remat.torch.trace(..., device="cpu"): fake tensors, no memory of the
@@ -24,7 +24,8 @@ weights, activations); per budget (a fraction of the baseline peak, or "min": th
 bound): the planning CPU seconds, the planned peak (simulator), CI (extra compute over the
 baseline, %), the solver that won (auto's winner) and the planner's peak RSS while it solved
 (VmHWM, reset before each solve; the process holds PyTorch and the graph too). A budget below the
-memory lower bound is not solved. Figures go to stdout and, as JSON, to --out.
+memory lower bound is not solved. Figures go to stdout; --results writes them to
+bench/results/scale_bench.md (or the file given) as well.
 """
 
 import argparse
@@ -35,7 +36,9 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+
+import bench_results  # noqa: E402 (bench/, beside this file)
 
 MODELS = ("llama-1b", "llama-7b", "llama-7b-8k", "llama-13b", "gpt2-xl", "vit-h", "unet")
 
@@ -239,35 +242,35 @@ def main():
     parser.add_argument("--solver", default="auto")
     parser.add_argument("--time-limit", type=float, default=20.0,
                         help="seconds per solve (the whole bench stays under 15 minutes)")
-    parser.add_argument("--out", default=os.path.join(ROOT, "build", "scale_bench.json"))
+    parser.add_argument("--results", nargs="?", const=bench_results.default_path("scale_bench"),
+                        help="also write the figures to this file (default: "
+                        "bench/results/scale_bench.md)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # run one model, print its JSON row
     args = parser.parse_args()
     budgets = args.budgets.split(",")
     if args.one:
         print(json.dumps(measure_one(args.one, budgets, args.solver, args.time_limit)))
         return
-    rows = []
-    for name in args.models.split(","):
-        if name not in MODELS:
-            parser.error(f"unknown model {name!r}; the zoo: {', '.join(MODELS)}")
-        run = subprocess.run([sys.executable, __file__, "--one", name, "--budgets", args.budgets,
-                              "--solver", args.solver, "--time-limit", str(args.time_limit)],
-                             capture_output=True, text=True)
-        if run.returncode != 0:
-            print(f"{name}: failed\n{run.stderr[-2000:]}", flush=True)
-            rows.append({"model": name, "error": run.stderr[-2000:], "plans": []})
-            continue
-        row = json.loads(run.stdout.strip().splitlines()[-1])
-        print_model(row)
-        rows.append(row)
-    print()
-    print(table([r for r in rows if "error" not in r]))
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
-        json.dump({"solver": args.solver, "time_limit": args.time_limit, "budgets": budgets,
-                   "rows": rows}, f, indent=1)
-        f.write("\n")
-    print(f"\nwritten to {args.out}")
+    names = args.models.split(",")
+    unknown = [n for n in names if n not in MODELS]
+    if unknown:
+        parser.error(f"unknown model {unknown[0]!r}; the zoo: {', '.join(MODELS)}")
+    with bench_results.recorded("scale_bench", args.results):
+        print(f"solver {args.solver}, time limit {args.time_limit:g} s per solve, one thread; "
+              "graphs traced on fake tensors for the CPU\n")
+        rows = []
+        for name in names:
+            run = subprocess.run([sys.executable, __file__, "--one", name, "--budgets",
+                                  args.budgets, "--solver", args.solver, "--time-limit",
+                                  str(args.time_limit)], capture_output=True, text=True)
+            if run.returncode != 0:
+                print(f"{name}: failed\n{run.stderr[-2000:]}", flush=True)
+                continue
+            row = json.loads(run.stdout.strip().splitlines()[-1])
+            print_model(row)
+            print()
+            rows.append(row)
+        print(table(rows))
 
 
 if __name__ == "__main__":
