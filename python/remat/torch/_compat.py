@@ -56,7 +56,42 @@ def storage_key_and_bytes(tensor):
     nbytes = int(storage.nbytes())
     if nbytes == 0:
         return None, 0
+    if is_without_data(tensor):  # no data pointer: the storage object itself is the identity
+        return ("storage", int(storage._cdata)), nbytes
     return (tensor.device.type, tensor.device.index, int(storage.data_ptr())), nbytes
+
+
+# -- tensors without data (the meta device, fake tensors) -------------------------------------
+
+def is_fake(tensor):
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(tensor, FakeTensor)
+
+
+def is_without_data(tensor):
+    """A tensor with shape, dtype and device but no memory: on the meta device, or a fake
+    tensor (torch._subclasses.FakeTensorMode)."""
+    return tensor.is_meta or is_fake(tensor)
+
+
+def new_fake_mode():
+    """A FakeTensorMode as make_fx(tracing_mode="fake") makes its own (static shapes, a shape
+    environment for data-dependent sizes); make_fx traces in it when its inputs are its fakes."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+
+    return FakeTensorMode(allow_non_fake_inputs=True, shape_env=ShapeEnv(), static_shapes=True)
+
+
+@contextlib.contextmanager
+def outside_dispatch_modes():
+    """Runs the block with the caller's dispatch modes (an active FakeTensorMode) set aside, so
+    that remat's own fake mode is the only one; they are restored after."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    with _disable_current_modes():
+        yield
 
 
 def version_of(tensor):

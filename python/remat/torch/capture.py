@@ -126,19 +126,37 @@ def trainable(model):
     return [(n, p) for n, p in model.named_parameters() if p.requires_grad]
 
 
-def capture(model, spec, example_tensors, loss_fn, model_inputs, model_name):
-    """make_fx of one training step on copies of the parameters, buffers and batch tensors."""
+def model_tensors(model):
+    """(trainable parameters, frozen parameters and buffers) as (name, tensor) lists, in the
+    order the traced graph takes them."""
     params = trainable(model)
-    if not params:
-        raise TraceError(f"cannot trace {model_name}: it has no parameter with requires_grad")
     fixed = [(n, p) for n, p in model.named_parameters() if not p.requires_grad]
     fixed += list(model.named_buffers())
+    return params, fixed
+
+
+def fake_like(tensor, fake_mode, device):
+    """A fake tensor of `fake_mode` with `tensor`'s shape, strides and dtype on `device`: no
+    memory is taken, whatever its size."""
+    with fake_mode:
+        return torch.empty_strided(tensor.size(), tensor.stride(), dtype=tensor.dtype,
+                                   device=device)
+
+
+def capture(model, spec, example_tensors, loss_fn, model_inputs, model_name, fake=None):
+    """make_fx of one training step on copies of the parameters, buffers and batch tensors.
+    With `fake` = (FakeTensorMode, device), the copies are fake tensors of that mode on that
+    device (tracing without memory): make_fx traces in that mode."""
+    params, fixed = model_tensors(model)
+    if not params:
+        raise TraceError(f"cannot trace {model_name}: it has no parameter with requires_grad")
     param_names, fixed_names = [n for n, _ in params], [n for n, _ in fixed]
     step_fn = _make_step_fn(model, param_names, fixed_names, spec, model_inputs, loss_fn)
+    copy = strided_copy if fake is None else (lambda t: fake_like(t, *fake))
 
     def fresh_args():
-        return ([strided_copy(p).requires_grad_(True) for _, p in params],
-                [strided_copy(t) for _, t in fixed], *[strided_copy(x) for x in example_tensors])
+        return ([copy(p).requires_grad_(True) for _, p in params],
+                [copy(t) for _, t in fixed], *[copy(x) for x in example_tensors])
 
     devices = {t.device.type for _, t in params + fixed}
     saved_rng = _compat.rng_state(devices)

@@ -37,6 +37,7 @@ from remat import _remat
 from remat.torch import _compat, distributed
 from remat.torch.capture import trainable
 from remat.torch.execute import DataDependentSizeError, plan_module, run_measured
+from remat.torch.memory import memory_split, outside_graph_bytes
 from remat.torch.trace import TracedStep, trace, training_modes
 
 # With no time limit given, planning stops by the solver's own iteration counts (the same plan on
@@ -104,6 +105,15 @@ class Step:
     # -- checks ---------------------------------------------------------------------------------
     def _what_changed(self, args, kwargs):
         """Text saying how the model or batch differs from the traced ones, or None."""
+        named = list(self._module.state_dict(keep_vars=True).items())
+        named += [(f"batch tensor {i}", t) for i, t in
+                  enumerate(_compat.tree_flatten((args, kwargs))[0]) if isinstance(t, torch.Tensor)]
+        dataless = next((n for n, t in named if _compat.is_without_data(t)), None)
+        if dataless is not None:
+            raise ValueError(
+                f"{self.traced.model_name} step: '{dataless}' is a meta or fake tensor: there is "
+                "no data to train; a plan made without memory runs on the real model: "
+                "step.save_plan(path), then rt.load_plan(model, batch, loss_fn, path)")
         now = tuple(n for n, _ in trainable(self._module))
         if now != self._trainable:
             added = sorted(set(now) - set(self._trainable))
@@ -296,11 +306,25 @@ class Step:
                 os.unlink(tmp)
 
     # -- reports --------------------------------------------------------------------------------
+    @property
+    def memory(self):
+        """The baseline peak split into parameters, gradients, optimizer state (the `optimizer`
+        given to optimize or plan_for), activations and temporaries, with the memory lower
+        bound (remat.torch.memory.MemorySplit)."""
+        return memory_split(self.traced, optimizer=self.planning.get("optimizer"),
+                            master_weights=self.planning.get("master_weights"))
+
     def summary(self, file=None, limit=15):
-        """Prints (to `file`, default stdout) what the plan recomputes and what it keeps."""
+        """Prints (to `file`, default stdout) what the plan recomputes and what it keeps, and
+        what the baseline peak is made of (Step.memory)."""
         text = plan_summary(self.traced.graph, self.sequence, limit=limit,
                             title=repr(self))
-        print(text, file=file or sys.stdout)
+        split = self.memory
+        lines = split.lines()
+        if split.outside_graph:
+            lines.append(f"planned peak with the optimizer: "
+                         f"{remat.format_bytes(self.planned_peak_bytes + split.outside_graph)}")
+        print(text + "\n" + "\n".join(lines), file=file or sys.stdout)
 
     def __repr__(self):
         measured = ("not measured" if self.measured_peak_bytes is None
@@ -416,14 +440,40 @@ def _is_terminal(stream):
         return False
 
 
+def graph_budget(traced, budget, optimizer=None, master_weights=None):
+    """The budget of the graph in bytes. With an optimizer, a budget in bytes ("80GB", int) is
+    the device's memory: the optimizer's state and master weights, resident through the step
+    outside the graph, are taken off it. A fraction, a percentage or "min" is of the graph."""
+    if optimizer is not None and _is_absolute(budget):
+        state, master, name = outside_graph_bytes(traced, optimizer, master_weights)
+        device = remat.parse_budget(traced.graph, budget)
+        if device - state - master <= 0:
+            raise ValueError(f"{traced.model_name}: the optimizer state ({name}: "
+                             f"{remat.format_bytes(state)}) and master weights "
+                             f"({remat.format_bytes(master)}) alone exceed the budget "
+                             f"{remat.format_bytes(device)}")
+        budget = device - state - master
+    return resolve_budget(traced.graph, budget)
+
+
+def _is_absolute(budget):
+    if isinstance(budget, bool):
+        return False
+    if isinstance(budget, int):
+        return True
+    return isinstance(budget, str) and not budget.strip().endswith("%") and \
+        budget.strip().lower() != "min"
+
+
 def plan(traced, budget="50%", solver="auto", *, time_limit=None, seed=1, threads=1,
-         progress=True, params=None, **_ignored):
+         progress=True, params=None, optimizer=None, master_weights=None, **_ignored):
     """Solves the traced graph; returns (result, sequence, time_limit_hit). The sequence is the
     solver's plan, or the default schedule when that is better (never worse than the baseline).
     `progress`: True prints to stderr when it is a terminal, False is silent, a callable gets
-    (stage, fraction, iterations, best_objective) as remat.solve documents."""
+    (stage, fraction, iterations, best_objective) as remat.solve documents. With `optimizer`,
+    a budget in bytes is the device's memory (graph_budget)."""
     g = traced.graph
-    budget_bytes = resolve_budget(g, budget)
+    budget_bytes = graph_budget(traced, budget, optimizer, master_weights)
     limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
     finish = None
     callback = progress
@@ -470,7 +520,8 @@ def plan(traced, budget="50%", solver="auto", *, time_limit=None, seed=1, thread
 
 def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *,
              time_limit=None, seed=1, threads=1, cost="flops", model_inputs=1,
-             model_kwargs=None, retrace=False, progress=True, **params):
+             model_kwargs=None, retrace=False, progress=True, optimizer=None,
+             master_weights=None, device=None, **params):
     """Traces one training step (or takes a TracedStep), plans it under `budget` with `solver`,
     returns a Step.
 
@@ -482,6 +533,12 @@ def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *
     planning progress to stderr, False is silent, or a callable (see remat.solve). Raises
     TraceError when the model cannot be traced and ValueError for a bad budget (below the
     memory lower bound included), solver or parameter.
+
+    optimizer ("adamw", "adam", "sgd", a torch.optim.Optimizer or int bytes) and master_weights
+    count the optimizer's memory in the summary (Step.memory), and make a budget in bytes the
+    device's memory (graph_budget). A model or batch of meta or fake tensors is traced without
+    memory for `device` (trace); its Step plans and saves, but runs only on the real model
+    (load_plan).
     """
     if isinstance(params.get("params"), dict):  # params={...} as replan() takes it
         params = {**params.pop("params"), **params}
@@ -493,9 +550,10 @@ def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *
         if loss_fn is None:
             raise ValueError("optimize: loss_fn is required unless a TracedStep is given")
         traced = trace(model, example_inputs, loss_fn, model_inputs=model_inputs,
-                       model_kwargs=model_kwargs, cost=cost)
+                       model_kwargs=model_kwargs, cost=cost, device=device)
     planning = {"budget": budget, "solver": solver, "time_limit": time_limit, "seed": seed,
-                "threads": threads, "progress": progress, "params": params, "cost": cost}
+                "threads": threads, "progress": progress, "params": params, "cost": cost,
+                "optimizer": optimizer, "master_weights": master_weights}
     result, sequence, hit = plan(traced, **planning)
     step = Step(model, traced, sequence, solver=result.solver, status=result.status,
                 planning=planning, retrace=retrace, time_limit_hit=hit,

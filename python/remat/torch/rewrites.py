@@ -118,16 +118,24 @@ def _move_storages(nodes, position, rewritten, run):
     compact storage, which the values made from its result (views, later in-place results) share
     instead of the storage it wrote; and it writes nothing. Running the step again would tell the
     same, at the cost of another step."""
+    # storage key -> (position, fx node, element) of every tensor on it, in graph order, kept up
+    # to date as storages move: each rewrite visits the values of one storage, not the graph.
+    on_storage = {}
+    for i, later in enumerate(nodes):
+        for element in _tensor_elements(run.env.get(later)):
+            on_storage.setdefault(run.storage(later, element)[0], []).append((i, later, element))
     for n in rewritten:
         m = position[n]
         written = run.storage(run.writes[n][0])[0]
         result = run.env[n]
         nbytes = result.numel() * result.element_size()
         moved = (("rewritten", n.name), nbytes) if nbytes else (None, 0)
-        for later in nodes[m:]:
-            for element in _tensor_elements(run.env.get(later)):
-                if run.storage(later, element)[0] == written:
-                    run.storage_override[(later, element)] = moved
+        values = on_storage.get(written, [])
+        on_storage[written] = [v for v in values if v[0] < m]
+        later_values = [v for v in values if v[0] >= m]
+        for _, later, element in later_values:
+            run.storage_override[(later, element)] = moved
+        on_storage.setdefault(moved[0], []).extend(later_values)
         run.writes[n] = []
 
 

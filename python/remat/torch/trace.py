@@ -17,6 +17,7 @@ The work is split by concern: `capture.py` (make_fx of the step, batch structure
 - `phase` is forward for calls up to the loss, backward after.
 """
 
+import contextlib
 import dataclasses
 import operator
 
@@ -25,6 +26,7 @@ import torch.fx as fx
 
 import remat
 from remat.torch import _compat, distributed, op_kinds
+from remat.torch import capture as capture_module
 from remat.torch import cost as cost_models
 from remat.torch import effects as side_effects
 from remat.torch import rewrites
@@ -65,6 +67,8 @@ class TracedStep:
     data_dependent_sizes: dict = dataclasses.field(default_factory=dict)
     fingerprint: str = ""
     loss_fn: object = None
+    # The device the graph was traced for when traced without memory (on fake tensors), else None
+    device: object = None
 
     @property
     def num_nodes(self):
@@ -96,7 +100,7 @@ def training_modes(model):
 
 
 def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, cost="flops",
-          name=None):
+          name=None, fake=None, device=None):
     """Traces one training step of `model` and returns a TracedStep.
 
     The step is `loss = loss_fn(model(*batch[:model_inputs], **model_kwargs),
@@ -109,6 +113,14 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, 
     batch's (TracedStep.data_dependent_sizes). Raises TraceError naming the model and the reason
     when the step cannot be traced (FSDP-sharded models included), ValueError for a loss that is
     not one number.
+
+    Tracing without memory: a model built on the meta device (`with torch.device("meta"):`), a
+    batch of meta tensors, or fake tensors (torch._subclasses.FakeTensorMode) are traced on fake
+    tensors, so no tensor of the model's or the batch's size is ever made; `fake=True` does so
+    for a real model too. `device` names the device the graph is for ("cuda", "cpu"; required
+    when every tensor is on the meta device, since aten calls differ by device): the graph, and
+    its fingerprint, are those a real trace on that device gives. Costs are "flops" (a fake call
+    cannot be timed); a step whose output sizes depend on the data is refused.
     """
     cost_fn, timed = cost_models.resolve(cost)
     model_name = name or type(model).__name__
@@ -123,24 +135,79 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, 
     except TypeError as error:
         raise ValueError(str(error)) from None
     example_tensors = spec.tensors(args, kwargs)
-    captured = capture(model, spec, example_tensors, loss_fn, model_inputs, model_name)
+    fake_mode, target = without_memory(model, example_tensors, fake, device, model_name)
+    if fake_mode is None:
+        return _trace(model, spec, example_tensors, loss_fn, model_inputs, cost_fn, timed,
+                      model_name, None)
+    if timed:
+        raise ValueError(f"{model_name}: cost=\"measure\" times real calls; a step traced "
+                         "without memory (meta or fake tensors) has none: use cost=\"flops\" or "
+                         "a cost callable")
+    with _compat.outside_dispatch_modes():  # remat's fake mode, not an active one, traces
+        fake_batch = [capture_module.fake_like(x, fake_mode, target) for x in example_tensors]
+        spec = BatchSpec.of(*spec.rebuild(fake_batch), where=f"{model_name} batch")
+        traced = _trace(model, spec, fake_batch, loss_fn, model_inputs, cost_fn, timed,
+                        model_name, (fake_mode, target))
+    traced.device = torch.device(fake_batch[0].device if fake_batch else target)
+    return traced
+
+
+def without_memory(model, batch_tensors, fake, device, model_name):
+    """(FakeTensorMode, target device) when the step is to be traced on fake tensors, else
+    (None, None); ValueError for a combination that cannot be traced (see trace)."""
+    params, fixed = capture_module.model_tensors(model)
+    tensors = [t for _, t in params + fixed] + list(batch_tensors)
+    dataless = [t for t in tensors if _compat.is_without_data(t)]
+    if fake is None:
+        fake = bool(dataless) or device is not None
+    if not fake:
+        if dataless:
+            raise ValueError(f"{model_name}: fake=False, but the model or the batch holds meta or "
+                             "fake tensors (no data to run on)")
+        return None, None
+    if device is None:
+        real = [t.device for t in tensors if not t.is_meta]
+        if not real:
+            raise ValueError(f"{model_name}: every tensor of the model and the batch is on the "
+                             "meta device; pass device=\"cuda\" (or \"cpu\"): the device the "
+                             "plan is for (the traced aten calls differ by device)")
+        device = real[0]
+    device = torch.device(device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{model_name}: tracing for device=\"cuda\" needs a CUDA device here "
+                         "(of any memory size): aten picks some kernels, attention's among them, "
+                         "by the GPU, so the graph cannot be known without one; plan on a "
+                         "machine with a GPU of the training machine's kind, or for \"cpu\"")
+    if device.type == "meta":
+        raise ValueError(f"{model_name}: device=\"meta\" is not a device a plan runs on; pass "
+                         "the device the plan is for (\"cuda\", \"cpu\")")
+    return _compat.new_fake_mode(), device
+
+
+def _trace(model, spec, example_tensors, loss_fn, model_inputs, cost_fn, timed, model_name, fake):
+    fake_mode = fake[0] if fake else contextlib.nullcontext()
+    captured = capture(model, spec, example_tensors, loss_fn, model_inputs, model_name, fake)
     gm, saved_rng = captured.module, captured.rng_state
+    if fake:
+        _refuse_data_dependent_sizes(gm, model_name)
     # Before the first run: it adds calls, which the run then records like any other.
     rewrites.split_convolution_backward(gm)
     try:
-        first = side_effects.Recorder(gm).run_all(captured.fresh_args())
-        data_dependent = rewrites.specialize_data_dependent_sizes(gm, first)
-        changed = rewrites.rewrite_private_inplace(gm, first)
-        # ones_like(x) -> ones(shape) changes no storage or write: the run stays valid for it.
-        rewrites.rewrite_like_factories(gm, first)
-        runs = [first]
-        if (changed and _RERUN_AFTER_REWRITES) or timed:
-            _compat.set_rng_state(saved_rng)
-            runs = [side_effects.Recorder(gm, timed=timed).run_all(captured.fresh_args())]
-        if timed:
-            for _ in range(2):
+        with fake_mode:  # factories (ones, empty) make fake tensors too
+            first = side_effects.Recorder(gm).run_all(captured.fresh_args())
+            data_dependent = rewrites.specialize_data_dependent_sizes(gm, first)
+            changed = rewrites.rewrite_private_inplace(gm, first)
+            # ones_like(x) -> ones(shape) changes no storage or write: the run stays valid for it.
+            rewrites.rewrite_like_factories(gm, first)
+            runs = [first]
+            if (changed and _RERUN_AFTER_REWRITES) or timed:
                 _compat.set_rng_state(saved_rng)
-                runs.append(side_effects.Recorder(gm, timed=True).run_all(captured.fresh_args()))
+                runs = [side_effects.Recorder(gm, timed=timed).run_all(captured.fresh_args())]
+            if timed:
+                for _ in range(2):
+                    _compat.set_rng_state(saved_rng)
+                    runs.append(side_effects.Recorder(gm, timed=True).run_all(
+                        captured.fresh_args()))
     finally:
         _compat.set_rng_state(saved_rng)
     # A call making a data-dependent size runs exactly once: every plan then runs its check.
@@ -153,6 +220,15 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, 
     traced.fingerprint = graph_fingerprint(traced.graph)
     traced.loss_fn = loss_fn
     return traced
+
+
+def _refuse_data_dependent_sizes(gm, model_name):
+    made = [n.name for n in gm.graph.nodes
+            if n.op == "call_function" and _compat.unbacked_bindings(n)]
+    if made:
+        raise ValueError(f"{model_name}: the step has calls whose output size depends on the "
+                         f"data ({', '.join(made[:3])}); traced without memory there is no data "
+                         "to size them: trace it on a real batch")
 
 
 class _Builder:
