@@ -217,7 +217,8 @@ def test_partition_fn_under_aot_function_gives_eager_gradients():
     ({"budget": "50%", "solver": "nosuch"}, "unknown graph solver"),
     ({"budget": "50%", "solver": "fastsa", "nosuch": 1}, "no parameter 'nosuch'"),
     ({"budget": "50%", "compiler": "tvm"}, "compiler must be one of"),
-    ({"budget": "50%", "time_limit": -1}, "time_limit"),
+    ({"budget": "50%", "time_limit": -1}, "time limit must be in"),
+    ({"budget": "50%", "work_limit": 0}, "work limit must be in"),
 ])
 def test_bad_options_are_refused_when_the_backend_is_made(options, error):
     with pytest.raises(ValueError, match=error):

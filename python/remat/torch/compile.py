@@ -27,7 +27,6 @@ from remat.torch.partition import (Unplannable, activation_budget_bytes, check_b
 
 # Planning of each graph stops at the first of the solver's own end and this limit
 # (bench/compile_bench.py prints the compile times it gives).
-DEFAULT_TIME_LIMIT_S = 30.0
 COMPILERS = ("inductor", "eager")
 
 
@@ -39,17 +38,19 @@ class RematBudgetWarning(UserWarning):
     """A graph's plan is over its budget (the least-memory plan found)."""
 
 
-def compile_backend(budget, solver="auto", *, compiler="inductor", time_limit=DEFAULT_TIME_LIMIT_S,
-                    seed=1, **params):
+def compile_backend(budget, solver="auto", *, compiler="inductor", work_limit=None,
+                    time_limit=None, seed=1, **params):
     """A torch.compile backend planning each graph's saved set and recomputation with remat
     `solver` under `budget` of activation memory: a float fraction in (0, 1] or "P%" of each
     graph's activation memory, int bytes or byte text ("90MB") for the whole step (shared out
     across graph breaks), "min" (the least-memory plan), or None (the least-cost plan, no memory
-    budget). `compiler`: "inductor" or "eager". Other keywords are the solver's parameters.
+    budget). `compiler`: "inductor" or "eager". `work_limit` (work units per graph, default 60)
+    stops each solve, so the plan does not depend on machine load; `time_limit` (seconds) is a
+    wall-clock backstop. Other keywords are the solver's parameters.
     Raises ValueError (TypeError for a wrong type) for a budget, solver, compiler or parameter it
     cannot use, here rather than in the training loop."""
-    return CompileBackend(RematPartitioner(budget, solver, time_limit=time_limit, seed=seed,
-                                           **params), compiler)
+    return CompileBackend(RematPartitioner(budget, solver, work_limit=work_limit,
+                                           time_limit=time_limit, seed=seed, **params), compiler)
 
 
 class CompileBackend:
@@ -79,16 +80,14 @@ class RematPartitioner:
     """An AOTAutograd partition function (and Inductor custom partitioner) planning with remat,
     falling back to PyTorch's min-cut partitioner with one warning on a graph it cannot plan."""
 
-    def __init__(self, budget, solver="auto", *, time_limit=DEFAULT_TIME_LIMIT_S, seed=1,
+    def __init__(self, budget, solver="auto", *, work_limit=None, time_limit=None, seed=1,
                  **params):
         check_budget(budget)
         _check_solver(solver, params)
-        if time_limit is not None and not (isinstance(time_limit, (int, float))
-                                           and not isinstance(time_limit, bool)
-                                           and 0 < time_limit <= 1e9):
-            raise ValueError(f"time_limit must be None or seconds in (0, 1e9] "
-                             f"(got {time_limit!r})")
-        self.budget, self.solver, self.time_limit, self.seed = budget, solver, time_limit, seed
+        # The core's checks of both limits (remat.solve's), here rather than in the training loop.
+        remat._solve_settings(work_limit, time_limit, seed)
+        self.budget, self.solver, self.seed = budget, solver, seed
+        self.work_limit, self.time_limit = work_limit, time_limit
         self.params = params
         self.step_bytes = _step_bytes(budget)
         self.graphs = []
@@ -99,7 +98,8 @@ class RematPartitioner:
         budget = self._share(frame)
         try:
             fw, bw = partition(joint_module, joint_inputs, solver=self.solver, budget=budget,
-                               time_limit=self.time_limit, seed=self.seed, **self.params,
+                               work_limit=self.work_limit, time_limit=self.time_limit,
+                               seed=self.seed, **self.params,
                                **kwargs)
             stats = partition.last
         except Exception as e:  # noqa: BLE001 - any failure to plan falls back, with its reason
@@ -137,8 +137,9 @@ class RematPartitioner:
 
     def __repr__(self):
         options = "".join(f", {k}={v!r}" for k, v in sorted(self.params.items()))
-        return (f"RematPartitioner({self.budget!r}, {self.solver!r}, time_limit="
-                f"{self.time_limit!r}, seed={self.seed!r}{options})")
+        return (f"RematPartitioner({self.budget!r}, {self.solver!r}, work_limit="
+                f"{self.work_limit!r}, time_limit={self.time_limit!r}, seed={self.seed!r}"
+                f"{options})")
 
 
 def measured_peak_bytes(fn):

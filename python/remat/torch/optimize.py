@@ -465,7 +465,8 @@ def _is_absolute(budget):
         budget.strip().lower() != "min"
 
 
-def plan(traced, budget="50%", solver="auto", *, time_limit=None, seed=1, threads=1,
+def plan(traced, budget="50%", solver="auto", *, work_limit=None, time_limit=None, seed=1,
+         threads=1,
          progress=True, params=None, optimizer=None, master_weights=None, **_ignored):
     """Solves the traced graph; returns (result, sequence, time_limit_hit). The sequence is the
     solver's plan, or the default schedule when that is better (never worse than the baseline).
@@ -483,8 +484,8 @@ def plan(traced, budget="50%", solver="auto", *, time_limit=None, seed=1, thread
     elif progress is True or progress is False:
         callback = None  # no \r-updated line in a log file, as the CLI
     try:
-        result = remat.solve(g, budget_bytes, solver, time_limit=limit, seed=seed,
-                             threads=threads, progress=callback, **(params or {}))
+        result = remat.solve(g, budget_bytes, solver, work_limit=work_limit, time_limit=limit,
+                             seed=seed, threads=threads, progress=callback, **(params or {}))
     finally:
         if finish is not None:
             finish()
@@ -519,7 +520,7 @@ def plan(traced, budget="50%", solver="auto", *, time_limit=None, seed=1, thread
 
 
 def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *,
-             time_limit=None, seed=1, threads=1, cost="flops", model_inputs=1,
+             work_limit=None, time_limit=None, seed=1, threads=1, cost="flops", model_inputs=1,
              model_kwargs=None, retrace=False, progress=True, optimizer=None,
              master_weights=None, device=None, **params):
     """Traces one training step (or takes a TracedStep), plans it under `budget` with `solver`,
@@ -528,8 +529,8 @@ def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *
     budget: int bytes, a float fraction of the baseline peak (0.5 = 50 %), text ("50%",
     "90MB") or "min" (the least-memory plan). Solver-specific parameters go as keyword
     arguments. `example_inputs` may be a TracedStep (from rt.trace or a Step's .traced): it is
-    planned again without tracing. time_limit: seconds, a safety net only when None (planning
-    stops by iterations, so the plan does not depend on machine load). progress: True prints
+    planned again without tracing. work_limit: work units (remat.solve; default 60) that stop
+    planning, so the plan does not depend on machine load; time_limit: seconds, a safety net. progress: True prints
     planning progress to stderr, False is silent, or a callable (see remat.solve). Raises
     TraceError when the model cannot be traced and ValueError for a bad budget (below the
     memory lower bound included), solver or parameter.
@@ -551,7 +552,8 @@ def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *
             raise ValueError("optimize: loss_fn is required unless a TracedStep is given")
         traced = trace(model, example_inputs, loss_fn, model_inputs=model_inputs,
                        model_kwargs=model_kwargs, cost=cost, device=device)
-    planning = {"budget": budget, "solver": solver, "time_limit": time_limit, "seed": seed,
+    planning = {"budget": budget, "solver": solver, "work_limit": work_limit,
+                "time_limit": time_limit, "seed": seed,
                 "threads": threads, "progress": progress, "params": params, "cost": cost,
                 "optimizer": optimizer, "master_weights": master_weights}
     result, sequence, hit = plan(traced, **planning)

@@ -67,7 +67,7 @@ class PartitionStats:
 
 def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
               num_fwd_outputs=None, static_lifetime_input_indices=None, compiler=None,
-              time_limit=None, seed=1, **params):
+              work_limit=None, time_limit=None, seed=1, **params):
     """AOTAutograd partition function: (forward module, backward module) of the joint graph as
     remat `solver` plans it under `budget` of activation memory (see activation_budget_bytes;
     None: no memory budget, the solver's least-cost plan, as AOTAutograd's partitioners do).
@@ -89,7 +89,8 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     if asked is not None:
         solve_budget = max(asked + joint.input_bytes, lower)
     limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
-    result = remat.solve(graph, solve_budget, solver, time_limit=limit, seed=seed, **params)
+    result = remat.solve(graph, solve_budget, solver, work_limit=work_limit, time_limit=limit,
+                         seed=seed, **params)
     fw, bw, executed = lower_plan(joint_module, joint, list(result.sequence))
     peak = remat.simulate(graph, executed).peak_bytes
     if peak >= base_peak and executed != remat.default_schedule(graph):

@@ -21,8 +21,8 @@ from remat.torch.trace import trace
 
 
 def plan_for(model, batch, loss_fn, budget="50%", solver="auto", *, device=None,
-             optimizer=None, master_weights=None, time_limit=None, seed=1, threads=1,
-             model_inputs=1, model_kwargs=None, progress=True, **params):
+             optimizer=None, master_weights=None, work_limit=None, time_limit=None, seed=1,
+             threads=1, model_inputs=1, model_kwargs=None, progress=True, **params):
     """Traces one training step of `model` on `batch` without memory (fake tensors, for
     `device`), plans it under `budget` with `solver` and returns the Step: its summary(),
     memory (the baseline peak split into parameters, gradients, optimizer state, activations and
@@ -39,5 +39,6 @@ def plan_for(model, batch, loss_fn, budget="50%", solver="auto", *, device=None,
     traced = trace(model, batch, loss_fn, model_inputs=model_inputs, model_kwargs=model_kwargs,
                    fake=True, device=device)
     return optimize(model, traced, loss_fn, budget=budget, solver=solver,
-                    time_limit=time_limit, seed=seed, threads=threads, progress=progress,
+                    work_limit=work_limit, time_limit=time_limit, seed=seed, threads=threads,
+                    progress=progress,
                     optimizer=optimizer, master_weights=master_weights, **params)
