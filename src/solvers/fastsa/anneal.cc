@@ -83,7 +83,7 @@ struct Proposal {
 class Annealer {
  public:
   Annealer(const UnitTable& units, std::span<const int32_t> start, const StageSettings& settings,
-           ChainContext& context)
+           WalkContext& context)
       : units_(units),
         settings_(settings),
         context_(context),
@@ -128,7 +128,7 @@ class Annealer {
         if (window > 0 && it - last_improvement_ >= window) {
           // Converged while the schedule is still hot (stage 2 gets the iterations stage 1 left,
           // so its nominal schedule may be 20 M iterations long): the best plan is then the best
-          // of a hot chain. Cool to the final temperature over kQuenchWindows windows, as the
+          // of a hot walk. Cool to the final temperature over kQuenchWindows windows, as the
           // full schedule would end, and stop at the next window without improvement.
           if (!quenched_ && h > 10 * h_final) {
             quenched_ = true;
@@ -330,7 +330,7 @@ class Annealer {
 
   const UnitTable& units_;
   const StageSettings& settings_;
-  ChainContext& context_;
+  WalkContext& context_;
   SaState state_;
   BestKeeper best_;
   std::vector<int32_t> addable_;
@@ -363,7 +363,7 @@ double ObjectiveFunction::operator()(double peak, double cost) const {
 
 StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,
                       const StageSettings& settings, std::string_view stage_name,
-                      ChainContext& context) {
+                      WalkContext& context) {
   Annealer annealer(units, start_order, settings, context);
   return annealer.run(stage_name);
 }
