@@ -103,27 +103,25 @@ void mark_outputs(const Graph& g, Retention& held) {
 Decoded decode(const Graph& g, const Retention& held) {
   const int32_t T = g.num_nodes();
   Decoded d;
-  std::vector<char> run(static_cast<size_t>(T));
+  IdVector<NodeId, char> run(static_cast<size_t>(T));
   const auto holds = [&](int32_t t, ValueId v) {
     return g.producer(v).value() < t && held.held(t, v);
   };
   for (int32_t t = 0; t < T; ++t) {
     std::fill(run.begin(), run.end(), 0);
-    run[static_cast<size_t>(t)] = 1;
+    run[NodeId{t}] = 1;
     for (int32_t v = 0; v < g.num_values(); ++v) {
       const ValueId id{v};
       if (g.is_graph_input(id) || g.producer(id).value() > t) continue;
-      if (held.held(t + 1, id) && !holds(t, id))
-        run[static_cast<size_t>(g.producer(id).value())] = 1;
+      if (held.held(t + 1, id) && !holds(t, id)) run[g.producer(id)] = 1;
     }
     for (int32_t k = t; k >= 0; --k) {
-      if (!run[static_cast<size_t>(k)]) continue;
+      if (!run[NodeId{k}]) continue;
       for (ValueId v : g.node(NodeId{k}).inputs)
-        if (!g.is_graph_input(v) && !holds(t, v))
-          run[static_cast<size_t>(g.producer(v).value())] = 1;
+        if (!g.is_graph_input(v) && !holds(t, v)) run[g.producer(v)] = 1;
     }
     for (int32_t k = 0; k <= t; ++k)
-      if (run[static_cast<size_t>(k)]) {
+      if (run[NodeId{k}]) {
         d.sequence.push_back(NodeId{k});
         d.stage_of.push_back(t);
       }
@@ -301,17 +299,17 @@ Sequence sequence_from_retention(const Graph& g, const Retention& held) {
 std::optional<Retention> retention_from_sequence(const Graph& g, const Sequence& sequence) {
   const int32_t T = g.num_nodes();
   // Stage of each position: the index of the next first computation.
-  std::vector<char> seen(static_cast<size_t>(T), 0);
-  std::vector<std::vector<char>> ran(static_cast<size_t>(T), std::vector<char>(T, 0));
+  IdVector<NodeId, char> seen(static_cast<size_t>(T), 0);
+  std::vector<IdVector<NodeId, char>> ran(static_cast<size_t>(T),
+                                          IdVector<NodeId, char>(static_cast<size_t>(T), 0));
   std::vector<NodeId> pending;
   int32_t next_first = 0;
   for (NodeId n : sequence) {
     pending.push_back(n);
-    if (seen[static_cast<size_t>(n.value())]) continue;
+    if (seen[n]) continue;
     if (n.value() != next_first) return std::nullopt;
-    seen[static_cast<size_t>(n.value())] = 1;
-    for (NodeId p : pending)
-      ran[static_cast<size_t>(next_first)][static_cast<size_t>(p.value())] = 1;
+    seen[n] = 1;
+    for (NodeId p : pending) ran[static_cast<size_t>(next_first)][p] = 1;
     pending.clear();
     ++next_first;
   }
@@ -323,14 +321,12 @@ std::optional<Retention> retention_from_sequence(const Graph& g, const Sequence&
     for (int32_t v = 0; v < g.num_values(); ++v) {
       const ValueId id{v};
       if (g.is_graph_input(id) || g.producer(id).value() >= t) continue;
-      if (held.held(t + 1, id) && !stage[static_cast<size_t>(g.producer(id).value())])
-        held.set(t, id, true);
+      if (held.held(t + 1, id) && !stage[g.producer(id)]) held.set(t, id, true);
     }
     for (int32_t k = 0; k <= t; ++k) {
-      if (!stage[static_cast<size_t>(k)]) continue;
+      if (!stage[NodeId{k}]) continue;
       for (ValueId v : g.node(NodeId{k}).inputs)
-        if (!g.is_graph_input(v) && !stage[static_cast<size_t>(g.producer(v).value())])
-          held.set(t, v, true);
+        if (!g.is_graph_input(v) && !stage[g.producer(v)]) held.set(t, v, true);
     }
   }
   return held;

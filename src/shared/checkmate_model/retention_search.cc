@@ -28,16 +28,16 @@ std::vector<DropChoice> candidate_drops(const Graph& g, const Decoded& plan, con
   const auto steps = static_cast<int32_t>(plan.sequence.size());
   const int32_t stage = plan.stage_of[static_cast<size_t>(peak)];
   // First event of every value after the peak: a read (live) or a production (dead copy).
-  std::vector<int32_t> next_read(static_cast<size_t>(g.num_values()), -1);
-  std::vector<char> decided(static_cast<size_t>(g.num_values()), 0);
+  IdVector<ValueId, int32_t> next_read(static_cast<size_t>(g.num_values()), -1);
+  IdVector<ValueId, char> decided(static_cast<size_t>(g.num_values()), 0);
   for (int32_t q = peak + 1; q < steps; ++q) {
     const Node& node = g.node(plan.sequence[static_cast<size_t>(q)]);
     for (ValueId v : node.inputs)
-      if (!decided[static_cast<size_t>(v.value())]) {
-        decided[static_cast<size_t>(v.value())] = 1;
-        next_read[static_cast<size_t>(v.value())] = q;
+      if (!decided[v]) {
+        decided[v] = 1;
+        next_read[v] = q;
       }
-    for (ValueId v : node.outputs) decided[static_cast<size_t>(v.value())] = 1;
+    for (ValueId v : node.outputs) decided[v] = 1;
   }
   const Node& running = g.node(plan.sequence[static_cast<size_t>(peak)]);
   std::vector<DropChoice> drops;
@@ -47,8 +47,8 @@ std::vector<DropChoice> candidate_drops(const Graph& g, const Decoded& plan, con
     if (!g.node(g.producer(id)).recomputable) continue;
     if (std::find(running.inputs.begin(), running.inputs.end(), id) != running.inputs.end())
       continue;
-    const int32_t next = next_read[static_cast<size_t>(v)];
-    if (next < 0 && (decided[static_cast<size_t>(v)] || !g.value(id).is_output)) continue;  // dead
+    const int32_t next = next_read[id];
+    if (next < 0 && (decided[id] || !g.value(id).is_output)) continue;  // dead
     // Recomputed in the stage of its next use, or earlier where memory may be lower: stages in
     // between, at most kRecomputeStages of them, evenly spread.
     const int32_t last = next < 0 ? T - 1 : plan.stage_of[static_cast<size_t>(next)];
@@ -146,11 +146,11 @@ struct Recomputation {
 
 std::vector<Recomputation> recomputations(const Graph& g, const Decoded& plan) {
   std::vector<Recomputation> out;
-  std::vector<int32_t> last_run(static_cast<size_t>(g.num_nodes()), -1);
+  IdVector<NodeId, int32_t> last_run(static_cast<size_t>(g.num_nodes()), -1);
   for (size_t q = 0; q < plan.sequence.size(); ++q) {
     const NodeId node = plan.sequence[q];
-    const int32_t previous = last_run[static_cast<size_t>(node.value())];
-    last_run[static_cast<size_t>(node.value())] = plan.stage_of[q];
+    const int32_t previous = last_run[node];
+    last_run[node] = plan.stage_of[q];
     if (previous >= 0 && previous != plan.stage_of[q])
       out.push_back({node, previous, plan.stage_of[q]});
   }

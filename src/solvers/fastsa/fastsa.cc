@@ -322,12 +322,12 @@ class Walk {
 // mode=fixed-order keeps first computations where they are: a start must have them in the
 // default order already.
 void check_default_order(const Graph& graph, std::span<const NodeId> start) {
-  std::vector<char> seen(static_cast<size_t>(graph.num_nodes()), 0);
+  IdVector<NodeId, char> seen(static_cast<size_t>(graph.num_nodes()), 0);
   int32_t next_first = 0;
   for (size_t i = 0; i < start.size(); ++i) {
     const NodeId n = start[i];
-    if (seen[static_cast<size_t>(n.value())]) continue;
-    seen[static_cast<size_t>(n.value())] = 1;
+    if (seen[n]) continue;
+    seen[n] = 1;
     if (n.value() != next_first)
       throw InputError(fmt::format(
           "fastsa: mode=fixed-order needs a start plan whose first computations follow the "

@@ -52,8 +52,8 @@ BlockModel block_model(const Graph& g, const Block& b) {
   GraphSpec spec;
   spec.name = fmt::format("block {}", b.stage);
   std::map<int32_t, ValueId> local;  // graph value -> sub-graph value
-  std::vector<uint8_t> in_block(static_cast<size_t>(g.num_nodes()), 0);
-  for (NodeId n : b.nodes) in_block[static_cast<size_t>(n.value())] = 1;
+  IdVector<NodeId, uint8_t> in_block(static_cast<size_t>(g.num_nodes()), 0);
+  for (NodeId n : b.nodes) in_block[n] = 1;
   std::vector<uint8_t> view(b.nodes.size(), 0);
   for (size_t i = 0; i < b.nodes.size(); ++i)
     if (is_view(g, b, b.nodes[i])) view[i] = 1, bm.dropped.push_back(static_cast<int32_t>(i));
@@ -65,16 +65,13 @@ BlockModel block_model(const Graph& g, const Block& b) {
     local.emplace(v.value(), id);
     return id;
   };
-  auto produced_here = [&](ValueId v) {
-    return !g.is_graph_input(v) && in_block[static_cast<size_t>(g.producer(v).value())];
-  };
+  auto produced_here = [&](ValueId v) { return !g.is_graph_input(v) && in_block[g.producer(v)]; };
   // By the block's parts, not phases: a backward helper (lower.h) is a forward node in the
   // backward part.
-  std::vector<uint8_t> in_forward_part(static_cast<size_t>(g.num_nodes()), 0);
-  for (int32_t i = 0; i < b.num_forward; ++i)
-    in_forward_part[static_cast<size_t>(b.nodes[static_cast<size_t>(i)].value())] = 1;
+  IdVector<NodeId, uint8_t> in_forward_part(static_cast<size_t>(g.num_nodes()), 0);
+  for (int32_t i = 0; i < b.num_forward; ++i) in_forward_part[b.nodes[static_cast<size_t>(i)]] = 1;
   auto made_in_forward_part = [&](ValueId v) {
-    return produced_here(v) && in_forward_part[static_cast<size_t>(g.producer(v).value())];
+    return produced_here(v) && in_forward_part[g.producer(v)];
   };
   auto from_dropped = [&](ValueId v) {
     if (!produced_here(v)) return false;
@@ -134,7 +131,7 @@ BlockModel block_model(const Graph& g, const Block& b) {
   for (NodeId n : b.nodes)
     for (ValueId v : g.node(n).outputs) {
       const bool hands_on = g.value(v).is_output ||
-                            (!in_forward_part[static_cast<size_t>(n.value())] &&
+                            (!in_forward_part[n] &&
                              std::find(b.outputs.begin(), b.outputs.end(), v) != b.outputs.end());
       if (hands_on && local.count(v.value()))
         spec.values[static_cast<size_t>(local[v.value()].value())].is_output = true;
@@ -149,7 +146,7 @@ BlockModel block_model(const Graph& g, const Block& b) {
 
 LocalOption to_option(const Graph& g, const Block& b, const BlockModel& bm, const Sequence& seq) {
   LocalOption o;
-  std::vector<int64_t> produced_at(static_cast<size_t>(g.num_values()), -1);
+  IdVector<ValueId, int64_t> produced_at(static_cast<size_t>(g.num_values()), -1);
   std::vector<int64_t> ran_at(b.nodes.size(), -1);
   std::map<int32_t, int32_t> position_of;  // graph node -> block position
   for (size_t i = 0; i < b.nodes.size(); ++i)
@@ -161,8 +158,7 @@ LocalOption to_option(const Graph& g, const Block& b, const BlockModel& bm, cons
   auto emit = [&](int32_t pos) {
     (after_loss ? o.backward : o.forward).push_back(pos);
     ran_at[static_cast<size_t>(pos)] = clock;
-    for (ValueId v : g.node(b.nodes[static_cast<size_t>(pos)]).outputs)
-      produced_at[static_cast<size_t>(v.value())] = clock;
+    for (ValueId v : g.node(b.nodes[static_cast<size_t>(pos)]).outputs) produced_at[v] = clock;
     ++clock;
   };
   std::function<void(int32_t)> ready = [&](int32_t pos) {
@@ -173,14 +169,14 @@ LocalOption to_option(const Graph& g, const Block& b, const BlockModel& bm, cons
       const int32_t d = it->second;
       bool stale = ran_at[static_cast<size_t>(d)] < 0;
       for (ValueId w : g.node(b.nodes[static_cast<size_t>(d)]).inputs)
-        stale |= produced_at[static_cast<size_t>(w.value())] > ran_at[static_cast<size_t>(d)];
+        stale |= produced_at[w] > ran_at[static_cast<size_t>(d)];
       if (!stale) continue;
       ready(d);
       emit(d);
     }
   };
   for (NodeId n : seq) {
-    const int32_t pos = bm.position[static_cast<size_t>(n.value())];
+    const int32_t pos = bm.position[n];
     if (pos < 0) {
       after_loss = true;
       continue;

@@ -21,11 +21,11 @@ LocalOption keep_nothing(const Graph& g, const Block& b);
 // The block as a graph for the MILP, and the way back to block positions.
 struct BlockModel {
   std::optional<Graph> graph;
-  std::vector<int32_t> position;  // sub-graph node -> position in Block::nodes (-1: the loss)
-  int32_t loss = 0;               // sub-graph node index of the loss placeholder
-  std::vector<int32_t> dropped;   // block positions of the views left out (replayed at lowering)
-  int64_t loss_floor = 0;         // least memory at the loss: inputs, what it reads and produces
-  int64_t save_low = 0;           // lowest M_save of the grid (set with the grid)
+  IdVector<NodeId, int32_t> position;  // sub-graph node -> position in Block::nodes (-1: the loss)
+  int32_t loss = 0;                    // sub-graph node index of the loss placeholder
+  std::vector<int32_t> dropped;  // block positions of the views left out (replayed at lowering)
+  int64_t loss_floor = 0;        // least memory at the loss: inputs, what it reads and produces
+  int64_t save_low = 0;          // lowest M_save of the grid (set with the grid)
 };
 
 BlockModel block_model(const Graph& g, const Block& b);

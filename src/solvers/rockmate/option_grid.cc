@@ -46,14 +46,13 @@ Sequence keep_nothing_sequence(const Graph& sub, const BlockModel& bm) {
 // The forward, the loss, then the backward where each forward value that `kept` does not mark is
 // recomputed (with what it needs that is not kept either) right before the first backward step
 // that reads it. Empty when such a value's producer may not run twice.
-Sequence keep_only(const Graph& sub, const BlockModel& bm, const std::vector<uint8_t>& kept) {
+Sequence keep_only(const Graph& sub, const BlockModel& bm, const IdVector<ValueId, uint8_t>& kept) {
   Sequence seq;
   for (int32_t i = 0; i <= bm.loss; ++i) seq.push_back(NodeId{i});
-  std::vector<uint8_t> ready(kept.size(), 0);  // values recomputed so far
+  IdVector<ValueId, uint8_t> ready(kept.size(), 0);  // values recomputed so far
   bool possible = true;
   std::function<void(ValueId)> ensure = [&](ValueId v) {
-    const auto i = static_cast<size_t>(v.value());
-    if (kept[i] || ready[i] || sub.is_graph_input(v) || sub.producer(v).value() >= bm.loss) return;
+    if (kept[v] || ready[v] || sub.is_graph_input(v) || sub.producer(v).value() >= bm.loss) return;
     const NodeId p = sub.producer(v);
     if (!sub.node(p).recomputable) {
       possible = false;
@@ -61,7 +60,7 @@ Sequence keep_only(const Graph& sub, const BlockModel& bm, const std::vector<uin
     }
     for (ValueId in : sub.node(p).inputs) ensure(in);
     seq.push_back(p);
-    for (ValueId out : sub.node(p).outputs) ready[static_cast<size_t>(out.value())] = 1;
+    for (ValueId out : sub.node(p).outputs) ready[out] = 1;
   };
   for (int32_t i = bm.loss + 1; i < sub.num_nodes(); ++i) {
     for (ValueId v : sub.node(NodeId{i}).inputs) ensure(v);
@@ -79,23 +78,23 @@ Sequence keep_only(const Graph& sub, const BlockModel& bm, const std::vector<uin
 std::vector<Found> greedy_drop_plans(const BlockModel& bm, Limits& limits) {
   const Graph& sub = *bm.graph;
   const auto values = static_cast<size_t>(sub.num_values());
-  std::vector<uint8_t> forward_value(values, 0), read_later(values, 0);
+  IdVector<ValueId, uint8_t> forward_value(values, 0), read_later(values, 0);
   for (int32_t i = 0; i < bm.loss; ++i)
-    for (ValueId v : sub.node(NodeId{i}).outputs)
-      forward_value[static_cast<size_t>(v.value())] = !sub.value(v).is_output;
+    for (ValueId v : sub.node(NodeId{i}).outputs) forward_value[v] = !sub.value(v).is_output;
   for (int32_t i = bm.loss + 1; i < sub.num_nodes(); ++i)
-    for (ValueId v : sub.node(NodeId{i}).inputs)
-      read_later[static_cast<size_t>(v.value())] = forward_value[static_cast<size_t>(v.value())];
+    for (ValueId v : sub.node(NodeId{i}).inputs) read_later[v] = forward_value[v];
   // The values the loss reads (what the block hands on) stay: they are its output.
-  for (ValueId v : sub.node(NodeId{bm.loss}).inputs) read_later[static_cast<size_t>(v.value())] = 0;
+  for (ValueId v : sub.node(NodeId{bm.loss}).inputs) read_later[v] = 0;
   std::vector<ValueId> candidates;
-  for (size_t i = 0; i < values; ++i)
-    if (read_later[i] && sub.value(ValueId{static_cast<int32_t>(i)}).size_bytes > 0 &&
-        sub.node(sub.producer(ValueId{static_cast<int32_t>(i)})).recomputable)
-      candidates.push_back(ValueId{static_cast<int32_t>(i)});
-  std::vector<uint8_t> kept(values, 0);
-  for (size_t i = 0; i < values; ++i) kept[i] = read_later[i] || !forward_value[i];
-  for (ValueId v : sub.node(NodeId{bm.loss}).inputs) kept[static_cast<size_t>(v.value())] = 1;
+  for (int32_t i = 0; i < sub.num_values(); ++i) {
+    const ValueId v{i};
+    if (read_later[v] && sub.value(v).size_bytes > 0 && sub.node(sub.producer(v)).recomputable)
+      candidates.push_back(v);
+  }
+  IdVector<ValueId, uint8_t> kept(values, 0);
+  for (int32_t i = 0; i < sub.num_values(); ++i)
+    kept[ValueId{i}] = read_later[ValueId{i}] || !forward_value[ValueId{i}];
+  for (ValueId v : sub.node(NodeId{bm.loss}).inputs) kept[v] = 1;
   std::vector<Found> plans;
   Found current = measure(sub, bm, keep_only(sub, bm, kept));
   for (size_t step = 0; step < candidates.size() && !limits.stop(); ++step) {
@@ -103,7 +102,7 @@ std::vector<Found> greedy_drop_plans(const BlockModel& bm, Limits& limits) {
     size_t best_index = 0;
     double best_ratio = -1;
     for (size_t c = 0; c < candidates.size(); ++c) {
-      const auto id = static_cast<size_t>(candidates[c].value());
+      const ValueId id = candidates[c];
       if (!kept[id]) continue;
       kept[id] = 0;
       Sequence seq = keep_only(sub, bm, kept);
@@ -118,7 +117,7 @@ std::vector<Found> greedy_drop_plans(const BlockModel& bm, Limits& limits) {
       if (ratio > best_ratio) best_ratio = ratio, best_index = c, best = std::move(f);
     }
     if (!best) break;
-    kept[static_cast<size_t>(candidates[best_index].value())] = 0;
+    kept[candidates[best_index]] = 0;
     current = *best;
     plans.push_back(std::move(*best));
   }
