@@ -140,7 +140,7 @@ class Annealer {
             break;
           }
         }
-        if (it % sample_every < 1024) sample(start, it, f);
+        if (it % sample_every < 1024) sample(start, it);
         report_progress(stage_name, it, last_progress);
       }
       h *= decay;
@@ -171,7 +171,7 @@ class Annealer {
     context_.work_limit_hit |= r.work_limit_hit;
     context_.time_limit_hit |= r.time_limit_hit;
     r.at_least_cost = at_least_cost();
-    sample(start, it, f);
+    sample(start, it);
     context_.iterations_before += it;
     r.best_order = best_.order();
     r.best_peak = best_peak_;
@@ -305,8 +305,7 @@ class Annealer {
     }
   }
 
-  void sample(std::chrono::steady_clock::time_point start, int64_t it, double f) {
-    (void)f;
+  void sample(std::chrono::steady_clock::time_point start, int64_t it) {
     context_.series_time_s.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     context_.series_iteration.push_back(static_cast<double>(context_.iterations_before + it));
