@@ -92,7 +92,7 @@ void throughput(const std::string& dir) {
       "| mutations/s (CPU) | valid/s (CPU) |\n");
   fmt::print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const int32_t slots : {fastsa::slots_for(units.num_units(), 0), int32_t{1} << 20}) {
-    fastsa::ChainContext context;
+    fastsa::WalkContext context;
     context.budget_bytes = baseline(g).peak_bytes * 7 / 10;
     context.objective = {.kind = fastsa::Objective::kStrict,
                          .budget = static_cast<double>(context.budget_bytes)};
@@ -215,7 +215,7 @@ void generated(const Args& args) {
                      seed, lb_pct, pct);
           continue;
         }
-        // The CPU time of this thread (chain 0 runs on it): other jobs on a shared machine
+        // The CPU time of this thread (walk 0 runs on it): other jobs on a shared machine
         // stretch the wall clock, not this.
         const double cpu_start = thread_cpu_s();
         const SolveResult r = run_solve(g, base.peak_bytes * pct / 100, args);

@@ -61,21 +61,10 @@ std::vector<std::string> notes_of(const Outcome& result) {
   return notes;
 }
 
-void run_compare(const CompareArgs& args) {
-  const Problem problem = read_problem(args.path);
-  const Baseline base{problem.baseline_peak, problem.baseline_cost};
-  for (const std::string& name : args.solvers) (void)solver_entry(name);  // fail before solving
-  check_param_scopes(args.solver_args.params, args.solvers);
-  std::vector<Budget> budgets;
-  for (const std::string& text : args.budgets)
-    budgets.push_back(parse_budget(text, base.peak_bytes));
-
-  std::vector<std::optional<double>> lp_bounds(budgets.size());
-  if (!args.bound.empty()) {
-    (void)solver_entry("checkmate-lp");  // names the solvers this build has when it has not
-    for (size_t b = 0; b < budgets.size(); ++b) lp_bounds[b] = lp_bound(problem, args, budgets[b]);
-  }
-
+// Every solver at every budget; a solver that does not apply marks its rows.
+std::vector<Row> solve_rows(const Problem& problem, const CompareArgs& args,
+                            const std::vector<Budget>& budgets,
+                            const std::vector<std::optional<double>>& lp_bounds) {
   std::vector<Row> rows;
   for (const std::string& solver : args.solvers)
     for (size_t b = 0; b < budgets.size(); ++b) {
@@ -96,54 +85,65 @@ void run_compare(const CompareArgs& args) {
       }
       rows.push_back(std::move(row));
     }
+  return rows;
+}
 
-  if (args.json) {
-    nlohmann::json out = nlohmann::json::array();
-    for (const Row& r : rows) {
-      if (!r.not_applicable.empty()) {
-        out.push_back({{"solver", r.solver},
-                       {"budget", r.budget_text},
-                       {"budget_bytes", r.budget.bytes},
-                       {"status", kNotApplicable},
-                       {"reason", r.not_applicable}});
-        continue;
-      }
-      nlohmann::json row = {
-          {"solver", r.solver},
-          {"budget", r.budget_text},
-          {"budget_bytes", r.budget.bytes},
-          {"status", to_string(r.result.stats.status)},
-          {"feasible", r.result.peak_bytes <= r.budget.bytes &&
-                           r.result.stats.status != SolveStatus::kInfeasible},
-          {"peak_bytes", r.result.peak_bytes},
-          {"peak_percent_of_baseline",
-           percent(static_cast<double>(r.result.peak_bytes), static_cast<double>(base.peak_bytes))},
-          {"cost", r.result.cost},
-          {"cost_increase_percent", percent(r.result.cost - base.cost, base.cost)},
-          {"solve_time_s", r.result.stats.wall_time_s},
-          {"stop_reason", to_string(r.result.stats.stop_reason)}};
-      if (const std::optional<double> bound = r.result.stats.cost_lower_bound) {
-        row["cost_lower_bound"] = *bound;
-        row["gap_percent"] = gap_percent(r.result.cost, *bound);
-      }
-      if (r.lp_bound) {
-        row["lp_bound"] = *r.lp_bound;
-        row["gap_to_lp_bound_percent"] = gap_percent(r.result.cost, *r.lp_bound);
-      }
-      if (const std::vector<std::string> notes = notes_of(r.result); !notes.empty())
-        row["notes"] = notes;
-      out.push_back(std::move(row));
+nlohmann::json json_rows(const std::vector<Row>& rows, const Baseline& base) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Row& r : rows) {
+    if (!r.not_applicable.empty()) {
+      out.push_back({{"solver", r.solver},
+                     {"budget", r.budget_text},
+                     {"budget_bytes", r.budget.bytes},
+                     {"status", kNotApplicable},
+                     {"reason", r.not_applicable}});
+      continue;
     }
-    emit(out.dump(2) + "\n", "");
-    return;
+    nlohmann::json row = {
+        {"solver", r.solver},
+        {"budget", r.budget_text},
+        {"budget_bytes", r.budget.bytes},
+        {"status", to_string(r.result.stats.status)},
+        {"feasible", r.result.peak_bytes <= r.budget.bytes &&
+                         r.result.stats.status != SolveStatus::kInfeasible},
+        {"peak_bytes", r.result.peak_bytes},
+        {"peak_percent_of_baseline",
+         percent(static_cast<double>(r.result.peak_bytes), static_cast<double>(base.peak_bytes))},
+        {"cost", r.result.cost},
+        {"cost_increase_percent", percent(r.result.cost - base.cost, base.cost)},
+        {"solve_time_s", r.result.stats.wall_time_s},
+        {"stop_reason", to_string(r.result.stats.stop_reason)}};
+    if (const std::optional<double> bound = r.result.stats.cost_lower_bound) {
+      row["cost_lower_bound"] = *bound;
+      row["gap_percent"] = gap_percent(r.result.cost, *bound);
+    }
+    if (r.lp_bound) {
+      row["lp_bound"] = *r.lp_bound;
+      row["gap_to_lp_bound_percent"] = gap_percent(r.result.cost, *r.lp_bound);
+    }
+    if (const std::vector<std::string> notes = notes_of(r.result); !notes.empty())
+      row["notes"] = notes;
+    out.push_back(std::move(row));
   }
-  const bool with_lp = !args.bound.empty();
+  return out;
+}
+
+// The table of every row; the reasons for not-applicable rows and the solvers' notes, each once,
+// are printed under it.
+struct TableReport {
+  Table table;
+  std::vector<std::string> reasons, notes;
+};
+
+TableReport table_rows(const std::vector<Row>& rows, const Baseline& base, bool with_lp) {
   std::vector<std::string> header = {"solver", "budget", "budget bytes", "status",
                                      "peak %", "CI %",   "bound CI %",   "gap %"};
   if (with_lp) header.push_back("gap to LP bound %");
   header.push_back("time s");
-  Table table(header);
-  std::vector<std::string> reasons, notes;
+  TableReport report{Table(header), {}, {}};
+  Table& table = report.table;
+  std::vector<std::string>& reasons = report.reasons;
+  std::vector<std::string>& notes = report.notes;
   for (const Row& r : rows) {
     if (!r.not_applicable.empty()) {
       std::vector<std::string> cells = {r.solver,
@@ -186,6 +186,13 @@ void run_compare(const CompareArgs& args) {
     cells.push_back(fmt::format("{:.3f}", r.result.stats.wall_time_s));
     table.add(cells);
   }
+  return report;
+}
+
+// What the text report says above its table: the baseline and, with --bound, the LP bounds.
+std::string text_heading(const Problem& problem, const CompareArgs& args, const Baseline& base,
+                         const std::vector<std::optional<double>>& lp_bounds) {
+  const bool with_lp = !args.bound.empty();
   std::string out =
       problem.graph()
           ? fmt::format(
@@ -196,7 +203,7 @@ void run_compare(const CompareArgs& args) {
           : fmt::format("chain {} (L = {}): store-all peak {} bytes, makespan {:.10g}\n\n",
                         problem.display_name(), problem.chain()->length(), base.peak_bytes,
                         base.cost);
-  for (size_t b = 0; with_lp && b < budgets.size(); ++b)
+  for (size_t b = 0; with_lp && b < lp_bounds.size(); ++b)
     out += lp_bounds[b]
                ? fmt::format(
                      "LP bound at {}: cost {:.10g} (CI {:+.2f}%), over plans in the node "
@@ -207,10 +214,35 @@ void run_compare(const CompareArgs& args) {
                      "or no plan in the node order fits)\n",
                      args.budgets[b]);
   if (with_lp) out += "\n";
-  out += table.str();
-  for (const std::string& reason : reasons) out += fmt::format("\nnot applicable: {}", reason);
-  for (const std::string& n : notes) out += fmt::format("\n* note: {}", n);
-  if (!reasons.empty() || !notes.empty()) out += "\n";
+  return out;
+}
+
+void run_compare(const CompareArgs& args) {
+  const Problem problem = read_problem(args.path);
+  const Baseline base{problem.baseline_peak, problem.baseline_cost};
+  for (const std::string& name : args.solvers) (void)solver_entry(name);  // fail before solving
+  check_param_scopes(args.solver_args.params, args.solvers);
+  std::vector<Budget> budgets;
+  for (const std::string& text : args.budgets)
+    budgets.push_back(parse_budget(text, base.peak_bytes));
+
+  std::vector<std::optional<double>> lp_bounds(budgets.size());
+  if (!args.bound.empty()) {
+    (void)solver_entry("checkmate-lp");  // names the solvers this build has when it has not
+    for (size_t b = 0; b < budgets.size(); ++b) lp_bounds[b] = lp_bound(problem, args, budgets[b]);
+  }
+
+  const std::vector<Row> rows = solve_rows(problem, args, budgets, lp_bounds);
+  if (args.json) {
+    emit(json_rows(rows, base).dump(2) + "\n", "");
+    return;
+  }
+  const TableReport report = table_rows(rows, base, !args.bound.empty());
+  std::string out = text_heading(problem, args, base, lp_bounds) + report.table.str();
+  for (const std::string& reason : report.reasons)
+    out += fmt::format("\nnot applicable: {}", reason);
+  for (const std::string& n : report.notes) out += fmt::format("\n* note: {}", n);
+  if (!report.reasons.empty() || !report.notes.empty()) out += "\n";
   emit(out, "");
 }
 

@@ -83,17 +83,14 @@ StageRunFigures measure_stage_runs(const Graph& g, const GraphChain& gc, int32_t
   const auto values = static_cast<size_t>(g.num_values());
   auto stage_of_value = [&](ValueId v) { return gc.stage_of[g.producer(v)]; };
   // a^ℓ membership (output_stage in chain_extract.cc).
-  std::vector<int32_t> output_stage(values, 0);
+  IdVector<ValueId, int32_t> output_stage(values, 0);
   for (int32_t s = 1; s <= stages; ++s)
-    for (ValueId v : gc.stages[static_cast<size_t>(s) - 1].output)
-      output_stage[static_cast<size_t>(v.value())] = s;
-  auto in_output = [&](ValueId v, int32_t s) {
-    return output_stage[static_cast<size_t>(v.value())] == s;
-  };
+    for (ValueId v : gc.stages[static_cast<size_t>(s) - 1].output) output_stage[v] = s;
+  auto in_output = [&](ValueId v, int32_t s) { return output_stage[v] == s; };
   // extra = Σ_{s≤ℓ} kept-once forward outputs + Σ_{s>ℓ} backward graph outputs; δ crossing into ℓ.
   int64_t extra = 0;
   std::vector<ValueId> delta_in;
-  std::vector<int32_t> lowest_user(values, 0);
+  IdVector<ValueId, int32_t> lowest_user(values, 0);
   for (int32_t i = 0; i < g.num_values(); ++i) {
     const ValueId v{i};
     if (g.is_graph_input(v) || g.value(v).size_bytes == 0) continue;
@@ -109,7 +106,7 @@ StageRunFigures measure_stage_runs(const Graph& g, const GraphChain& gc, int32_t
     }
     int32_t lowest = s;
     for (NodeId u : g.users(v)) lowest = std::min(lowest, gc.stage_of[u]);
-    lowest_user[static_cast<size_t>(i)] = lowest;
+    lowest_user[v] = lowest;
     if (lowest <= l && l < s) delta_in.push_back(v);
   }
   auto bytes_of = [&](std::span<const ValueId> vs) {
@@ -129,26 +126,25 @@ StageRunFigures measure_stage_runs(const Graph& g, const GraphChain& gc, int32_t
     if (g.node(n).recomputable) f.u_f += g.node(n).cost;
   for (NodeId n : backward) f.u_b += g.node(n).cost;
   // Kept from F to B: the stage's forward values `backward` reads before producing them again.
-  std::vector<uint8_t> kept(values, 0), made(values, 0);
+  IdVector<ValueId, uint8_t> kept(values, 0), made(values, 0);
   std::vector<ValueId> saved;
   for (NodeId n : forward)
-    for (ValueId y : g.node(n).outputs) made[static_cast<size_t>(y.value())] = 1;
-  std::vector<uint8_t> remade(values, 0);
+    for (ValueId y : g.node(n).outputs) made[y] = 1;
+  IdVector<ValueId, uint8_t> remade(values, 0);
   for (NodeId n : backward) {
     for (ValueId v : g.node(n).inputs) {
-      const auto i = static_cast<size_t>(v.value());
-      if (made[i] && !remade[i] && !kept[i] && counted(g, gc, v) && forward_value(g, gc, v) &&
+      if (made[v] && !remade[v] && !kept[v] && counted(g, gc, v) && forward_value(g, gc, v) &&
           !in_output(v, l)) {
-        kept[i] = 1;
+        kept[v] = 1;
         saved.push_back(v);
       }
     }
-    for (ValueId y : g.node(n).outputs) remade[static_cast<size_t>(y.value())] = 1;
+    for (ValueId y : g.node(n).outputs) remade[y] = 1;
   }
   f.abar = a + bytes_of(saved);
   auto is_input = [&](ValueId v) { return l > 1 && in_output(v, l - 1); };
   const int64_t peak_f = run_peak(g, gc, forward, input, [&](ValueId v) {
-    return is_input(v) || in_output(v, l) || kept[static_cast<size_t>(v.value())] != 0;
+    return is_input(v) || in_output(v, l) || kept[v] != 0;
   });
   f.o_f = std::max<int64_t>(peak_f - f.abar - a_in, 0) + extra;
 
@@ -158,8 +154,7 @@ StageRunFigures measure_stage_runs(const Graph& g, const GraphChain& gc, int32_t
   initial.insert(initial.end(), delta_in.begin(), delta_in.end());
   const int64_t peak_b = run_peak(g, gc, backward, initial, [&](ValueId v) {
     if (is_input(v)) return true;
-    if (!forward_value(g, gc, v))
-      return g.value(v).is_output || lowest_user[static_cast<size_t>(v.value())] < l;
+    if (!forward_value(g, gc, v)) return g.value(v).is_output || lowest_user[v] < l;
     return false;
   });
   const int64_t delta_here = gc.chain.stages[static_cast<size_t>(l) - 1].sizes.delta;

@@ -116,11 +116,11 @@ void check_totals(const GraphSpec& spec, std::string_view source) {
 }
 
 // Producer index per value; throws when a value has two producers.
-std::vector<int32_t> find_producers(const GraphSpec& spec, std::string_view source) {
-  std::vector<int32_t> producer(spec.values.size(), -1);
+IdVector<ValueId, int32_t> find_producers(const GraphSpec& spec, std::string_view source) {
+  IdVector<ValueId, int32_t> producer(spec.values.size(), -1);
   for (int32_t n = 0; n < static_cast<int32_t>(spec.nodes.size()); ++n) {
     for (ValueId v : spec.nodes[static_cast<size_t>(n)].outputs) {
-      int32_t& p = producer[static_cast<size_t>(v.value())];
+      int32_t& p = producer[v];
       if (p == n)
         throw InputError(fmt::format("{}: {} lists output {} twice", source, node_label(spec, n),
                                      value_label(spec, v.value())));
@@ -182,15 +182,15 @@ void rewrite_aliases(GraphSpec& spec, std::string_view source) {
 // Keeps the first occurrence of each input, in order; rejects a node reading its own output.
 void dedupe_inputs(GraphSpec& spec, std::string_view source) {
   // stamp[v] == 2n: v is an output of node n; 2n + 1: v already kept as an input of node n.
-  std::vector<int64_t> stamp(spec.values.size(), -1);
+  IdVector<ValueId, int64_t> stamp(spec.values.size(), -1);
   for (int32_t n = 0; n < static_cast<int32_t>(spec.nodes.size()); ++n) {
     Node& node = spec.nodes[static_cast<size_t>(n)];
     const int64_t output_stamp = 2 * static_cast<int64_t>(n);
-    for (ValueId v : node.outputs) stamp[static_cast<size_t>(v.value())] = output_stamp;
+    for (ValueId v : node.outputs) stamp[v] = output_stamp;
     std::vector<ValueId> unique;
     unique.reserve(node.inputs.size());
     for (ValueId v : node.inputs) {
-      int64_t& s = stamp[static_cast<size_t>(v.value())];
+      int64_t& s = stamp[v];
       if (s == output_stamp)
         throw InputError(fmt::format("{}: {} reads its own output {}", source, node_label(spec, n),
                                      value_label(spec, v.value())));
@@ -203,7 +203,7 @@ void dedupe_inputs(GraphSpec& spec, std::string_view source) {
 }
 
 // Finds a dependency cycle, if any, and returns it in data-flow order: "a -> b -> a" (b reads a).
-std::string find_cycle(const GraphSpec& spec, const std::vector<int32_t>& producer) {
+std::string find_cycle(const GraphSpec& spec, const IdVector<ValueId, int32_t>& producer) {
   const size_t num_nodes = spec.nodes.size();
   std::vector<int8_t> state(num_nodes, 0);  // 0 new, 1 on stack, 2 done
   std::vector<int32_t> parent(num_nodes, -1);
@@ -220,7 +220,7 @@ std::string find_cycle(const GraphSpec& spec, const std::vector<int32_t>& produc
         stack.pop_back();
         continue;
       }
-      const int32_t dep = producer[static_cast<size_t>(node.inputs[next_input++].value())];
+      const int32_t dep = producer[node.inputs[next_input++]];
       if (dep < 0 || state[static_cast<size_t>(dep)] == 2) continue;
       if (state[static_cast<size_t>(dep)] == 1) {
         std::string cycle = fmt::format("'{}'", shorten(spec.nodes[static_cast<size_t>(dep)].name));
@@ -238,13 +238,13 @@ std::string find_cycle(const GraphSpec& spec, const std::vector<int32_t>& produc
   return {};
 }
 
-void check_topological_order(const GraphSpec& spec, const std::vector<int32_t>& producer,
+void check_topological_order(const GraphSpec& spec, const IdVector<ValueId, int32_t>& producer,
                              std::string_view source) {
   const std::string cycle = find_cycle(spec, producer);
   if (!cycle.empty()) throw InputError(fmt::format("{}: the graph has a cycle: {}", source, cycle));
   for (int32_t n = 0; n < static_cast<int32_t>(spec.nodes.size()); ++n)
     for (ValueId v : spec.nodes[static_cast<size_t>(n)].inputs) {
-      const int32_t p = producer[static_cast<size_t>(v.value())];
+      const int32_t p = producer[v];
       if (p > n)
         throw InputError(fmt::format(
             "{}: {} reads {} before its producer {} runs (the nodes array must be a "
@@ -277,7 +277,7 @@ Graph Graph::build(GraphSpec spec, std::string_view source) {
   check_values(spec, source);
   check_nodes(spec, source);
   check_totals(spec, source);
-  const std::vector<int32_t> producer = find_producers(spec, source);
+  const IdVector<ValueId, int32_t> producer = find_producers(spec, source);
   rewrite_aliases(spec, source);
   dedupe_inputs(spec, source);
   check_topological_order(spec, producer, source);
@@ -287,8 +287,8 @@ Graph Graph::build(GraphSpec spec, std::string_view source) {
   for (Value& v : spec.values) g.values_.push_back(std::move(v));
   for (Node& n : spec.nodes) g.nodes_.push_back(std::move(n));
   g.producer_.assign(g.values_.size(), kNoNode);
-  for (size_t v = 0; v < producer.size(); ++v)
-    g.producer_[ValueId{static_cast<int32_t>(v)}] = NodeId{producer[v]};
+  for (int32_t v = 0; v < static_cast<int32_t>(producer.size()); ++v)
+    g.producer_[ValueId{v}] = NodeId{producer[ValueId{v}]};
   g.index();
   g.bounds_ = compute_bounds(g);
   return g;

@@ -141,11 +141,11 @@ class Lowerer {
 
   LoweredSaved finish() {
     LoweredSaved out;
-    std::vector<int32_t> runs(static_cast<size_t>(graph_.num_nodes()), 0);
-    for (NodeId n : sequence_) ++runs[static_cast<size_t>(n.value())];
+    IdVector<NodeId, int32_t> runs(static_cast<size_t>(graph_.num_nodes()), 0);
+    for (NodeId n : sequence_) ++runs[n];
     for (int32_t i = 0; i < graph_.num_nodes(); ++i) {
-      if (runs[static_cast<size_t>(i)] > 1) out.recomputed.push_back(NodeId{i});
-      out.extra_runs += std::max(0, runs[static_cast<size_t>(i)] - 1);
+      if (runs[NodeId{i}] > 1) out.recomputed.push_back(NodeId{i});
+      out.extra_runs += std::max(0, runs[NodeId{i}] - 1);
     }
     out.sequence = std::move(sequence_);
     out.complete = complete_;

@@ -10,10 +10,10 @@ namespace {
 
 // Per-value state while replaying a sequence. Flat arrays: simulate() is called in loops.
 struct ReplayState {
-  std::vector<int32_t> produced_at;  // step of the current production, -1 if none yet
-  std::vector<int32_t> last_use;     // last step reading the current production
-  std::vector<int32_t> runs;         // executions per node
-  std::vector<int64_t> delta;        // difference array of live bytes over steps
+  IdVector<ValueId, int32_t> produced_at;  // step of the current production, -1 if none yet
+  IdVector<ValueId, int32_t> last_use;     // last step reading the current production
+  IdVector<NodeId, int32_t> runs;          // executions per node
+  std::vector<int64_t> delta;              // difference array of live bytes over steps
 };
 
 std::string step_error(const Graph& g, int32_t t, NodeId n, std::string_view what) {
@@ -49,50 +49,47 @@ Evaluation simulate(const Graph& g, std::span<const NodeId> sequence, SimulateOp
       return e;
     }
     const Node& node = g.node(n);
-    if (!node.recomputable && s.runs[static_cast<size_t>(n.value())] > 0) {
+    if (!node.recomputable && s.runs[n] > 0) {
       e.error = step_error(g, t, n, "is not recomputable and already ran");
       e.error_step = t;
       return e;
     }
-    ++s.runs[static_cast<size_t>(n.value())];
+    ++s.runs[n];
     for (ValueId v : node.inputs) {
       if (g.is_graph_input(v)) continue;
-      const auto vi = static_cast<size_t>(v.value());
-      if (s.produced_at[vi] < 0) {
+      if (s.produced_at[v] < 0) {
         e.error = step_error(g, t, n, fmt::format("reads {} before it is produced", g.describe(v)));
         e.error_step = t;
         return e;
       }
-      s.last_use[vi] = t;
+      s.last_use[v] = t;
     }
     for (ValueId v : node.outputs) {
-      const auto vi = static_cast<size_t>(v.value());
       const int64_t bytes = g.value(v).size_bytes;
-      if (s.produced_at[vi] >= 0)
-        add_interval(s.delta, s.produced_at[vi], std::max(s.last_use[vi], s.produced_at[vi]),
-                     bytes);
-      s.produced_at[vi] = t;
-      s.last_use[vi] = t;
+      if (s.produced_at[v] >= 0)
+        add_interval(s.delta, s.produced_at[v], std::max(s.last_use[v], s.produced_at[v]), bytes);
+      s.produced_at[v] = t;
+      s.last_use[v] = t;
     }
     e.cost += node.cost;
   }
 
   int64_t resident = 0;  // graph inputs, live throughout
   for (ValueId v : g.graph_inputs()) resident += g.value(v).size_bytes;
-  for (int32_t v = 0; v < g.num_values(); ++v) {
-    const auto vi = static_cast<size_t>(v);
-    if (s.produced_at[vi] < 0) {
-      if (g.value(ValueId{v}).is_output && !g.is_graph_input(ValueId{v})) {
-        e.error = fmt::format("graph output {} is never produced", g.describe(ValueId{v}));
+  for (int32_t i = 0; i < g.num_values(); ++i) {
+    const ValueId v{i};
+    if (s.produced_at[v] < 0) {
+      if (g.value(v).is_output && !g.is_graph_input(v)) {
+        e.error = fmt::format("graph output {} is never produced", g.describe(v));
         return e;
       }
       continue;
     }
-    const int32_t end = g.value(ValueId{v}).is_output ? steps - 1 : s.last_use[vi];
-    add_interval(s.delta, s.produced_at[vi], end, g.value(ValueId{v}).size_bytes);
+    const int32_t end = g.value(v).is_output ? steps - 1 : s.last_use[v];
+    add_interval(s.delta, s.produced_at[v], end, g.value(v).size_bytes);
   }
   for (int32_t n = 0; n < g.num_nodes(); ++n)
-    if (!g.node(NodeId{n}).recomputable && s.runs[static_cast<size_t>(n)] == 0) {
+    if (!g.node(NodeId{n}).recomputable && s.runs[NodeId{n}] == 0) {
       e.error = fmt::format("{} is not recomputable and must run exactly once, but never runs",
                             g.describe(NodeId{n}));
       return e;
@@ -140,21 +137,21 @@ namespace {
 
 int64_t compute_memory_lower_bound(const Graph& g, const std::vector<bool>& required) {
   int64_t resident = 0;
-  std::vector<bool> is_resident(static_cast<size_t>(g.num_values()), false);
+  IdVector<ValueId, char> is_resident(static_cast<size_t>(g.num_values()), 0);
   for (ValueId v : g.graph_inputs()) {
     resident += g.value(v).size_bytes;
-    is_resident[static_cast<size_t>(v.value())] = true;
+    is_resident[v] = 1;
   }
   int64_t final_footprint = resident;
   for (ValueId v : g.graph_outputs())
-    if (!is_resident[static_cast<size_t>(v.value())]) final_footprint += g.value(v).size_bytes;
+    if (!is_resident[v]) final_footprint += g.value(v).size_bytes;
   int64_t bound = final_footprint;
   for (int32_t n = 0; n < g.num_nodes(); ++n) {
     if (!required[static_cast<size_t>(n)]) continue;
     const Node& node = g.node(NodeId{n});
     int64_t footprint = resident + node.temp_bytes;
     for (ValueId v : node.inputs)
-      if (!is_resident[static_cast<size_t>(v.value())]) footprint += g.value(v).size_bytes;
+      if (!is_resident[v]) footprint += g.value(v).size_bytes;
     for (ValueId v : node.outputs) footprint += g.value(v).size_bytes;
     bound = std::max(bound, footprint);
   }

@@ -79,7 +79,7 @@ class JointBuilder {
 
   int64_t bytes(const Act& a) const { return p_.rows * a.width * a.dtype_bytes; }
   int64_t elements(const Act& a) const { return p_.rows * a.width; }
-  bool needs_grad(ValueId v) const { return needs_grad_[static_cast<size_t>(v.value())]; }
+  bool needs_grad(ValueId v) const { return needs_grad_[v] != 0; }
 
   void add_node(std::string name, std::string op, OpKind kind, Phase phase, double cost,
                 std::vector<ValueId> inputs, std::vector<ValueId> outputs,
@@ -116,23 +116,22 @@ class JointBuilder {
   }
   // Adds a gradient contribution to v (an `add` node when one is already there).
   void add_grad(ValueId v, ValueId g, int64_t v_bytes) {
-    const auto slot = static_cast<size_t>(v.value());
-    if (!grad_[slot].valid()) {
-      grad_[slot] = g;
+    if (!grad_[v].valid()) {
+      grad_[v] = g;
       return;
     }
     // backward() appends to grad_, so no reference into it may live across the call.
     const ValueId sum = backward("grad_add", OpKind::kPointwise, static_cast<double>(v_bytes) / 4,
-                                 {grad_[slot], g}, v_bytes);
-    grad_[slot] = sum;
+                                 {grad_[v], g}, v_bytes);
+    grad_[v] = sum;
   }
-  ValueId grad(ValueId v) const { return grad_[static_cast<size_t>(v.value())]; }
+  ValueId grad(ValueId v) const { return grad_[v]; }
 
   // A new activation produced by the next forward node.
   Act new_act(std::string_view op, int64_t width, int64_t dtype_bytes, bool differentiable) {
     Act a{add_value(fmt::format("{}_{}", op, spec_.nodes.size()), p_.rows * width * dtype_bytes),
           width, dtype_bytes};
-    needs_grad_[static_cast<size_t>(a.id.value())] = differentiable;
+    needs_grad_[a.id] = differentiable;
     return a;
   }
   // Registers the backward closure of a pattern that plans `nodes` gradient nodes.
@@ -160,7 +159,7 @@ class JointBuilder {
     const Act x = acts_.back();
     const int64_t in_width = x.width, out_width = random_width();
     const ValueId w = add_value(fmt::format("w_{}", spec_.nodes.size()), in_width * out_width * 4);
-    needs_grad_[static_cast<size_t>(w.value())] = true;
+    needs_grad_[w] = true;
     const Act y = new_act("linear", out_width, 4, true);
     const double flops = 2.0 * static_cast<double>(p_.rows * in_width * out_width);
     use(x.id);
@@ -279,7 +278,7 @@ class JointBuilder {
     const Act x = acts_.back();
     const auto n = static_cast<double>(elements(x));
     const ValueId r = add_value(fmt::format("sumsq_{}", spec_.nodes.size()), p_.rows * 4);
-    needs_grad_[static_cast<size_t>(r.value())] = needs_grad(x.id);
+    needs_grad_[r] = needs_grad(x.id);
     forward("sumsq", OpKind::kReduction, 2 * n, {x.id}, {r});
     const Act y = new_act("rms_scale", x.width, x.dtype_bytes, needs_grad(x.id));
     use(x.id);  // one gradient contribution: rms_grad_x covers both reads
@@ -301,7 +300,7 @@ class JointBuilder {
     const Act x = acts_.back();
     const auto n = static_cast<double>(elements(x));
     const ValueId gamma = add_value(fmt::format("gamma_{}", spec_.nodes.size()), x.width * 4);
-    needs_grad_[static_cast<size_t>(gamma.value())] = true;
+    needs_grad_[gamma] = true;
     const Act y = new_act("layer_norm", x.width, x.dtype_bytes, true);
     const ValueId mean = add_value(fmt::format("ln_mean_{}", spec_.nodes.size()), p_.rows * 4);
     const ValueId rstd = add_value(fmt::format("ln_rstd_{}", spec_.nodes.size()), p_.rows * 4);
@@ -345,7 +344,7 @@ class JointBuilder {
   void view() {
     const Act x = acts_.back();
     const ValueId y = add_value(fmt::format("view_{}", spec_.nodes.size()), 0, x.id);
-    needs_grad_[static_cast<size_t>(y.value())] = needs_grad(x.id);
+    needs_grad_[y] = needs_grad(x.id);
     use(x.id);
     forward("view", OpKind::kView, 0, {x.id}, {y});
     acts_.push_back(Act{y, x.width, x.dtype_bytes});
@@ -389,8 +388,8 @@ class JointBuilder {
   Rng rng_;
   GraphSpec spec_;
   std::vector<Act> acts_;
-  std::vector<bool> needs_grad_;                    // by value id
-  std::vector<ValueId> grad_;                       // by value id: current gradient
+  IdVector<ValueId, char> needs_grad_;              // by value id
+  IdVector<ValueId, ValueId> grad_;                 // by value id: current gradient
   std::unordered_map<int32_t, int32_t> grad_uses_;  // differentiable reads per value id
   std::vector<std::function<void()>> backward_;     // one closure per forward pattern
   std::vector<ValueId> param_grads_;

@@ -79,9 +79,9 @@ TEST(Fastsa, SameSeedAndThreadsSamePlan) {
   const SolveResult a = solve(g, "fastsa", options);
   const SolveResult b = solve(g, "fastsa", options);
   EXPECT_EQ(a.plan.sequence, b.plan.sequence);
-  EXPECT_EQ(a.plan.stats.counter("chains"), 3);
-  // One chain of the three is the single-thread run with the same derived seed 0, so three
-  // chains are never worse than one.
+  EXPECT_EQ(a.plan.stats.counter("walks"), 3);
+  // One walk of the three is the single-thread run with the same derived seed 0, so three
+  // walks are never worse than one.
   options.threads = 1;
   const SolveResult one = solve(g, "fastsa", options);
   const bool three_fit = a.eval.peak_bytes <= options.budget.bytes;

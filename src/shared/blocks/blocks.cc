@@ -68,13 +68,13 @@ BlockStructure build_blocks(const Graph& g, int32_t max_stages) {
     b.nodes = gc.stages[i].forward;
     b.num_forward = static_cast<int32_t>(b.nodes.size());
     b.nodes.insert(b.nodes.end(), gc.stages[i].backward.begin(), gc.stages[i].backward.end());
-    std::vector<uint8_t> seen(static_cast<size_t>(g.num_values()), 0);
+    IdVector<ValueId, uint8_t> seen(static_cast<size_t>(g.num_values()), 0);
     for (NodeId n : b.nodes) {
       for (ValueId v : g.node(n).inputs) {
-        if (seen[static_cast<size_t>(v.value())]) continue;
+        if (seen[v]) continue;
         const bool inside = !g.is_graph_input(v) && gc.stage_of[g.producer(v)] == b.stage;
         if (inside) continue;
-        seen[static_cast<size_t>(v.value())] = 1;
+        seen[v] = 1;
         (g.is_graph_input(v) ? b.weights : b.inputs).push_back(v);
       }
       for (ValueId v : g.node(n).outputs) {

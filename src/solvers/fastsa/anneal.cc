@@ -83,7 +83,7 @@ struct Proposal {
 class Annealer {
  public:
   Annealer(const UnitTable& units, std::span<const int32_t> start, const StageSettings& settings,
-           ChainContext& context)
+           WalkContext& context)
       : units_(units),
         settings_(settings),
         context_(context),
@@ -128,7 +128,7 @@ class Annealer {
         if (window > 0 && it - last_improvement_ >= window) {
           // Converged while the schedule is still hot (stage 2 gets the iterations stage 1 left,
           // so its nominal schedule may be 20 M iterations long): the best plan is then the best
-          // of a hot chain. Cool to the final temperature over kQuenchWindows windows, as the
+          // of a hot walk. Cool to the final temperature over kQuenchWindows windows, as the
           // full schedule would end, and stop at the next window without improvement.
           if (!quenched_ && h > 10 * h_final) {
             quenched_ = true;
@@ -140,7 +140,7 @@ class Annealer {
             break;
           }
         }
-        if (it % sample_every < 1024) sample(start, it, f);
+        if (it % sample_every < 1024) sample(start, it);
         report_progress(stage_name, it, last_progress);
       }
       h *= decay;
@@ -171,7 +171,7 @@ class Annealer {
     context_.work_limit_hit |= r.work_limit_hit;
     context_.time_limit_hit |= r.time_limit_hit;
     r.at_least_cost = at_least_cost();
-    sample(start, it, f);
+    sample(start, it);
     context_.iterations_before += it;
     r.best_order = best_.order();
     r.best_peak = best_peak_;
@@ -305,8 +305,7 @@ class Annealer {
     }
   }
 
-  void sample(std::chrono::steady_clock::time_point start, int64_t it, double f) {
-    (void)f;
+  void sample(std::chrono::steady_clock::time_point start, int64_t it) {
     context_.series_time_s.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     context_.series_iteration.push_back(static_cast<double>(context_.iterations_before + it));
@@ -330,7 +329,7 @@ class Annealer {
 
   const UnitTable& units_;
   const StageSettings& settings_;
-  ChainContext& context_;
+  WalkContext& context_;
   SaState state_;
   BestKeeper best_;
   std::vector<int32_t> addable_;
@@ -363,7 +362,7 @@ double ObjectiveFunction::operator()(double peak, double cost) const {
 
 StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,
                       const StageSettings& settings, std::string_view stage_name,
-                      ChainContext& context) {
+                      WalkContext& context) {
   Annealer annealer(units, start_order, settings, context);
   return annealer.run(stage_name);
 }

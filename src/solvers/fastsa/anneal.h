@@ -76,19 +76,19 @@ struct StageSettings {
 inline constexpr double kMovesPerUnit = 4e6;
 inline constexpr double kMovesPerSimulatedStep = 0.25;
 
-// Shared by the stages of one chain.
-struct ChainContext {
+// Shared by the stages of one walk.
+struct WalkContext {
   ObjectiveFunction objective;
   int64_t budget_bytes = 0;
   Rng rng{1};
   const Deadline* deadline = nullptr;
-  // The chain's work limit in moves, left to its later stages (simulated steps count too).
+  // The walk's work limit in moves, left to its later stages (simulated steps count too).
   int64_t moves_left = std::numeric_limits<int64_t>::max();
-  // Whether a limit cut any stage of the chain short.
+  // Whether a limit cut any stage of the walk short.
   bool work_limit_hit = false, time_limit_hit = false;
-  std::function<void(const Progress&)> on_progress;  // empty except on the reporting chain
+  std::function<void(const Progress&)> on_progress;  // empty except on the reporting walk
   double progress_every_s = 0.25;
-  // Convergence series over the chain (both stages).
+  // Convergence series over the walk (both stages).
   std::vector<double> series_time_s, series_iteration, series_best_objective, series_peak;
   int64_t iterations_before = 0;  // iterations of earlier stages, for the series
 };
@@ -105,13 +105,13 @@ struct StageResult {
   double final_temperature = 0;    // h_f of the schedule
   double stop_temperature = 0;     // the temperature when the stage ended (early or not)
   bool time_limit_hit = false;
-  bool work_limit_hit = false;  // the chain's moves ran out before the stage ended
+  bool work_limit_hit = false;  // the walk's moves ran out before the stage ended
   bool converged = false;       // ended by the convergence window
   bool at_least_cost = false;   // ended within budget at StageSettings::least_cost
 };
 
 StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,
                       const StageSettings& settings, std::string_view stage_name,
-                      ChainContext& context);
+                      WalkContext& context);
 
 }  // namespace remat::fastsa

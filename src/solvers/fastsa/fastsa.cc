@@ -22,7 +22,7 @@ namespace {
 // (ResNet-18 at 50 %: the same 56.3 %, +8.8 % CI instead of +6.6 %).
 constexpr double kClearlyLowerPeak = 0.01;
 
-struct ChainResult {
+struct WalkResult {
   Sequence sequence;
   SolveStats stats;
 };
@@ -37,10 +37,10 @@ void add_stage_counters(SolveStats& stats, std::string_view name, const StageRes
   stats.add_counter(fmt::format("{}_converged", name), r.converged ? 1 : 0);
 }
 
-class Chain {
+class Walk {
  public:
-  Chain(const Graph& g, const FastsaParams& p, const SolveOptions& options,
-        std::span<const NodeId> start, const Deadline& deadline, uint64_t seed, bool reports)
+  Walk(const Graph& g, const FastsaParams& p, const SolveOptions& options,
+       std::span<const NodeId> start, const Deadline& deadline, uint64_t seed, bool reports)
       : g_(g), p_(p), options_(options), start_(start) {
     context_.moves_left = work_ops(options.work_limit, kMovesPerUnit);
     context_.budget_bytes = options.budget.bytes;
@@ -51,8 +51,8 @@ class Chain {
     if (reports) context_.on_progress = options.on_progress;
   }
 
-  ChainResult run() {
-    ChainResult out;
+  WalkResult run() {
+    WalkResult out;
     const std::optional<UnitTable> units = node_units(g_, context_.deadline);
     if (!units) {  // the clock ran out while setting up: the default schedule
       context_.time_limit_hit = true;
@@ -315,19 +315,19 @@ class Chain {
   const SolveOptions& options_;
   std::span<const NodeId> start_;  // empty: from the default schedule
   double least_cost_ = cost_lower_bound(g_);
-  ChainContext context_;
+  WalkContext context_;
   StageResult over_budget_pass_;  // a memory pass that ended over budget: in the totals only
 };
 
 // mode=fixed-order keeps first computations where they are: a start must have them in the
 // default order already.
 void check_default_order(const Graph& graph, std::span<const NodeId> start) {
-  std::vector<char> seen(static_cast<size_t>(graph.num_nodes()), 0);
+  IdVector<NodeId, char> seen(static_cast<size_t>(graph.num_nodes()), 0);
   int32_t next_first = 0;
   for (size_t i = 0; i < start.size(); ++i) {
     const NodeId n = start[i];
-    if (seen[static_cast<size_t>(n.value())]) continue;
-    seen[static_cast<size_t>(n.value())] = 1;
+    if (seen[n]) continue;
+    seen[n] = 1;
     if (n.value() != next_first)
       throw InputError(fmt::format(
           "fastsa: mode=fixed-order needs a start plan whose first computations follow the "
@@ -344,40 +344,40 @@ class FastsaSolver final : public Solver {
     const Sequence& start = options.start;
     if (params.mode == Mode::kFixedOrder) check_default_order(graph, start);
     const Deadline deadline(options.time_limit_s);
-    const int chains = std::max(1, options.threads);
-    std::vector<ChainResult> results(static_cast<size_t>(chains));
-    std::vector<std::exception_ptr> errors(static_cast<size_t>(chains));
-    std::vector<char> ran(static_cast<size_t>(chains), 0);
-    auto run_chain = [&](int i) {
-      // Chain 0 always runs; the others start only while time is left, so many threads cannot
-      // stretch the time limit by setting up chains that get no iterations.
+    const int walks = std::max(1, options.threads);
+    std::vector<WalkResult> results(static_cast<size_t>(walks));
+    std::vector<std::exception_ptr> errors(static_cast<size_t>(walks));
+    std::vector<char> ran(static_cast<size_t>(walks), 0);
+    auto run_walk = [&](int i) {
+      // Walk 0 always runs; the others start only while time is left, so many threads cannot
+      // stretch the time limit by setting up walks that get no iterations.
       if (i > 0 && deadline.expired()) return;
       ran[static_cast<size_t>(i)] = 1;
       try {
-        Chain chain(graph, params, options, start, deadline,
-                    derive_seed(options.seed, static_cast<uint64_t>(i)),
-                    /*reports=*/i == 0);
-        results[static_cast<size_t>(i)] = chain.run();
+        Walk walk(graph, params, options, start, deadline,
+                  derive_seed(options.seed, static_cast<uint64_t>(i)),
+                  /*reports=*/i == 0);
+        results[static_cast<size_t>(i)] = walk.run();
       } catch (...) {
         errors[static_cast<size_t>(i)] = std::current_exception();
       }
     };
-    // At most one chain per hardware thread at a time (each holds its own state); which thread
-    // runs a chain does not matter, its seed and slot in `results` are fixed by its index.
-    std::atomic<int> next_chain{1};
-    auto take_chains = [&] {
-      for (int i = next_chain.fetch_add(1); i < chains; i = next_chain.fetch_add(1)) run_chain(i);
+    // At most one walk per hardware thread at a time (each holds its own state); which thread
+    // runs a walk does not matter, its seed and slot in `results` are fixed by its index.
+    std::atomic<int> next_walk{1};
+    auto take_walks = [&] {
+      for (int i = next_walk.fetch_add(1); i < walks; i = next_walk.fetch_add(1)) run_walk(i);
     };
     const int hardware = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     std::vector<std::thread> workers;
-    for (int k = 1; k < std::min(chains, hardware); ++k) workers.emplace_back(take_chains);
-    run_chain(0);  // on the caller's thread, which also reports progress
-    take_chains();
+    for (int k = 1; k < std::min(walks, hardware); ++k) workers.emplace_back(take_walks);
+    run_walk(0);  // on the caller's thread, which also reports progress
+    take_walks();
     for (std::thread& w : workers) w.join();
     for (const std::exception_ptr& e : errors)
       if (e) std::rethrow_exception(e);
 
-    // The chains' plans by the simulator (one chain's needs no simulation here: the judged solve
+    // The walks' plans by the simulator (one walk's needs no simulation here: the judged solve
     // measures the plan, and on a large graph a simulation is a good part of a short time limit).
     size_t best = 0;
     if (results.size() > 1) {
@@ -390,8 +390,8 @@ class FastsaSolver final : public Solver {
       for (size_t i = 1; i < results.size(); ++i)
         if (ran[i] && better_plan(scores[i], scores[best], options.budget.bytes)) best = i;
     }
-    // Each chain has the whole work limit (they run side by side): the solve's work is the most
-    // any chain spent.
+    // Each walk has the whole work limit (they run side by side): the solve's work is the most
+    // any walk spent.
     double work = 0;
     for (size_t i = 0; i < results.size(); ++i)
       if (ran[i]) work = std::max(work, results[i].stats.work);
@@ -401,12 +401,12 @@ class FastsaSolver final : public Solver {
     plan.stats.work = work;
     plan.stats.status = SolveStatus::kFeasible;  // the judged solve sets it from the simulator
     plan.stats.cost_lower_bound = cost_lower_bound(graph);
-    const auto chains_run = std::count(ran.begin(), ran.end(), 1);
-    plan.stats.add_counter("chains", chains);
-    plan.stats.add_counter("chains_run", static_cast<double>(chains_run));
-    // Chains the time limit left unstarted would have been candidates on a faster machine.
-    if (chains_run < chains) plan.stats.stopped(StopReason::kTimeLimit);
-    plan.stats.add_counter("best_chain", static_cast<double>(best));
+    const auto walks_run = std::count(ran.begin(), ran.end(), 1);
+    plan.stats.add_counter("walks", walks);
+    plan.stats.add_counter("walks_run", static_cast<double>(walks_run));
+    // Walks the time limit left unstarted would have been candidates on a faster machine.
+    if (walks_run < walks) plan.stats.stopped(StopReason::kTimeLimit);
+    plan.stats.add_counter("best_walk", static_cast<double>(best));
     return plan;
   }
 };

@@ -39,141 +39,21 @@ class Model : public IntMinimizeSpace {
     staged_ = inst.staged;
     scattered_lns_ = params.scattered_lns;
     horizon_ = inst.staged ? n * (n + 1) / 2 : total_copies;
-    const int32_t end_max = horizon_ + 1;
 
+    // Variables and constraints are posted in one fixed order: it is the propagators' order, and
+    // so the search's.
+    Posted posted;
     std::vector<std::vector<CopyVars>> vars(n);
-    BoolVarArgs optional_active;
-    IntVarArgs branched_starts, all_ends, all_starts;
-    BoolVarArgs all_active;
-    IntVarArgs task_s, task_p, task_e;
-    IntArgs task_u;
-    BoolVarArgs task_m;
-    IntArgs weights;
-    BoolVarArgs weighted;
-    int64_t total_demand = 0;
+    for (int32_t p = 0; p < n; ++p) vars[p] = post_node(inst, p, posted);
+    const BoolVarArgs links = post_precedence(inst, vars);
+    if (!inst.staged) distinct(*this, posted.all_active, posted.all_starts);
+    post_memory(inst, posted);
 
-    for (int32_t p = 0; p < n; ++p) {
-      const NodeModel& node = inst.nodes[p];
-      IntSet later_events = IntSet::empty;
-      if (inst.staged) {
-        std::vector<int> events;
-        for (int32_t stage = p + 2; stage <= n; ++stage) events.push_back(staged_event(stage, p));
-        // Gecode's IntArgs(std::vector) reads v[0] even when v is empty (UBSan).
-        if (!events.empty()) later_events = IntSet(IntArgs(events));
-      }
-      for (int32_t i = 0; i < node.copies; ++i) {
-        CopyVars copy;
-        if (i == 0) {
-          copy.active = BoolVar(*this, 1, 1);
-          copy.start = inst.staged ? IntVar(*this, first_event(p), first_event(p))
-                                   : IntVar(*this, 1, horizon_);
-        } else {
-          copy.active = BoolVar(*this, 0, 1);
-          copy.start = inst.staged ? IntVar(*this, later_events) : IntVar(*this, 1, horizon_);
-          optional_active << copy.active;
-        }
-        if (!inst.staged || i > 0) branched_starts << copy.start;
-        all_starts << copy.start;
-        all_active << copy.active;
-        weights << node.weight;
-        weighted << copy.active;
-        const int32_t start_max = copy.start.max();
-        if (i > 0) {
-          // Inactive copies are pinned to one canonical value: no symmetric search.
-          BoolVar inactive = expr(*this, !copy.active);
-          rel(*this, copy.start, IRT_EQ, start_max, Reify(inactive, RM_IMP));
-        }
-        for (size_t k = 0; k < node.outputs.size(); ++k) {
-          IntVar end(*this, 2, end_max);
-          rel(*this, end, IRT_GR, copy.start);
-          if (i > 0) {
-            BoolVar inactive = expr(*this, !copy.active);
-            rel(*this, end, IRT_EQ, expr(*this, copy.start + 1), Reify(inactive, RM_IMP));
-          }
-          copy.ends.push_back(end);
-          all_ends << end;
-          if (node.outputs[k].size > 0) {
-            IntVar length(*this, 1, end_max);
-            rel(*this, copy.start + length == end);
-            task_s << copy.start;
-            task_p << length;
-            task_e << end;
-            task_u << node.outputs[k].size;
-            task_m << copy.active;
-            total_demand += node.outputs[k].size;
-          }
-        }
-        if (node.temp > 0) {
-          task_s << copy.start;
-          task_p << IntVar(*this, 1, 1);
-          task_e << expr(*this, copy.start + 1);
-          task_u << node.temp;
-          task_m << copy.active;
-          total_demand += node.temp;
-        }
-        vars[p].push_back(std::move(copy));
-      }
-      // Copies are used in order and do not overlap (constraints 3 and the symmetry a^i -> a^i-1).
-      for (int32_t i = 1; i < node.copies; ++i) {
-        CopyVars& prev = vars[p][i - 1];
-        CopyVars& cur = vars[p][i];
-        rel(*this, cur.active, BOT_IMP, prev.active, 1);
-        rel(*this, prev.start, IRT_LE, cur.start, Reify(cur.active, RM_IMP));
-        for (const IntVar& end : prev.ends)
-          rel(*this, end, IRT_LQ, cur.start, Reify(cur.active, RM_IMP));
-      }
-      // Graph outputs: the last active copy keeps them to the end.
-      for (size_t k = 0; k < node.outputs.size(); ++k) {
-        if (!node.outputs[k].live_to_end) continue;
-        for (int32_t i = 0; i < node.copies; ++i) {
-          BoolVar last = i + 1 < node.copies
-                             ? expr(*this, vars[p][i].active && !vars[p][i + 1].active)
-                             : vars[p][i].active;
-          rel(*this, vars[p][i].ends[k], IRT_EQ, end_max, Reify(last, RM_IMP));
-        }
-      }
-    }
-
-    // Precedence (5): each active copy of v starts strictly inside an active copy of u's output:
-    // one reified Boolean per (copy of v, copy of u) and a clause over them (see the docs).
-    BoolVarArgs links;
-    for (int32_t p = 0; p < n; ++p) {
-      for (const Use& use : inst.nodes[p].uses) {
-        for (CopyVars& consumer : vars[p]) {
-          BoolVarArgs options;
-          for (CopyVars& producer : vars[use.producer]) {
-            BoolVar x(*this, 0, 1);
-            rel(*this, x, BOT_IMP, producer.active, 1);
-            rel(*this, producer.start, IRT_LE, consumer.start, Reify(x, RM_IMP));
-            rel(*this, producer.ends[use.output], IRT_GR, consumer.start, Reify(x, RM_IMP));
-            options << x;
-            links << x;
-          }
-          clause(*this, BOT_OR, options, BoolVarArgs() << consumer.active, 1);
-        }
-      }
-    }
-    if (!inst.staged) distinct(*this, all_active, all_starts);
-
-    // Memory (4): one cumulative over the optional flexible tasks.
-    if (phase1) {
-      peak_ = IntVar(*this, 0, static_cast<int>(std::min<int64_t>(total_demand, Int::Limits::max)));
-      objective_ = IntVar(*this, inst.capacity, Int::Limits::max);
-      max(*this, peak_, IntVar(*this, inst.capacity, inst.capacity), objective_);
-      if (task_s.size() > 0) cumulative(*this, peak_, task_s, task_p, task_e, task_u, task_m);
-    } else {
-      peak_ = IntVar(*this, 0, 0);  // unused in phase 2
-      if (task_s.size() > 0)
-        cumulative(*this, inst.capacity, task_s, task_p, task_e, task_u, task_m);
-      objective_ = IntVar(*this, 0, Int::Limits::max);
-      linear(*this, weights, weighted, IRT_EQ, objective_);
-    }
-
-    active_ = BoolVarArray(*this, all_active);
-    starts_ = IntVarArray(*this, all_starts);
-    optional_active_ = BoolVarArray(*this, optional_active);
-    branched_starts_ = IntVarArray(*this, branched_starts);
-    ends_ = IntVarArray(*this, all_ends);
+    active_ = BoolVarArray(*this, posted.all_active);
+    starts_ = IntVarArray(*this, posted.all_starts);
+    optional_active_ = BoolVarArray(*this, posted.optional_active);
+    branched_starts_ = IntVarArray(*this, posted.branched_starts);
+    ends_ = IntVarArray(*this, posted.all_ends);
     links_ = BoolVarArray(*this, links);
     window_nodes_.reserve(static_cast<size_t>(n));
     for (int32_t p = 0; p < n; ++p) {
@@ -308,6 +188,159 @@ class Model : public IntMinimizeSpace {
   }
 
  private:
+  // What the node copies post for the arrays, the memory constraint and the objective.
+  struct Posted {
+    BoolVarArgs optional_active;
+    IntVarArgs branched_starts, all_ends, all_starts;
+    BoolVarArgs all_active;
+    IntVarArgs task_s, task_p, task_e;  // the cumulative's optional flexible tasks
+    IntArgs task_u;
+    BoolVarArgs task_m;
+    IntArgs weights;  // the objective: weights x weighted
+    BoolVarArgs weighted;
+    int64_t total_demand = 0;
+  };
+
+  int32_t end_max() const { return horizon_ + 1; }
+
+  // The copies of node p: their variables, their outputs' retention intervals, the order they are
+  // used in, and graph outputs kept to the end by the last active copy.
+  std::vector<CopyVars> post_node(const Instance& inst, int32_t p, Posted& posted) {
+    const NodeModel& node = inst.nodes[p];
+    const int32_t n = static_cast<int32_t>(inst.nodes.size());
+    IntSet later_events = IntSet::empty;
+    if (inst.staged) {
+      std::vector<int> events;
+      for (int32_t stage = p + 2; stage <= n; ++stage) events.push_back(staged_event(stage, p));
+      // Gecode's IntArgs(std::vector) reads v[0] even when v is empty (UBSan).
+      if (!events.empty()) later_events = IntSet(IntArgs(events));
+    }
+    std::vector<CopyVars> copies;
+    for (int32_t i = 0; i < node.copies; ++i)
+      copies.push_back(post_copy(inst, p, i, later_events, posted));
+    // Copies are used in order and do not overlap (constraints 3 and the symmetry a^i -> a^i-1).
+    for (int32_t i = 1; i < node.copies; ++i) {
+      CopyVars& prev = copies[i - 1];
+      CopyVars& cur = copies[i];
+      rel(*this, cur.active, BOT_IMP, prev.active, 1);
+      rel(*this, prev.start, IRT_LE, cur.start, Reify(cur.active, RM_IMP));
+      for (const IntVar& end : prev.ends)
+        rel(*this, end, IRT_LQ, cur.start, Reify(cur.active, RM_IMP));
+    }
+    // Graph outputs: the last active copy keeps them to the end.
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      if (!node.outputs[k].live_to_end) continue;
+      for (int32_t i = 0; i < node.copies; ++i) {
+        BoolVar last = i + 1 < node.copies ? expr(*this, copies[i].active && !copies[i + 1].active)
+                                           : copies[i].active;
+        rel(*this, copies[i].ends[k], IRT_EQ, end_max(), Reify(last, RM_IMP));
+      }
+    }
+    return copies;
+  }
+
+  // Copy i of node p: active (always for the first), its start, and one end per output, each
+  // output of non-zero size a task of the memory constraint (the node's temporary one more).
+  CopyVars post_copy(const Instance& inst, int32_t p, int32_t i, const IntSet& later_events,
+                     Posted& posted) {
+    const NodeModel& node = inst.nodes[p];
+    CopyVars copy;
+    if (i == 0) {
+      copy.active = BoolVar(*this, 1, 1);
+      copy.start =
+          inst.staged ? IntVar(*this, first_event(p), first_event(p)) : IntVar(*this, 1, horizon_);
+    } else {
+      copy.active = BoolVar(*this, 0, 1);
+      copy.start = inst.staged ? IntVar(*this, later_events) : IntVar(*this, 1, horizon_);
+      posted.optional_active << copy.active;
+    }
+    if (!inst.staged || i > 0) posted.branched_starts << copy.start;
+    posted.all_starts << copy.start;
+    posted.all_active << copy.active;
+    posted.weights << node.weight;
+    posted.weighted << copy.active;
+    const int32_t start_max = copy.start.max();
+    if (i > 0) {
+      // Inactive copies are pinned to one canonical value: no symmetric search.
+      BoolVar inactive = expr(*this, !copy.active);
+      rel(*this, copy.start, IRT_EQ, start_max, Reify(inactive, RM_IMP));
+    }
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      IntVar end(*this, 2, end_max());
+      rel(*this, end, IRT_GR, copy.start);
+      if (i > 0) {
+        BoolVar inactive = expr(*this, !copy.active);
+        rel(*this, end, IRT_EQ, expr(*this, copy.start + 1), Reify(inactive, RM_IMP));
+      }
+      copy.ends.push_back(end);
+      posted.all_ends << end;
+      if (node.outputs[k].size > 0) {
+        IntVar length(*this, 1, end_max());
+        rel(*this, copy.start + length == end);
+        posted.task_s << copy.start;
+        posted.task_p << length;
+        posted.task_e << end;
+        posted.task_u << node.outputs[k].size;
+        posted.task_m << copy.active;
+        posted.total_demand += node.outputs[k].size;
+      }
+    }
+    if (node.temp > 0) {
+      posted.task_s << copy.start;
+      posted.task_p << IntVar(*this, 1, 1);
+      posted.task_e << expr(*this, copy.start + 1);
+      posted.task_u << node.temp;
+      posted.task_m << copy.active;
+      posted.total_demand += node.temp;
+    }
+    return copy;
+  }
+
+  // Precedence (5): each active copy of v starts strictly inside an active copy of u's output:
+  // one reified Boolean per (copy of v, copy of u) and a clause over them (see the docs). Returns
+  // the Booleans.
+  BoolVarArgs post_precedence(const Instance& inst, std::vector<std::vector<CopyVars>>& vars) {
+    BoolVarArgs links;
+    for (int32_t p = 0; p < static_cast<int32_t>(inst.nodes.size()); ++p) {
+      for (const Use& use : inst.nodes[p].uses) {
+        for (CopyVars& consumer : vars[p]) {
+          BoolVarArgs options;
+          for (CopyVars& producer : vars[use.producer]) {
+            BoolVar x(*this, 0, 1);
+            rel(*this, x, BOT_IMP, producer.active, 1);
+            rel(*this, producer.start, IRT_LE, consumer.start, Reify(x, RM_IMP));
+            rel(*this, producer.ends[use.output], IRT_GR, consumer.start, Reify(x, RM_IMP));
+            options << x;
+            links << x;
+          }
+          clause(*this, BOT_OR, options, BoolVarArgs() << consumer.active, 1);
+        }
+      }
+    }
+    return links;
+  }
+
+  // Memory (4): one cumulative over the optional flexible tasks; phase 1 minimises the peak above
+  // the capacity, phase 2 the weighted cost within it.
+  void post_memory(const Instance& inst, const Posted& posted) {
+    if (phase1_) {
+      peak_ = IntVar(*this, 0,
+                     static_cast<int>(std::min<int64_t>(posted.total_demand, Int::Limits::max)));
+      objective_ = IntVar(*this, inst.capacity, Int::Limits::max);
+      max(*this, peak_, IntVar(*this, inst.capacity, inst.capacity), objective_);
+      if (posted.task_s.size() > 0)
+        cumulative(*this, peak_, posted.task_s, posted.task_p, posted.task_e, posted.task_u,
+                   posted.task_m);
+    } else {
+      peak_ = IntVar(*this, 0, 0);  // unused in phase 2
+      if (posted.task_s.size() > 0)
+        cumulative(*this, inst.capacity, posted.task_s, posted.task_p, posted.task_e, posted.task_u,
+                   posted.task_m);
+      objective_ = IntVar(*this, 0, Int::Limits::max);
+      linear(*this, posted.weights, posted.weighted, IRT_EQ, objective_);
+    }
+  }
+
   // Solution-guided value selection for the starts: the incumbent's value when still possible.
   static int guided_start(const Space& home, IntVar x, int i) {
     const Model& m = static_cast<const Model&>(home);

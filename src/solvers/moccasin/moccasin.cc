@@ -300,6 +300,94 @@ std::optional<StartPlan> find_start(const Graph& graph, const SolveOptions& opti
   return best;
 }
 
+struct Phases {
+  PhaseResult phase1, phase2;
+};
+
+SearchParams search_params(const Graph& graph, const SolveOptions& options, const MoccasinParams& p,
+                           const Deadline& clock) {
+  SearchParams search;
+  search.deadline = &clock;
+  search.threads = options.threads;
+  search.seed = options.seed;
+  search.afc_branching = p.afc_branching;
+  search.lns_fraction =
+      std::min(1.0, static_cast<double>(p.lns_nodes) / std::max(1, graph.num_nodes()));
+  search.proof_fraction = p.proof_fraction;
+  search.scattered_lns = p.scattered_lns;
+  return search;
+}
+
+// Phase 1 (min max(M_var, M)) from `first` (the start plan, else the no-recomputation plan); it
+// stops as soon as a plan fits. A start plan within the capacity (`fitting_start`) skips it. It
+// gets three quarters of the work left, phase 2 (least cost within the capacity) the rest.
+Phases run_phases(const Instance& inst, const MoccasinParams& p, const Solution* first,
+                  const Solution* fitting_start, SearchParams search, Limits& limits) {
+  Phases out;
+  PhaseResult& phase1 = out.phase1;
+  const bool run_phase1 = p.phase1 && fitting_start == nullptr;
+  if (run_phase1) {
+    search.work_limit = limits.left() * 0.75;
+    phase1 = solve_phase1(inst, first, search);
+    limits.spend(static_cast<double>(phase1.propagations) / kPropagationsPerUnit);
+  }
+  const Solution* phase2_start = run_phase1 && phase1.found ? &phase1.best : fitting_start;
+  const bool fits = !p.phase1 || fitting_start != nullptr ||
+                    (phase1.found && phase1.best.objective <= inst.capacity);
+  if (fits) {
+    search.work_limit = limits.left();
+    out.phase2 = solve_phase2(inst, phase2_start, search);
+    limits.spend(static_cast<double>(out.phase2.propagations) / kPropagationsPerUnit);
+  }
+  return out;
+}
+
+// The plan: the model's best, the start plan or the default schedule (in `plan` on entry),
+// whichever the simulator ranks best (so never worse than the warm start). Returns which:
+// "model", "start" or "default".
+std::string pick_plan(const Graph& graph, int64_t budget, const Solution* model_best,
+                      const std::optional<StartPlan>& start, bool normalised, Plan& plan) {
+  const Evaluation initial = simulate(graph, plan.sequence);
+  PlanScore best{initial.peak_bytes, initial.cost};
+  std::string returned = "default";
+  auto consider = [&](Sequence sequence, std::string_view label, bool wins_ties) {
+    const Evaluation e = simulate(graph, sequence);
+    REMAT_CHECK(e.valid, fmt::format("moccasin: {} plan is invalid: {}", label, e.error));
+    const PlanScore score{e.peak_bytes, e.cost};
+    if (wins_ties ? !better_plan(best, score, budget) : better_plan(score, best, budget)) {
+      best = {e.peak_bytes, e.cost};
+      plan.sequence = std::move(sequence);
+      returned = label;
+    }
+  };
+  if (model_best != nullptr) consider(to_sequence(*model_best), "model", true);
+  if (start) {
+    const Evaluation e = simulate(graph, start->sequence);
+    plan.stats.add_counter("start_peak_bytes", static_cast<double>(e.peak_bytes));
+    plan.stats.add_counter("start_normalised", normalised ? 1 : 0);
+    plan.stats.add_counter("start_cost", e.cost);
+    consider(start->sequence, "start", false);
+  }
+  return returned;
+}
+
+void record_phases(SolveStats& stats, const Phases& phases) {
+  const PhaseResult& phase1 = phases.phase1;
+  const PhaseResult& phase2 = phases.phase2;
+  stats.add_counter("phase1_solutions", static_cast<double>(phase1.solutions));
+  stats.add_counter("phase1_proved", phase1.proved ? 1 : 0);
+  stats.add_counter("phase2_solutions", static_cast<double>(phase2.solutions));
+  stats.add_counter("phase2_proved", phase2.proved ? 1 : 0);
+  stats.add_counter("failures", static_cast<double>(phase1.failures + phase2.failures));
+  stats.add_counter("restarts", static_cast<double>(phase1.restarts + phase2.restarts));
+  // Without a proof the search ran on (LNS restarts) until its share of the work, or the clock
+  // (docs/solvers/moccasin.md, Determinism).
+  for (const PhaseResult* phase : {&phase1, &phase2}) {
+    if (phase->work_limit_hit) stats.stopped(StopReason::kWorkLimit);
+    if (phase->time_limit_hit) stats.stopped(StopReason::kTimeLimit);
+  }
+}
+
 class MoccasinSolver final : public Solver {
  public:
   explicit MoccasinSolver(const SolverDirectory& others) : others_(others) {}
@@ -342,62 +430,15 @@ class MoccasinSolver final : public Solver {
     const std::optional<Solution>& first = incumbent ? incumbent : fallback;
     const bool start_fits = incumbent && incumbent->peak <= inst.capacity;
 
-    SearchParams search;
-    search.deadline = &clock;
-    search.threads = options.threads;
-    search.seed = options.seed;
-    search.afc_branching = p.afc_branching;
-    search.lns_fraction =
-        std::min(1.0, static_cast<double>(p.lns_nodes) / std::max(1, graph.num_nodes()));
-    search.proof_fraction = p.proof_fraction;
-    search.scattered_lns = p.scattered_lns;
-    // Phase 1 (min max(M_var, M)) from the start plan, else from the no-recomputation plan; it
-    // stops as soon as a plan fits. A start plan within the capacity skips it. It gets three
-    // quarters of the work left, phase 2 the rest.
-    PhaseResult phase1;
-    const bool run_phase1 = p.phase1 && !start_fits;
-    if (run_phase1) {
-      search.work_limit = limits.left() * 0.75;
-      phase1 = solve_phase1(inst, first ? &*first : nullptr, search);
-      limits.spend(static_cast<double>(phase1.propagations) / kPropagationsPerUnit);
-    }
-    const Solution* phase2_start = run_phase1 && phase1.found ? &phase1.best
-                                   : start_fits               ? &*incumbent
-                                                              : nullptr;
-    const bool fits =
-        !p.phase1 || start_fits || (phase1.found && phase1.best.objective <= inst.capacity);
-    PhaseResult phase2;
-    if (fits) {
-      search.work_limit = limits.left();
-      phase2 = solve_phase2(inst, phase2_start, search);
-      limits.spend(static_cast<double>(phase2.propagations) / kPropagationsPerUnit);
-    }
-
-    // The plan: the model's best, the start plan or the default schedule, whichever the
-    // simulator ranks best (so never worse than the warm start).
-    const int64_t budget = options.budget.bytes;
-    const Evaluation initial = simulate(graph, plan.sequence);
-    PlanScore best{initial.peak_bytes, initial.cost};
-    std::string returned = "default";
-    auto consider = [&](Sequence sequence, std::string_view label, bool wins_ties) {
-      const Evaluation e = simulate(graph, sequence);
-      REMAT_CHECK(e.valid, fmt::format("moccasin: {} plan is invalid: {}", label, e.error));
-      const PlanScore score{e.peak_bytes, e.cost};
-      if (wins_ties ? !better_plan(best, score, budget) : better_plan(score, best, budget)) {
-        best = {e.peak_bytes, e.cost};
-        plan.sequence = std::move(sequence);
-        returned = label;
-      }
-    };
+    const Phases phases =
+        run_phases(inst, p, first ? &*first : nullptr, start_fits ? &*incumbent : nullptr,
+                   search_params(graph, options, p, clock), limits);
+    const PhaseResult& phase1 = phases.phase1;
+    const PhaseResult& phase2 = phases.phase2;
     const PhaseResult& final_phase = phase2.found ? phase2 : phase1;
-    if (final_phase.found) consider(to_sequence(final_phase.best), "model", true);
-    if (start) {
-      const Evaluation e = simulate(graph, start->sequence);
-      plan.stats.add_counter("start_peak_bytes", static_cast<double>(e.peak_bytes));
-      plan.stats.add_counter("start_normalised", normalised ? 1 : 0);
-      plan.stats.add_counter("start_cost", e.cost);
-      consider(start->sequence, "start", false);
-    }
+    const std::string returned =
+        pick_plan(graph, options.budget.bytes, final_phase.found ? &final_phase.best : nullptr,
+                  start, normalised, plan);
     // Seconds from the call to the returned plan (the published MOCCASIN times are time-to-best).
     const double best_at_s =
         returned == "model" ? std::chrono::duration<double>(final_phase.best_found - origin).count()
@@ -409,20 +450,9 @@ class MoccasinSolver final : public Solver {
     plan.stats.iterations = phase1.nodes + phase2.nodes;
     record_start(plan.stats, start, incumbent.has_value(), start_fits, why_not,
                  phase1.start_used || phase2.start_used, returned == "start");
-    plan.stats.add_counter("phase1_solutions", static_cast<double>(phase1.solutions));
-    plan.stats.add_counter("phase1_proved", phase1.proved ? 1 : 0);
-    plan.stats.add_counter("phase2_solutions", static_cast<double>(phase2.solutions));
-    plan.stats.add_counter("phase2_proved", phase2.proved ? 1 : 0);
-    plan.stats.add_counter("failures", static_cast<double>(phase1.failures + phase2.failures));
-    plan.stats.add_counter("restarts", static_cast<double>(phase1.restarts + phase2.restarts));
+    record_phases(plan.stats, phases);
     plan.stats.add_counter("capacity_units", inst.capacity);
     plan.stats.add_counter("size_unit_bytes", static_cast<double>(built.size_unit));
-    // Without a proof the search ran on (LNS restarts) until its share of the work, or the clock
-    // (docs/solvers/moccasin.md, Determinism).
-    for (const PhaseResult* phase : {&phase1, &phase2}) {
-      if (phase->work_limit_hit) plan.stats.stopped(StopReason::kWorkLimit);
-      if (phase->time_limit_hit) plan.stats.stopped(StopReason::kTimeLimit);
-    }
     if (start) plan.stats.stopped(start->stop_reason);
     plan.stats.work = limits.spent();
     plan.stats.add_counter("seconds_to_best", best_at_s);

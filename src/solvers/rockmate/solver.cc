@@ -298,7 +298,7 @@ class RockmateSolver : public Solver {
     const int64_t budget = options.budget.bytes;
     Plan plan;
     SolveStats& st = plan.stats;
-    add_block_stats(g, bs, st);
+    add_block_stats(bs, st);
     Sequence store_all = lower_chain_plan(g, bs.chain, store_all_runs(bs.chain));
     if (simulate(g, store_all).peak_bytes <= budget) {
       plan.sequence = std::move(store_all);  // every node once: nothing is cheaper
@@ -375,7 +375,7 @@ class RockmateSolver : public Solver {
   }
 
  private:
-  static void add_block_stats(const Graph& g, const BlockStructure& bs, SolveStats& st) {
+  static void add_block_stats(const BlockStructure& bs, SolveStats& st) {
     st.add_counter("blocks", static_cast<double>(bs.blocks.size()));
     st.add_counter("block_classes", static_cast<double>(bs.classes.size()));
     std::vector<std::string> sizes;
@@ -384,7 +384,6 @@ class RockmateSolver : public Solver {
                                   b.class_id, b.num_forward,
                                   static_cast<int32_t>(b.nodes.size()) - b.num_forward));
     st.lists.emplace_back("blocks", std::move(sizes));
-    (void)g;
   }
 };
 

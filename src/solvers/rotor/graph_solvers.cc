@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 
 #include "chain_family.h"
 #include "remat/error.h"
@@ -52,6 +53,101 @@ void add_chain_note(const GraphChain& gc, SolveStats& st) {
   if (!gc.note.empty()) st.lists.emplace_back("notes", std::vector<std::string>{gc.note});
 }
 
+// The graph rows' max_stages, apart from the chain solver's own parameters (a key neither knows
+// is an error).
+struct SplitParams {
+  ParamMap chain;
+  int32_t max_stages = 0;
+};
+
+SplitParams split_params(std::string_view name, std::span<const ParamInfo> rows,
+                         const ParamMap& params) {
+  const ParamTable<ExtractParams> extract_table(
+      name, {{kMaxStagesInfo, integer(&ExtractParams::max_stages, 2, 1 << 20)}});
+  SplitParams out;
+  out.chain = params;
+  ParamMap extract_params;
+  for (const auto& [key_text, text] : params) {
+    const std::string_view key = key_text;  // a structured binding cannot be captured (clang 14)
+    if (std::none_of(rows.begin(), rows.end(), [&](const ParamInfo& p) { return p.key == key; }))
+      throw_unknown_param(name, key, rows);
+    if (key == kMaxStagesInfo.key) extract_params[key_text] = text;
+  }
+  out.chain.erase(std::string(kMaxStagesInfo.key));
+  out.max_stages = static_cast<int32_t>(extract_table.parse(extract_params).max_stages);
+  return out;
+}
+
+// The chain solved at a chain budget and lowered to the graph.
+using AttemptAt = std::function<Attempt(int64_t)>;
+
+struct BudgetSearch {
+  Attempt best;
+  int retries = 0, searches = 0;
+};
+
+// At the budget less what stays resident; retried only when the chain plan fit but its lowering
+// did not: the chain's accounting missed something the simulator sees, so ask the chain for that
+// much less.
+BudgetSearch lower_with_retries(const AttemptAt& attempt_at, int64_t budget, int64_t resident,
+                                const Limits& limits) {
+  BudgetSearch search;
+  bool have = false;
+  int64_t chain_budget = std::max<int64_t>(0, budget - resident);
+  for (int attempt = 0; attempt <= kMaxBudgetRetries; ++attempt) {
+    Attempt a = attempt_at(chain_budget);
+    const int64_t peak = a.eval.peak_bytes;
+    const bool chain_fits = a.chain.eval.peak_bytes <= chain_budget;
+    if (!have || better(a, search.best, budget)) search.best = std::move(a), have = true;
+    if (peak <= budget || !chain_fits || limits.stop()) break;
+    chain_budget -= peak - budget;
+    if (chain_budget < 0 || attempt == kMaxBudgetRetries) break;
+    ++search.retries;
+  }
+  return search;
+}
+
+// The chain over-counts (ā^ℓ holds a^ℓ until B^ℓ, δ values crossing several boundaries, the
+// gradients charged to every later stage), by at most its excess at store-all; a larger chain
+// budget may still lower within the budget, and cheaper. Bisects above a plan that fits, keeping
+// the best.
+void bisect_chain_budget(const AttemptAt& attempt_at, const Graph& graph, const GraphChain& gc,
+                         int64_t budget, const Limits& limits, BudgetSearch& search) {
+  const int64_t excess = simulate_chain(gc.chain, store_all_sequence(gc.chain)).peak_bytes +
+                         gc.resident_bytes - baseline(graph).peak_bytes;
+  int64_t lo = search.best.chain_budget;
+  int64_t hi = search.best.chain_budget + std::max<int64_t>(excess, 0);
+  for (int i = 0; i < kBudgetSearchSteps && hi - lo > 1 && !limits.stop(); ++i) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    Attempt a = attempt_at(mid);
+    ++search.searches;
+    const bool fits = a.eval.peak_bytes <= budget;
+    if (better(a, search.best, budget)) search.best = std::move(a);
+    (fits ? lo : hi) = mid;
+  }
+}
+
+void record_chain_stats(SolveStats& st, const Graph& graph, const GraphChain& gc,
+                        const BudgetSearch& search) {
+  st.add_counter("stages", static_cast<double>(gc.chain.stages.size()));
+  st.add_counter("separator_candidates", gc.separator_candidates);
+  st.add_counter("resident_bytes", static_cast<double>(gc.resident_bytes));
+  st.add_counter("fixed_cost", gc.fixed_cost);
+  st.add_counter("chain_budget", static_cast<double>(search.best.chain_budget));
+  st.add_counter("chain_peak", static_cast<double>(search.best.chain.eval.peak_bytes));
+  st.add_counter("chain_makespan", search.best.chain.eval.cost);
+  st.add_counter("budget_retries", search.retries);
+  st.add_counter("budget_search_solves", search.searches);
+  for (const auto& [key, value] : search.best.chain.plan.stats.counters)
+    st.add_counter("chain." + key, value);
+  std::vector<std::string> separators;
+  for (NodeId n : gc.separators) separators.push_back(graph.node(n).name);
+  st.lists.emplace_back("separators", std::move(separators));
+  st.lists.emplace_back("chain_ops",
+                        std::vector<std::string>{format_sequence(search.best.chain.plan.sequence)});
+  add_chain_note(gc, st);
+}
+
 }  // namespace
 
 std::vector<ParamInfo> with_max_stages(std::span<const ParamInfo> chain_rows) {
@@ -62,21 +158,11 @@ std::vector<ParamInfo> with_max_stages(std::span<const ParamInfo> chain_rows) {
 
 Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {
   const std::string_view name = this->name();
-  const std::span<const ParamInfo> rows = params();
-  const ParamTable<ExtractParams> extract_table(
-      name, {{kMaxStagesInfo, integer(&ExtractParams::max_stages, 2, 1 << 20)}});
   Limits limits(options.work_limit, options.time_limit_s);
-  ParamMap chain_params = options.params;
-  ParamMap extract_params;
-  for (const auto& [key_text, text] : options.params) {
-    const std::string_view key = key_text;  // a structured binding cannot be captured (clang 14)
-    if (std::none_of(rows.begin(), rows.end(), [&](const ParamInfo& p) { return p.key == key; }))
-      throw_unknown_param(name, key, rows);
-    if (key == kMaxStagesInfo.key) extract_params[key_text] = text;
-  }
-  chain_params.erase(std::string(kMaxStagesInfo.key));
+  const SplitParams split = split_params(name, params(), options.params);
+  const ParamMap& chain_params = split.chain;
   ChainExtractOptions extract;
-  extract.max_stages = static_cast<int32_t>(extract_table.parse(extract_params).max_stages);
+  extract.max_stages = split.max_stages;
   const GraphChain gc = extract_chain(graph, extract);
   const int64_t budget = options.budget.bytes;
   // Every node once is the least cost there is: when it fits, no chain solve can do better
@@ -112,38 +198,10 @@ Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {
     return a;
   };
 
-  Attempt best;
-  bool have = false;
-  int retries = 0, searches = 0;
-  int64_t chain_budget = std::max<int64_t>(0, budget - gc.resident_bytes);
-  for (int attempt = 0; attempt <= kMaxBudgetRetries; ++attempt) {
-    Attempt a = attempt_at(chain_budget);
-    const int64_t peak = a.eval.peak_bytes;
-    const bool chain_fits = a.chain.eval.peak_bytes <= chain_budget;
-    if (!have || better(a, best, budget)) best = std::move(a), have = true;
-    // Retry only when the chain plan fit but its lowering did not: the chain's accounting
-    // missed something the simulator sees, so ask the chain for that much less.
-    if (peak <= budget || !chain_fits || limits.stop()) break;
-    chain_budget -= peak - budget;
-    if (chain_budget < 0 || attempt == kMaxBudgetRetries) break;
-    ++retries;
-  }
-  // The chain over-counts (ā^ℓ holds a^ℓ until B^ℓ, δ values crossing several boundaries, the
-  // gradients charged to every later stage), by at most its excess at store-all; a larger
-  // chain budget may still lower within the budget, and cheaper. Bisect, keeping the best.
-  if (best.eval.peak_bytes <= budget) {
-    const int64_t excess = simulate_chain(gc.chain, store_all_sequence(gc.chain)).peak_bytes +
-                           gc.resident_bytes - baseline(graph).peak_bytes;
-    int64_t lo = best.chain_budget, hi = best.chain_budget + std::max<int64_t>(excess, 0);
-    for (int i = 0; i < kBudgetSearchSteps && hi - lo > 1 && !limits.stop(); ++i) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      Attempt a = attempt_at(mid);
-      ++searches;
-      const bool fits = a.eval.peak_bytes <= budget;
-      if (better(a, best, budget)) best = std::move(a);
-      (fits ? lo : hi) = mid;
-    }
-  }
+  BudgetSearch search = lower_with_retries(attempt_at, budget, gc.resident_bytes, limits);
+  if (search.best.eval.peak_bytes <= budget)
+    bisect_chain_budget(attempt_at, graph, gc, budget, limits, search);
+  const Attempt& best = search.best;
 
   Plan plan;
   plan.stats.status = SolveStatus::kFeasible;  // the judged solve sets it from the simulator
@@ -153,29 +211,13 @@ Plan ChainFamilySolver::solve(const Graph& graph, const SolveOptions& options) {
     plan.sequence = default_schedule(graph);  // never worse than the default schedule
     plan.stats.add_counter("used_default_schedule", 1);
   } else {
-    plan.sequence = std::move(best.sequence);
+    plan.sequence = std::move(search.best.sequence);
   }
   SolveStats& st = plan.stats;
   st.stopped(best.chain.plan.stats.stop_reason);
   st.stopped(limits.reason());  // the budget search was cut short
   st.work = limits.spent();
-  st.add_counter("stages", static_cast<double>(gc.chain.stages.size()));
-  st.add_counter("separator_candidates", gc.separator_candidates);
-  st.add_counter("resident_bytes", static_cast<double>(gc.resident_bytes));
-  st.add_counter("fixed_cost", gc.fixed_cost);
-  st.add_counter("chain_budget", static_cast<double>(best.chain_budget));
-  st.add_counter("chain_peak", static_cast<double>(best.chain.eval.peak_bytes));
-  st.add_counter("chain_makespan", best.chain.eval.cost);
-  st.add_counter("budget_retries", retries);
-  st.add_counter("budget_search_solves", searches);
-  for (const auto& [key, value] : best.chain.plan.stats.counters)
-    st.add_counter("chain." + key, value);
-  std::vector<std::string> separators;
-  for (NodeId n : gc.separators) separators.push_back(graph.node(n).name);
-  st.lists.emplace_back("separators", std::move(separators));
-  st.lists.emplace_back("chain_ops",
-                        std::vector<std::string>{format_sequence(best.chain.plan.sequence)});
-  add_chain_note(gc, st);
+  record_chain_stats(st, graph, gc, search);
   return plan;
 }
 

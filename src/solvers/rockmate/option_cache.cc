@@ -1,0 +1,78 @@
+#include "option_cache.h"
+
+#include <fmt/format.h>
+
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "remat/error.h"
+
+namespace remat::rockmate {
+namespace {
+
+std::filesystem::path cache_file(const OptionParams& p, const std::string& key) {
+  return std::filesystem::path(p.cache_dir) / fmt::format("rockmate-{}.json", key);
+}
+
+}  // namespace
+
+std::string cache_key(uint64_t hash, const std::string& form, const OptionParams& p) {
+  // "-4": since MILPs and repairs stop on work limits ("-3": options also from
+  // greedy_drop_plans; "-2": from the starts where a MILP finds nothing).
+  return fmt::format("{:016x}-{:016x}-{}x{}-{}-{}-{}-{}-4", hash, std::hash<std::string>{}(form),
+                     p.peak_points, p.save_points, p.milp_iterations, p.milp_time_limit_s,
+                     p.milp_gap, p.milp_max_columns);
+}
+
+std::string memory_key(const std::string& key) { return "rockmate/" + key; }
+
+std::optional<std::vector<LocalOption>> read_disk(const OptionParams& p, const std::string& key,
+                                                  size_t positions) {
+  if (p.cache_dir.empty()) return std::nullopt;
+  std::ifstream in(cache_file(p, key));
+  if (!in) return std::nullopt;
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(in);
+    if (doc.at("key").get<std::string>() != key) return std::nullopt;
+    std::vector<LocalOption> out;
+    for (const auto& o : doc.at("options")) {
+      LocalOption lo{o.at("forward").get<std::vector<int32_t>>(),
+                     o.at("backward").get<std::vector<int32_t>>()};
+      for (const auto* run : {&lo.forward, &lo.backward})
+        for (int32_t i : *run)
+          if (i < 0 || static_cast<size_t>(i) >= positions) return std::nullopt;
+      out.push_back(std::move(lo));
+    }
+    return out;
+  } catch (const std::exception&) {
+    return std::nullopt;  // a damaged cache entry is recomputed (and rewritten)
+  }
+}
+
+void write_disk(const OptionParams& p, const std::string& key,
+                const std::vector<LocalOption>& options) {
+  if (p.cache_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(p.cache_dir, ec);
+  if (ec)
+    throw InputError(fmt::format("rockmate: cannot create the cache directory '{}': {}",
+                                 p.cache_dir, ec.message()));
+  nlohmann::json doc = {{"format", "remat-rockmate-options"}, {"version", 1}, {"key", key}};
+  nlohmann::json list = nlohmann::json::array();
+  for (const LocalOption& o : options)
+    list.push_back({{"forward", o.forward}, {"backward", o.backward}});
+  doc["options"] = std::move(list);
+  const std::filesystem::path path = cache_file(p, key);
+  const std::filesystem::path temp = path.string() + ".tmp";
+  {
+    std::ofstream out(temp);
+    out << doc.dump() << '\n';
+    if (!out) throw InputError(fmt::format("rockmate: cannot write '{}'", temp.string()));
+  }
+  std::filesystem::rename(temp, path, ec);
+  if (ec) throw InputError(fmt::format("rockmate: cannot write '{}'", path.string()));
+}
+
+}  // namespace remat::rockmate
