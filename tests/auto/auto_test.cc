@@ -258,7 +258,7 @@ TEST(Auto, AnytimeUsesTheWorkGivenNeverWorseAndDeterministic) {
   const Graph g = read_graph_file(std::string(REMAT_SOURCE_DIR) + "/examples/rl100.json");
   SolveOptions options;
   options.budget = parse_budget("70%", baseline(g).peak_bytes);
-  options.work_limit = 0.2;
+  options.work_limit = 0.1;
   options.params = {{"fastsa.iterations_scale", "0.01"}, {"anytime", "false"}};
   const SolveResult once = solve(g, "auto", options);
   options.params["anytime"] = "true";
