@@ -244,5 +244,52 @@ TEST(Auto, SamePlanWithACpuHogRunningBeside) {
   EXPECT_EQ(loaded.eval.cost, idle.eval.cost);
 }
 
+std::vector<double> series_of(const SolveStats& stats, std::string_view name) {
+  for (const auto& [key, values] : stats.series)
+    if (key == name) return values;
+  return {};
+}
+
+// Time given is time used: with anytime=true the work the finisher left goes to further FastSA
+// runs from the best plan, so the plan is never worse than without them, the portfolio spends
+// nearly all of its work limit (or stops on a plan at the least possible cost), the best plan
+// over the work spent only improves, and the same work limit and seed give the same plan.
+TEST(Auto, AnytimeUsesTheWorkGivenNeverWorseAndDeterministic) {
+  const Graph g = read_graph_file(std::string(REMAT_SOURCE_DIR) + "/examples/rl100.json");
+  SolveOptions options;
+  options.budget = parse_budget("70%", baseline(g).peak_bytes);
+  options.work_limit = 0.1;
+  options.params = {{"fastsa.iterations_scale", "0.01"}, {"anytime", "false"}};
+  const SolveResult once = solve(g, "auto", options);
+  options.params["anytime"] = "true";
+  const SolveResult anytime = solve(g, "auto", options);
+  const SolveResult again = solve(g, "auto", options);
+  EXPECT_TRUE(not_worse(anytime.eval.peak_bytes, anytime.eval.cost, once.eval.peak_bytes,
+                        once.eval.cost, options.budget.bytes));
+  EXPECT_EQ(again.plan.sequence, anytime.plan.sequence);
+  const std::vector<std::string> members = list_of(anytime.plan.stats, "auto_members");
+  EXPECT_TRUE(std::any_of(members.begin(), members.end(), [](const std::string& line) {
+    return line.starts_with("fastsa_improve: ");
+  })) << fmt::format("{}", fmt::join(members, "\n"));
+  const bool at_floor = anytime.eval.cost <= cost_lower_bound(g);
+  if (!at_floor) {
+    EXPECT_GE(anytime.plan.stats.work, 0.97 * options.work_limit);
+  }
+  EXPECT_LE(anytime.plan.stats.work, options.work_limit * 1.01);
+  const std::vector<double> work = series_of(anytime.plan.stats, "auto_best_work");
+  const std::vector<double> ci = series_of(anytime.plan.stats, "auto_best_ci_percent");
+  ASSERT_FALSE(work.empty());
+  ASSERT_EQ(ci.size(), work.size());
+  EXPECT_TRUE(std::is_sorted(work.begin(), work.end()));
+}
+
+// The default work limit keeps the fast portfolio: no anytime rounds unless asked for.
+TEST(Auto, NoAnytimeRoundsAtTheDefaultWorkLimit) {
+  const Graph g = generate_random_layered({.num_nodes = 40, .seed = 4});
+  const SolveResult r = solve_and_check(g, baseline(g).peak_bytes * 8 / 10, "auto", kQuickAuto);
+  for (const std::string& line : list_of(r.plan.stats, "auto_members"))
+    EXPECT_FALSE(line.starts_with("fastsa_improve")) << line;
+}
+
 }  // namespace
 }  // namespace remat

@@ -17,10 +17,14 @@ namespace {
 
 constexpr std::string_view kName = "auto";
 
+// When `auto` keeps improving its best plan after the finisher's runs (Portfolio::improve).
+enum class Anytime { kAuto, kOn, kOff };
+
 struct AutoParams {
   std::vector<std::string> members;  // as listed; empty: the whole portfolio
   std::optional<int64_t> max_nodes;  // overrides the node cap of members that have one
   bool two_pass = true;              // FastSA on two passes when nothing else fits (two_pass.h)
+  Anytime anytime = Anytime::kAuto;  // auto: when the work limit is above the default
   std::map<std::string, ParamMap> member_params;  // "fastsa.slots=..." -> member_params["fastsa"]
 };
 
@@ -51,21 +55,28 @@ void set_max_nodes(AutoParams& p, const std::string& text) {
 
 const ParamTable<AutoParams>& auto_param_table() {
   static const ParamTable<AutoParams> table(
-      kName, {
-                 {{"members", "all", "",
-                   "comma-separated subset of the members above, run in the order listed; `none` "
-                   "always runs"},
-                  set_members},
-                 {{"checkmate_max_nodes", "30", "nodes",
-                   "members with a node cap in the portfolio (checkmate) run only on graphs with "
-                   "at most this many nodes"},
-                  set_max_nodes},
-                 {{"two_pass", "`true`", "",
-                   "when nothing fits after FastSA's cold run and restart, FastSA on a plan "
-                   "that makes the outputs filling the last steps' memory (weight gradients) in "
-                   "a second pass"},
-                  flag(&AutoParams::two_pass)},
-             });
+      kName,
+      {
+          {{"members", "all", "",
+            "comma-separated subset of the members above, run in the order listed; `none` "
+            "always runs"},
+           set_members},
+          {{"checkmate_max_nodes", "30", "nodes",
+            "members with a node cap in the portfolio (checkmate) run only on graphs with "
+            "at most this many nodes"},
+           set_max_nodes},
+          {{"two_pass", "`true`", "",
+            "when nothing fits after FastSA's cold run and restart, FastSA on a plan "
+            "that makes the outputs filling the last steps' memory (weight gradients) in "
+            "a second pass"},
+           flag(&AutoParams::two_pass)},
+          {{"anytime", "`auto`", "",
+            "`true`: after the finisher's runs, FastSA keeps improving the best plan "
+            "(restarts from it with new seeds) until the work limit ends or the plan has "
+            "the least possible cost; `auto`: when the work limit is above the default"},
+           choice(&AutoParams::anytime,
+                  {{"auto", Anytime::kAuto}, {"true", Anytime::kOn}, {"false", Anytime::kOff}})},
+      });
   return table;
 }
 
@@ -172,6 +183,7 @@ class Portfolio {
         continue;
       }
       run_finisher(member, cost_floor);
+      if (anytime()) improve(member, cost_floor);
     }
     REMAT_CHECK(best_.has_value(), "auto: no member ran");
     Plan plan = std::move(best_->plan);
@@ -184,6 +196,7 @@ class Portfolio {
     stats.counters.insert(stats.counters.begin(), counters_.begin(), counters_.end());
     stats.lists.emplace_back("auto_members", std::move(outcomes_));
     stats.lists.emplace_back("auto_winner", std::vector<std::string>{best_name_});
+    stats.series.insert(stats.series.end(), best_series_.begin(), best_series_.end());
     if (lower_bound_) stats.cost_lower_bound = *lower_bound_;
     return plan;
   }
@@ -215,6 +228,10 @@ class Portfolio {
   double percent_of_baseline_peak(int64_t peak_bytes) const {
     return 100.0 * static_cast<double>(peak_bytes) /
            static_cast<double>(std::max<int64_t>(1, baseline_.peak_bytes));
+  }
+
+  double cost_increase_percent(double cost) const {
+    return 100.0 * (cost - baseline_.cost) / std::max(1e-300, baseline_.cost);
   }
 
   bool fits(const SolveResult& r) const { return r.eval.peak_bytes <= options_.budget.bytes; }
@@ -260,6 +277,63 @@ class Portfolio {
     // plan, with its peak as the budget, removes recomputation without raising the peak.
     run_member(finisher, name + "_polish", 1.0,
                WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}});
+  }
+
+  bool anytime() const {
+    return params_.anytime == Anytime::kOn ||
+           (params_.anytime == Anytime::kAuto && options_.work_limit > kDefaultWorkLimit);
+  }
+
+  // Time given is time used: with a work limit above the default (or anytime=true), the work
+  // the finisher's runs left goes to further FastSA runs, each with half of the work left and a
+  // seed of its own, until the work runs out (a round below a hundredth of the limit cannot
+  // finish a stage on a large graph) or the best plan has the least possible cost. Within
+  // budget, each round anneals the best plan again from a hot start (stage 2 from it); over it,
+  // a cold run (its grouped stage 1 reaches lower peaks than moves from a plan) alternates with
+  // a polish of the best plan at its own peak. The rounds run on work, so the plan is the same
+  // for the same work limit and seed on any machine.
+  void improve(const SolverEntry& finisher, double cost_floor) {
+    const std::string name = std::string(finisher.name) + "_improve";
+    const double smallest_round = options_.work_limit / 100;
+    const double work_before = limits_.spent();
+    int rounds = 0, improved = 0;
+    while (!finished(cost_floor) && limits_.left() / 2 >= smallest_round) {
+      ++rounds;
+      const std::string label = fmt::format("{}_{}", name, rounds);
+      const uint64_t seed = derive_seed(options_.seed, 100 + static_cast<uint64_t>(rounds));
+      const size_t outcomes = outcomes_.size(), counters = counters_.size();
+      const std::string best_before = best_name_;
+      if (fits(*best_))
+        run_member(finisher, label, 0.5,
+                   WarmStart{best_->plan.sequence, best_name_, options_.budget}, seed);
+      else if (rounds % 2 == 1)
+        run_member(finisher, label, 0.5, {}, seed);
+      else
+        run_member(finisher, label, 0.5,
+                   WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}},
+                   seed);
+      // Only the rounds that found a better plan keep their lines (small graphs run hundreds).
+      if (best_name_ == best_before) {
+        outcomes_.resize(outcomes);
+        counters_.resize(counters);
+      } else {
+        ++improved;
+      }
+    }
+    skip(name, fmt::format("{} rounds, {} found a better plan, {:.3f} units", rounds, improved,
+                           limits_.spent() - work_before));
+  }
+
+  // Each new best plan, at the work spent when it was found (series auto_best_*), and to the
+  // caller's progress callback: the best plan over time.
+  void record_best() {
+    best_series_[0].second.push_back(limits_.spent());
+    best_series_[1].second.push_back(percent_of_baseline_peak(best_->eval.peak_bytes));
+    best_series_[2].second.push_back(cost_increase_percent(best_->eval.cost));
+    if (options_.on_progress)
+      options_.on_progress({.stage = "auto: best plan",
+                            .best_peak_bytes = best_->eval.peak_bytes,
+                            .best_cost = best_->eval.cost});
   }
 
   // Nothing fits after FastSA's cold run and restart. Where the graph outputs made early (a
@@ -358,8 +432,7 @@ class Portfolio {
     outcomes_.push_back(fmt::format(
         "{}: {}, peak {:.1f}%, CI {:+.2f}%, {:.3f} units, {:.3f} s{}", label,
         to_string(r.plan.stats.status), percent_of_baseline_peak(r.eval.peak_bytes),
-        100.0 * (r.eval.cost - baseline_.cost) / std::max(1e-300, baseline_.cost),
-        r.plan.stats.work, r.plan.stats.wall_time_s,
+        cost_increase_percent(r.eval.cost), r.plan.stats.work, r.plan.stats.wall_time_s,
         warm ? fmt::format(" (started from {}{})", warm->from,
                            warm->budget.bytes == options_.budget.bytes ? "" : ", at its peak")
              : ""));
@@ -383,6 +456,7 @@ class Portfolio {
     if (!best_ || better(r.eval, best_->eval, options_.budget.bytes)) {
       best_ = std::move(r);
       best_name_ = label;
+      record_best();
     }
   }
 
@@ -406,6 +480,8 @@ class Portfolio {
   StopReason stopped_ = StopReason::kConverged;  // the members' stop reasons, the worst
   std::vector<std::string> outcomes_;
   std::vector<std::pair<std::string, double>> counters_;
+  std::vector<std::pair<std::string, std::vector<double>>> best_series_ = {
+      {"auto_best_work", {}}, {"auto_best_peak_percent", {}}, {"auto_best_ci_percent", {}}};
 };
 
 class AutoSolver final : public Solver {

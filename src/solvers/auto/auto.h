@@ -15,6 +15,9 @@
 //              restart with another seed (fastsa_restart), a plan in two passes
 //              (fastsa_two_pass, two_pass.h: weight gradients made after a second forward and
 //              backward), and a polish of the lowest-peak plan at its own peak (fastsa_polish)
+// With a work limit above the default (or anytime=true), the work left after the finisher goes
+// to further FastSA rounds from the best plan with new seeds (fastsa_improve_N) until the work
+// ends or the plan has the least possible cost: time given is time used.
 // A member whose row does not accept the graph, or that refuses it as it runs (InputError), is
 // recorded as "not applicable: why"; neither is fatal, except that a member given parameters
 // (MEMBER.KEY=VALUE) passes its InputError on: a bad parameter is the user's to fix, never
@@ -22,8 +25,10 @@
 // its bound (they hold over that class of plans only).
 // The plan's stats record the winner (lists "auto_winner") and every member's outcome (lists
 // "auto_members"; counters "<member>_peak_bytes", "<member>_cost", "<member>_seconds").
+// Series "auto_best_work", "auto_best_peak_percent", "auto_best_ci_percent": the best plan over
+// the work spent.
 // Parameters (docs/solvers/auto.md): members=a,b,c (which to try), checkmate_max_nodes=N,
-// two_pass=true|false, and MEMBER.KEY=VALUE, passed to that member.
+// two_pass=true|false, anytime=auto|true|false, and MEMBER.KEY=VALUE, passed to that member.
 //   SolveResult r = solve(graph, "auto", options);
 #pragma once
 
