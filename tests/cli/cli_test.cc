@@ -382,6 +382,21 @@ TEST(CliHostile, FirstSigintStopsMilpLpAndConstraintSearchesWithAPlan) {
 }
 
 // Checkmate's bounds in solve and compare, --bound checkmate, and Ctrl-C on a CBC run.
+// CBC never writes to standard output (nor reads standard input): with several threads asked for,
+// rockmate's per-block MILPs leave `--json` a JSON document.
+TEST(Cli, MilpSolversKeepJsonOutputCleanWithSeveralThreads) {
+  if (run_remat("solve --help").out.find("checkmate-lp") == std::string::npos)
+    GTEST_SKIP() << "checkmate is not built (REMAT_WITH_CBC=OFF)";
+  const std::string graph = std::string(REMAT_SOURCE_DIR) + "/tests/data/blocks/hf_gpt2.json";
+  const testing::CommandResult r = run_remat("solve " + graph +
+                                             " --solver rockmate --budget 50% --json "
+                                             "--work-limit 1 --threads 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_FALSE(r.out.empty());
+  EXPECT_EQ(r.out.front(), '{') << r.out.substr(0, 200);
+  EXPECT_EQ(r.out.find("Coin"), std::string::npos) << r.out.substr(0, 200);
+}
+
 TEST(Cli, CheckmateBoundsGapsAndInterrupt) {
   if (run_remat("solve --help").out.find("checkmate-lp") == std::string::npos)
     GTEST_SKIP() << "checkmate is not built (REMAT_WITH_CBC=OFF)";

@@ -80,6 +80,10 @@ void load(const MilpModel& m, OsiClpSolverInterface& osi, bool integers) {
 // (heuristics' sub-searches included, their solvers are clones) and ends the search at the first
 // CBC event past it: iterations and events do not depend on the machine's speed, so a search
 // stopped there gives the same plan on a loaded machine as on an idle one.
+// CBC's argument parser reads "1e-05" as two tokens and then takes the next switch for a value
+// (printing to standard output): numbers go to it in plain fixed-point notation.
+std::string fixed_point(double value) { return fmt::format("{:.9f}", value); }
+
 // Clp's solves and CbcMain1 put their own SIGINT handlers in place of the caller's unless told not
 // to (both are told): a Ctrl-C then stopped only the LP or sub-search running, and the CLI's
 // interrupt was lost (measured: SIGINT 1.8 s into a 60 s run on 100 nodes, and it ran 60 s). The
@@ -252,7 +256,10 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
       start.emplace_back(column_name(j), options.start[static_cast<size_t>(j)]);
     cbc.setMIPStart(start);
   }
-  // Default CBC preprocessing wrongly reports these models infeasible (spec §1.7): keep it off.
+  // Default CBC preprocessing wrongly reports these models infeasible: keep it off. No
+  // "-threads": Debian's CBC is built without threads, and its parser then takes the count for a
+  // command, prints to standard output and prompts on standard input; one thread is also what
+  // keeps the search deterministic.
   std::vector<std::string> args = {"remat",
                                    "-log",
                                    options.log ? "1" : "0",
@@ -261,13 +268,11 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
                                    "-timeMode",
                                    "elapsed",
                                    "-sec",
-                                   fmt::format("{}", std::max(options.time_limit_s, 0.01)),
-                                   "-threads",
-                                   fmt::format("{}", options.threads > 1 ? options.threads : 0),
+                                   fixed_point(std::max(options.time_limit_s, 0.01)),
                                    "-randomCbcSeed",
                                    fmt::format("{}", options.seed % 2000000000 + 1)};
   if (options.relative_gap > 0)
-    args.insert(args.end(), {"-ratio", fmt::format("{}", options.relative_gap)});
+    args.insert(args.end(), {"-ratio", fixed_point(options.relative_gap)});
   args.insert(args.end(), {"-solve", "-quit"});
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
