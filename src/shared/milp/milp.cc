@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -80,9 +81,13 @@ void load(const MilpModel& m, OsiClpSolverInterface& osi, bool integers) {
 // (heuristics' sub-searches included, their solvers are clones) and ends the search at the first
 // CBC event past it: iterations and events do not depend on the machine's speed, so a search
 // stopped there gives the same plan on a loaded machine as on an idle one.
-// CBC's argument parser reads "1e-05" as two tokens and then takes the next switch for a value
-// (printing to standard output): numbers go to it in plain fixed-point notation.
-std::string fixed_point(double value) { return fmt::format("{:.9f}", value); }
+// CbcMain0/CbcMain1 parse their arguments through process-wide state: two MILPs solved at once
+// (rockmate's per-block options on several threads) interleave their tokens, and CBC then prints
+// "No match for ..." to standard output and waits on standard input. One CBC run at a time.
+std::mutex& cbc_main_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
 
 // Clp's solves and CbcMain1 put their own SIGINT handlers in place of the caller's unless told not
 // to (both are told): a Ctrl-C then stopped only the LP or sub-search running, and the CLI's
@@ -245,6 +250,7 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
   cbc.setUseElapsedTime(true);
   CbcSolverUsefulData data;
   data.noPrinting_ = !options.log;
+  const std::lock_guard cbc_main_lock(cbc_main_mutex());
   CbcMain0(cbc, data);
   // CbcMain1 would install its own SIGINT handler in place of the CLI's, and stop only the model
   // it knows then (a MIP-start or heuristic sub-model: the run went on to its full time limit).
@@ -257,9 +263,8 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
     cbc.setMIPStart(start);
   }
   // Default CBC preprocessing wrongly reports these models infeasible: keep it off. No
-  // "-threads": Debian's CBC is built without threads, and its parser then takes the count for a
-  // command, prints to standard output and prompts on standard input; one thread is also what
-  // keeps the search deterministic.
+  // "-threads": Debian's CBC is built without threads (the parser takes the count for a command);
+  // one thread is also what keeps the search deterministic.
   std::vector<std::string> args = {"remat",
                                    "-log",
                                    options.log ? "1" : "0",
@@ -268,11 +273,11 @@ MilpResult solve_milp(const MilpModel& model, const MilpOptions& options) {
                                    "-timeMode",
                                    "elapsed",
                                    "-sec",
-                                   fixed_point(std::max(options.time_limit_s, 0.01)),
+                                   fmt::format("{}", std::max(options.time_limit_s, 0.01)),
                                    "-randomCbcSeed",
                                    fmt::format("{}", options.seed % 2000000000 + 1)};
   if (options.relative_gap > 0)
-    args.insert(args.end(), {"-ratio", fixed_point(options.relative_gap)});
+    args.insert(args.end(), {"-ratio", fmt::format("{}", options.relative_gap)});
   args.insert(args.end(), {"-solve", "-quit"});
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
