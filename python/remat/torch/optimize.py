@@ -296,6 +296,7 @@ class Step:
         """Writes the plan as remat-plan JSON; `remat simulate GRAPH path` and
         `rt.load_plan(model, batch, loss_fn, path)` read it."""
         text = json.dumps(self.plan_json(), indent=1) + "\n"
+        path = os.fspath(path)
         tmp = f"{path}.tmp{os.getpid()}"
         try:
             with open(tmp, "w", encoding="utf-8") as f:
@@ -588,7 +589,7 @@ def read_plan(traced, path):
     ValueError when it is not a remat plan, or was made for another graph (its
     graph_fingerprint or its step names differ from the traced graph's), or is not valid."""
     g = traced.graph
-    sequence, _, _, text = _remat.read_plan(g, path)
+    sequence, _, _, text = _remat.read_plan(g, os.fspath(path))
     evaluation = remat.simulate(g, sequence)
     if not evaluation.valid:
         raise ValueError(f"{path}: the plan is not valid for the traced graph: "
