@@ -109,7 +109,14 @@ def print_progress(name, r):
     if not work:
         print(f"- {name}: no auto_best_* series in the plan")
         return
-    points = ", ".join(f"{w:.2f}u: {p:.1f}% {c:+.2f}%" for w, p, c in zip(work, peak, cost))
+    # A new best plan often gains a millionth of a point: keep the points that change the CI by
+    # at least 0.01 point or the peak by 0.1 point, and the last.
+    kept = []
+    for i, point in enumerate(zip(work, peak, cost)):
+        if not kept or i == len(work) - 1 or abs(point[2] - kept[-1][2]) >= 0.01 or \
+                abs(point[1] - kept[-1][1]) >= 0.1:
+            kept.append(point)
+    points = ", ".join(f"{w:.2f}u: {p:.1f}% {c:+.2f}%" for w, p, c in kept)
     print(f"- {name}: {points}")
 
 
