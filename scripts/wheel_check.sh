@@ -28,9 +28,9 @@ import remat
 assert remat.__file__.startswith(sys.prefix), remat.__file__
 values = [{"name": n, "size": 100} for n in ("x", "a", "b", "c")]
 values[-1]["output"] = True  # a graph computes something: the chain's end
-nodes = [{"name": f"f{i}", "inputs": [i], "outputs": [i + 1]} for i in range(3)]
+nodes = [{"name": f"f{i}", "cost": 1, "inputs": [i], "outputs": [i + 1]} for i in range(3)]
 graph = remat.Graph.build("chain", values=values, nodes=nodes)
-result = remat.solve(graph, "100%", solver="auto", time_limit=5)
+result = remat.solve(graph, "100%", solver="auto", work_limit=1)
 assert result.peak_bytes == remat.simulate(graph, result.sequence).peak_bytes
 print(f"wheel: remat {remat.__file__} solved a 3-node chain ({result.status}, "
       f"peak {result.peak_bytes} B); solvers: {', '.join(remat.solvers())}")
