@@ -180,10 +180,10 @@ def main():
                         "bench/results/blocks_bench.md)")
     args = parser.parse_args()
     with bench_results.recorded("blocks_bench", args.results):
-        run(args)
+        run_bench(args)
 
 
-def run(args):
+def run_bench(args):
     with tempfile.TemporaryDirectory() as tmp:
         graphs = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "blocks", "*.json")))
         graphs.append(os.path.join(ROOT, "tests", "data", "resnet18_b32_i128.json"))
