@@ -188,8 +188,8 @@ TEST(ChainExtract, CorpusGraphsFromOtherTracersAreBoundByTheirChains) {
   // encoder outputs read by every layer, the work that makes them from graph inputs alone moved
   // to stage 1, the embedding's gradients placed with it). Rockmate's placement of the
   // backward nodes no forward value binds (floating_late) is judged the same way.
-  for (const char* name : {"gpt4_late_views", "llama4_make_fx", "gpt4_aot", "llama4_aot",
-                           "hf_gpt2", "hf_llama", "hf_bert", "hf_t5", "hf_vit"}) {
+  for (const char* name : {"gpt4_late_views", "llama4_make_fx", "gpt4_aot", "llama4_aot", "hf_gpt2",
+                           "hf_llama", "hf_bert", "hf_t5", "hf_vit"}) {
     const Graph g =
         read_graph_file(std::string(REMAT_SOURCE_DIR) + "/tests/data/blocks/" + name + ".json");
     for (const bool late : {false, true}) {

@@ -13,7 +13,6 @@
 #include "remat/io.h"
 #include "remat/lower.h"
 #include "remat/simulate.h"
-#include "blocks/blocks.h"
 #include "rotor_dp/chain_arrays.h"
 #include "rotor_dp/dp.h"
 #include "testing/layered_joint.h"
