@@ -50,6 +50,19 @@ struct DpControl {
   std::function<void(const Progress&)> on_progress;  // may be empty
 };
 
+// Checked between rows: true when the DP must stop there (the deadline passed, or `relaxed` reached
+// the work limit), with `outcome`'s relaxed count and the flag saying which set.
+inline bool stop_between_rows(const DpControl& control, int64_t relaxed, DpOutcome& outcome) {
+  if (control.deadline != nullptr && control.deadline->expired())
+    outcome.timed_out = true;
+  else if (relaxed >= control.max_relaxed)
+    outcome.work_limit_hit = true;
+  else
+    return false;
+  outcome.relaxed = relaxed;
+  return true;
+}
+
 DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family, const DpControl& control);
 DpOutcome weak_dp(const Discretisation& d, const DpControl& control);
 // persistent_dp in exact bytes (bins=exact): rows are step functions kept as their breakpoints.

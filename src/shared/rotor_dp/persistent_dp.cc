@@ -242,16 +242,7 @@ DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family,
   // (s2, t) read for the block's t is reused by all its s while in cache (the table is far larger).
   const int block = block_size();
   for (int s_hi = c.n; s_hi >= 1; s_hi -= block) {
-    if (control.deadline != nullptr && control.deadline->expired()) {
-      outcome.timed_out = true;
-      outcome.relaxed = table.relaxed;
-      return outcome;
-    }
-    if (table.relaxed >= control.max_relaxed) {
-      outcome.work_limit_hit = true;
-      outcome.relaxed = table.relaxed;
-      return outcome;
-    }
+    if (stop_between_rows(control, table.relaxed, outcome)) return outcome;
     const int s_lo = std::max(1, s_hi - block + 1);
     for (int t = s_lo; t <= c.n; ++t)
       for (int s = std::min(s_hi, t); s >= s_lo; --s)

@@ -236,16 +236,7 @@ DpOutcome weak_dp(const Discretisation& d, const DpControl& control) {
   double done = 0;
   for (int span = 0; span < c.n; ++span) {
     for (int s = 1; s + span <= c.n; ++s) {
-      if (control.deadline != nullptr && control.deadline->expired()) {
-        outcome.timed_out = true;
-        outcome.relaxed = table.relaxed;
-        return outcome;
-      }
-      if (table.relaxed >= control.max_relaxed) {
-        outcome.work_limit_hit = true;
-        outcome.relaxed = table.relaxed;
-        return outcome;
-      }
+      if (stop_between_rows(control, table.relaxed, outcome)) return outcome;
       for (int t = s; t <= s + span; ++t) fill_cell(c, bounds, s, t, s + span, table);
       done += 1;
     }
