@@ -747,6 +747,9 @@ PYBIND11_MODULE(_remat, m) {
   m.def("sequence_plan_json", &sequence_plan_json, py::arg("graph"), py::arg("sequence"),
         py::arg("budget_bytes"), py::arg("solver"), py::arg("status"),
         "remat-plan JSON text of a sequence no solve returned (the one plan writer).");
+  m.def("write_text_file", &write_text_file_atomic, py::arg("path"), py::arg("text"),
+        "Writes `text` to `path` as the CLI writes its outputs (a temporary file renamed at the "
+        "end: never a partial file).");
   m.def("read_plan", &read_plan_py, py::arg("graph"), py::arg("path"),
         "(node ids, solver, status, text) of a remat-plan file, checked against the graph "
         "(the one plan reader).");

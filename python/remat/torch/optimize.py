@@ -295,16 +295,7 @@ class Step:
     def save_plan(self, path):
         """Writes the plan as remat-plan JSON; `remat simulate GRAPH path` and
         `rt.load_plan(model, batch, loss_fn, path)` read it."""
-        text = json.dumps(self.plan_json(), indent=1) + "\n"
-        path = os.fspath(path)
-        tmp = f"{path}.tmp{os.getpid()}"
-        try:
-            with open(tmp, "w", encoding="utf-8") as f:
-                f.write(text)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        _remat.write_text_file(os.fspath(path), json.dumps(self.plan_json(), indent=1) + "\n")
 
     # -- reports --------------------------------------------------------------------------------
     @property
