@@ -18,6 +18,9 @@ core's message.
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
 from remat._remat import (  # noqa: E402
+    Chain,
+    ChainSizes,
+    ChainStage,
     Evaluation,
     Graph,
     SolveResult,
@@ -34,6 +37,9 @@ from remat._remat import (  # noqa: E402
 from remat import _remat  # noqa: E402
 
 __all__ = [
+    "Chain",
+    "ChainSizes",
+    "ChainStage",
     "Evaluation",
     "Graph",
     "SolveResult",
@@ -162,22 +168,25 @@ def _progress_adapter(progress):
         stage, fraction, iterations, best)
 
 
-def solve_chain(chain_json, budget, solver="rotor", *, work_limit=None, time_limit=None, **params):
+def solve_chain(chain, budget, solver="rotor", *, work_limit=None, time_limit=None, **params):
     """Runs a solver whose registry row takes chains (auto, none, rotor, revolve, sequential,
-    store-all) through the judged solve, on remat chain JSON text (from
-    `remat._remat.load_chain(path)`, `_remat.extract_chain(graph)["chain"]` or
-    `remat.torch.Checkpointable.chain_json`) under `budget`: bytes, or "P%" of the chain's
-    store-all peak. Returns a dict: ops [(name, stage)], notation, status, feasible, peak_bytes and
-    cost (= makespan, also under that name; from the chain simulator), timeline, store-all
-    figures, cost_lower_bound, counters and lists."""
+    store-all) through the judged solve, on a `remat.Chain` (from `remat.Chain(...)`,
+    `remat.Chain.from_json(text)`, `remat._remat.load_chain(path)`,
+    `_remat.extract_chain(graph)["chain"]` or `remat.torch.Checkpointable.chain`) or its remat
+    chain JSON text, under `budget`: bytes, or "P%" of the chain's store-all peak. Returns a dict:
+    ops [(name, stage)], notation, status, feasible, peak_bytes and cost (= makespan, also under
+    that name; from the chain simulator), timeline, store-all figures, cost_lower_bound, counters
+    and lists."""
+    if isinstance(chain, str):
+        chain = Chain.from_json(chain)
+    if not isinstance(chain, Chain):
+        raise ValueError(f"solve_chain: chain must be a remat.Chain or remat chain JSON text, "
+                         f"got {type(chain).__name__}")
     if isinstance(budget, str) and budget.strip().endswith("%"):
-        stages = len(__import__("json").loads(chain_json)["stages"])
-        store_all = ([("F_all", s) for s in range(1, stages + 1)]
-                     + [("B", s) for s in range(stages, 0, -1)])
-        peak = _remat.chain_simulate(chain_json, store_all)["peak_bytes"]
+        peak = chain.store_all()["peak_bytes"]
         budget = int(peak * float(budget.strip()[:-1]) / 100)
     elif not isinstance(budget, int) or isinstance(budget, bool):
         raise ValueError(f"solve_chain: budget must be bytes (int) or 'P%', got {budget!r}")
     work_limit, time_limit, _, _ = _solve_settings(work_limit, time_limit)
-    return _remat.chain_solve(chain_json, budget, solver, time_limit, params,
+    return _remat.chain_solve(chain, budget, solver, time_limit, params,
                               work_limit=work_limit)

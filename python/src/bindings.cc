@@ -422,14 +422,80 @@ py::tuple read_plan_py(const Graph& g, const std::string& path) {
                         std::string(to_string(plan.stats.status)), text);
 }
 
-// Chains cross as remat chain JSON text (docs/formats.md); Python wraps them in dicts.
+// Chains cross as the bound remat::Chain; its JSON text is read and written by io only
+// (parse_chain_json, chain_to_json). Functions taking a chain also take that text, as before.
+Chain chain_arg(const py::handle& chain) {
+  if (py::isinstance<Chain>(chain)) return chain.cast<Chain>();
+  if (py::isinstance<py::str>(chain))
+    return parse_chain_json(chain.cast<std::string>(), "python chain");
+  throw InputError(
+      fmt::format("python: a chain must be a remat.Chain or remat chain JSON text "
+                  "(got {})",
+                  py::str(py::type::of(chain).attr("__name__")).cast<std::string>()));
+}
+
+// The sizes of a^ℓ, ā^ℓ and δ^ℓ from keyword fields; ā and δ default to a, as in chain JSON.
+ChainSizes sizes_from_fields(const py::dict& fields, std::string_view where) {
+  ChainSizes s;
+  require_field(fields, "a", where);
+  s.a = int_field(fields, "a", 0, where);
+  s.abar = int_field(fields, "abar", s.a, where);
+  s.delta = int_field(fields, "delta", s.a, where);
+  return s;
+}
+
+ChainSizes chain_sizes_py(const py::kwargs& fields) {
+  static constexpr std::string_view kKnown[] = {"a", "abar", "delta"};
+  check_keys(fields, kKnown, "ChainSizes");
+  return sizes_from_fields(fields, "ChainSizes");
+}
+
+ChainStage chain_stage_py(const py::kwargs& fields) {
+  static constexpr std::string_view kKnown[] = {"name", "u_f",   "u_b", "a",
+                                                "abar", "delta", "o_f", "o_b"};
+  check_keys(fields, kKnown, "ChainStage");
+  ChainStage stage;
+  stage.name = text_field(fields, "name", "", "ChainStage");
+  stage.u_f = number_field(fields, "u_f", 0.0, "ChainStage");
+  stage.u_b = number_field(fields, "u_b", 0.0, "ChainStage");
+  stage.sizes = sizes_from_fields(fields, "ChainStage");
+  stage.o_f = int_field(fields, "o_f", 0, "ChainStage");
+  stage.o_b = int_field(fields, "o_b", 0, "ChainStage");
+  return stage;
+}
+
+// A chain built in Python is checked as a chain file is: a stage before the loss, the limits.
+Chain chain_py(const std::string& name, const ChainSizes& input,
+               const std::vector<ChainStage>& stages) {
+  Chain chain{.name = name, .input = input, .stages = stages};
+  validate_chain(chain, "python chain");
+  return chain;
+}
+
+ChainSequence chain_ops(const py::handle& ops) {
+  ChainSequence seq;
+  for (const py::handle op : ops) {
+    const auto pair = op.cast<std::pair<std::string, int32_t>>();
+    const std::optional<ChainOpKind> kind = parse_op_name(pair.first);
+    if (!kind) throw InputError(fmt::format("python: unknown chain op '{}'", pair.first));
+    seq.push_back({*kind, pair.second});
+  }
+  return seq;
+}
+
+py::list ops_list(std::span<const ChainOp> ops) {
+  py::list out;
+  for (const ChainOp& op : ops) out.append(py::make_tuple(std::string(op_name(op.kind)), op.stage));
+  return out;
+}
+
 // The judged solve of the one registry on a chain: the same options as for a graph (seed,
 // threads, progress); the dict has the graph result's field names (cost is the makespan, also
 // under its chain name).
-py::dict chain_solve_py(const std::string& chain_json, int64_t budget_bytes,
+py::dict chain_solve_py(const py::object& chain_or_text, int64_t budget_bytes,
                         const std::string& solver, double time_limit, const py::dict& params,
                         uint64_t seed, int threads, const py::object& progress, double work_limit) {
-  const Chain chain = parse_chain_json(chain_json, "python chain");
+  const Chain chain = chain_arg(chain_or_text);
   SolveOptions options;
   options.budget = {budget_bytes};
   options.work_limit = work_limit;
@@ -441,11 +507,8 @@ py::dict chain_solve_py(const std::string& chain_json, int64_t budget_bytes,
   side.attach(options);
   const ChainSolveResult r = side.run([&] { return solve(chain, solver, options); });
   const ChainEvaluation store_all = simulate_chain(chain, store_all_sequence(chain));
-  py::list ops;
-  for (const ChainOp& op : r.plan.sequence)
-    ops.append(py::make_tuple(std::string(op_name(op.kind)), op.stage));
   py::dict d;
-  d["ops"] = ops;
+  d["ops"] = ops_list(r.plan.sequence);
   d["notation"] = format_sequence(r.plan.sequence);
   d["solver"] = r.plan.solver;
   d["status"] = std::string(to_string(r.plan.stats.status));
@@ -475,16 +538,7 @@ py::dict chain_solve_py(const std::string& chain_json, int64_t budget_bytes,
   return d;
 }
 
-py::dict chain_simulate_py(const std::string& chain_json, const py::list& ops) {
-  const Chain chain = parse_chain_json(chain_json, "python chain");
-  ChainSequence seq;
-  for (const py::handle op : ops) {
-    const auto pair = op.cast<std::pair<std::string, int32_t>>();
-    const std::optional<ChainOpKind> kind = parse_op_name(pair.first);
-    if (!kind) throw InputError(fmt::format("python: unknown chain op '{}'", pair.first));
-    seq.push_back({*kind, pair.second});
-  }
-  const ChainEvaluation e = simulate_chain(chain, seq);
+py::dict chain_evaluation_dict(const ChainEvaluation& e) {
   py::dict d;
   d["valid"] = e.valid;
   d["error"] = e.error;
@@ -494,6 +548,10 @@ py::dict chain_simulate_py(const std::string& chain_json, const py::list& ops) {
   d["timeline"] = e.timeline;
   d["memory"] = e.timeline;
   return d;
+}
+
+py::dict chain_simulate_py(const py::object& chain_or_text, const py::list& ops) {
+  return chain_evaluation_dict(simulate_chain(chain_arg(chain_or_text), chain_ops(ops)));
 }
 
 py::dict extract_chain_py(const Graph& g, int32_t max_stages) {
@@ -508,7 +566,7 @@ py::dict extract_chain_py(const Graph& g, int32_t max_stages) {
     stages.append(d);
   }
   py::dict d;
-  d["chain"] = chain_to_json(gc.chain);
+  d["chain"] = gc.chain;
   d["stages"] = stages;
   d["separators"] = node_indices(gc.separators);
   d["separator_candidates"] = gc.separator_candidates;
@@ -560,12 +618,8 @@ py::dict rockmate_blocks_py(const Graph& g) {
 std::vector<int32_t> lower_chain_py(const Graph& g, int32_t max_stages, const py::list& ops) {
   const GraphChain gc = extract_chain(g, ChainExtractOptions{.max_stages = max_stages});
   std::vector<StageRun> runs;
-  for (const py::handle op : ops) {
-    const auto pair = op.cast<std::pair<std::string, int32_t>>();
-    const std::optional<ChainOpKind> kind = parse_op_name(pair.first);
-    if (!kind) throw InputError(fmt::format("python: unknown chain op '{}'", pair.first));
-    runs.push_back({pair.second, *kind == ChainOpKind::kBackward});
-  }
+  for (const ChainOp& op : chain_ops(ops))
+    runs.push_back({op.stage, op.kind == ChainOpKind::kBackward});
   return node_indices(lower_chain_plan(g, gc, runs));
 }
 
@@ -711,6 +765,70 @@ PYBIND11_MODULE(_remat, m) {
                            r.peak_bytes, r.cost, r.budget_bytes);
       });
 
+  py::class_<ChainSizes>(m, "ChainSizes")
+      .def(py::init(&chain_sizes_py),
+           "ChainSizes(a=..., abar=a, delta=a): bytes of a^l, abar^l and delta^l.")
+      .def_readonly("a", &ChainSizes::a)
+      .def_readonly("abar", &ChainSizes::abar)
+      .def_readonly("delta", &ChainSizes::delta)
+      .def("__repr__", [](const ChainSizes& s) {
+        return fmt::format("ChainSizes(a={}, abar={}, delta={})", s.a, s.abar, s.delta);
+      });
+
+  py::class_<ChainStage>(m, "ChainStage")
+      .def(py::init(&chain_stage_py),
+           "ChainStage(name='', u_f=0, u_b=0, a=..., abar=a, delta=a, o_f=0, o_b=0): the "
+           "fields of a chain JSON stage.")
+      .def_readonly("name", &ChainStage::name)
+      .def_readonly("u_f", &ChainStage::u_f)
+      .def_readonly("u_b", &ChainStage::u_b)
+      .def_property_readonly("a", [](const ChainStage& s) { return s.sizes.a; })
+      .def_property_readonly("abar", [](const ChainStage& s) { return s.sizes.abar; })
+      .def_property_readonly("delta", [](const ChainStage& s) { return s.sizes.delta; })
+      .def_readonly("o_f", &ChainStage::o_f)
+      .def_readonly("o_b", &ChainStage::o_b)
+      .def("__repr__", [](const ChainStage& s) {
+        return fmt::format("<ChainStage '{}' u_f={} u_b={} a={} abar={} delta={}>", s.name, s.u_f,
+                           s.u_b, s.sizes.a, s.sizes.abar, s.sizes.delta);
+      });
+
+  py::class_<Chain>(m, "Chain")
+      .def(py::init(&chain_py), py::arg("name"), py::arg("input"), py::arg("stages"),
+           "A chain of stages 1..L and the loss as the last stage, checked as a chain file is.")
+      .def_static(
+          "from_json",
+          [](const std::string& text, const std::string& source) {
+            return parse_chain_json(text, source);
+          },
+          py::arg("text"), py::arg("source") = "python chain")
+      .def("to_json", &chain_to_json, "The chain's remat chain JSON text (the one writer).")
+      .def_readonly("name", &Chain::name)
+      .def_readonly("input", &Chain::input)
+      .def_readonly("stages", &Chain::stages)
+      .def_property_readonly("length", &Chain::length, "L: the stages before the loss.")
+      .def(
+          "simulate",
+          [](const Chain& c, const py::list& ops) {
+            return chain_evaluation_dict(simulate_chain(c, chain_ops(ops)));
+          },
+          py::arg("ops"), "The chain simulator on ops [(name, stage)].")
+      .def(
+          "store_all_ops", [](const Chain& c) { return ops_list(store_all_sequence(c)); },
+          "The default schedule: F_all^1..F_all^{L+1}, B^{L+1}..B^1.")
+      .def(
+          "store_all",
+          [](const Chain& c) {
+            return chain_evaluation_dict(simulate_chain(c, store_all_sequence(c)));
+          },
+          "The chain simulator on the default schedule.")
+      .def("__eq__",
+           [](const Chain& a, const Chain& b) { return chain_to_json(a) == chain_to_json(b); })
+      .def(py::pickle([](const Chain& c) { return chain_to_json(c); },
+                      [](const std::string& text) { return parse_chain_json(text, "pickle"); }))
+      .def("__repr__", [](const Chain& c) {
+        return fmt::format("<remat.Chain '{}': {} stages and the loss>", c.name, c.length());
+      });
+
   m.def("load", &read_graph_file, py::arg("path"),
         "Reads a remat-graph JSON or NetworkX node-link file.");
   m.def(
@@ -766,11 +884,13 @@ PYBIND11_MODULE(_remat, m) {
   m.def("solvers", &solver_list, "(name, description) of every registered solver.");
   m.def("solver_rows", &solver_rows,
         "Every registry row as a dict: what it accepts, its parameters and properties.");
-  m.def("chain_solve", &chain_solve_py, py::arg("chain_json"), py::arg("budget_bytes"),
+  m.def("chain_solve", &chain_solve_py, py::arg("chain"), py::arg("budget_bytes"),
         py::arg("solver"), py::arg("time_limit"), py::arg("params"), py::arg("seed") = 1,
         py::arg("threads") = 1, py::arg("progress") = py::none(),
-        py::arg("work_limit") = kDefaultWorkLimit);
-  m.def("chain_simulate", &chain_simulate_py, py::arg("chain_json"), py::arg("ops"));
+        py::arg("work_limit") = kDefaultWorkLimit,
+        "The judged solve of a chain (a Chain, or remat chain JSON text).");
+  m.def("chain_simulate", &chain_simulate_py, py::arg("chain"), py::arg("ops"),
+        "The chain simulator on ops [(name, stage)]; the chain is a Chain or its JSON text.");
   m.def(
       "chain_solvers",
       [] {
@@ -781,21 +901,14 @@ PYBIND11_MODULE(_remat, m) {
         return out;
       },
       "(name, description) of every registry row that accepts chains.");
-  m.def(
-      "load_chain", [](const std::string& path) { return chain_to_json(read_chain_file(path)); },
-      py::arg("path"), "Reads a remat chain JSON file; returns its canonical JSON text.");
+  m.def("load_chain", &read_chain_file, py::arg("path"), "Reads a remat chain JSON file.");
   m.def(
       "save_chain",
-      [](const std::string& chain_json, const std::string& path) {
-        write_chain_file(path, parse_chain_json(chain_json, "python chain"));
+      [](const py::object& chain, const std::string& path) {
+        write_chain_file(path, chain_arg(chain));
       },
-      py::arg("chain_json"), py::arg("path"));
-  m.def(
-      "check_chain",
-      [](const std::string& chain_json) {
-        return chain_to_json(parse_chain_json(chain_json, "python chain"));
-      },
-      py::arg("chain_json"), "Validates chain JSON text; returns the canonical text.");
+      py::arg("chain"), py::arg("path"),
+      "Writes a chain (a Chain, or its JSON text) as a remat chain JSON file.");
   m.def("extract_chain", &extract_chain_py, py::arg("graph"), py::arg("max_stages") = 100);
   m.def("rockmate_blocks", &rockmate_blocks_py, py::arg("graph"),
         "Rockmate's blocks (rk-GB) and the classes of identical blocks.");

@@ -69,9 +69,11 @@ def test_stage_counts_and_every_node_in_one_stage(name, stages):
         # Forward nodes only the backward reads (detaches of activations) run in a backward.
         assert all(graph.node(n)["phase"] == "backward" or n in x["backward_helpers"]
                    for n in s["backward"])
-    chain = json.loads(x["chain"])
-    assert len(chain["stages"]) == stages
-    assert _remat.check_chain(x["chain"])  # valid remat chain JSON
+    chain = x["chain"]
+    assert isinstance(chain, remat.Chain) and chain.length + 1 == stages
+    # Its JSON text is a remat chain that reads back as the same chain.
+    assert json.loads(chain.to_json())["format"] == "remat-chain"
+    assert remat.Chain.from_json(chain.to_json()) == chain
 
 
 def test_gpt_cuts_at_residual_adds():

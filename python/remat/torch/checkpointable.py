@@ -2,7 +2,7 @@
 
     ckpt = remat.torch.Checkpointable(nn.Sequential(...), budget="50%")   # or a list of blocks
     loss = loss_fn(ckpt(x), y); loss.backward(); optimizer.step()     # the user's own loop
-    ckpt.chain_json, ckpt.plan_notation, ckpt.planned_peak_bytes
+    ckpt.chain, ckpt.chain_json, ckpt.plan_notation, ckpt.planned_peak_bytes
 
 On the first training call (and whenever the input's shape, dtype, device or the train/eval mode
 changes) each block is profiled once: its forward and backward costs, the bytes of its output, of
@@ -12,12 +12,13 @@ what autograd saves for its backward (ā), and the peaks of live storages while 
 backward with trace's cost model (remat.torch.cost.flop_cost), so the same model, input shapes and
 budget always give the same chain and the same plan; "measure" takes the wall clock of the one
 profiled run instead (microseconds; the plan then depends on timing noise). The
-chain (remat chain JSON) is solved with a chain solver (rotor by default; solver="rockmate" is
-rk-Rotor with keep-all and keep-nothing per block, which is Rotor's DP) under `budget`: bytes,
-or "P%" of the store-all peak of the chain. The plan then runs through autograd: a custom
-autograd Function runs the forward part of the plan (F_ck and F_∅ without autograd, F_all with it)
-and, in backward, the rest (recomputations and the B steps, torch.autograd.backward through each
-stage's retained graph), so parameter gradients accumulate into .grad as with loss.backward().
+chain (a remat.Chain; `chain_json` is its remat chain JSON text) is solved with a chain solver
+(rotor by default; solver="rockmate" is rk-Rotor with keep-all and keep-nothing per block, which
+is Rotor's DP) under `budget`: bytes, or "P%" of the store-all peak of the chain. The plan then
+runs through autograd: a custom autograd Function runs the forward part of the plan (F_ck and F_∅
+without autograd, F_all with it) and, in backward, the rest (recomputations and the B steps,
+torch.autograd.backward through each stage's retained graph), so parameter gradients accumulate
+into .grad as with loss.backward().
 
 Recomputed stages replay the random state of their first run (dropout masks are the same) and
 keep buffers unchanged (batch-norm running statistics are updated once, by the first run), so
@@ -156,13 +157,13 @@ class Checkpointable(nn.Module):
             raise ValueError(f"Checkpointable: cost must be 'flops' or 'measure', got {cost!r}")
         self.cost = cost
         self.params = dict(params)
-        self.chain_json = None
+        self.chain = None
         self.plan = None
         self._key = None
 
     # -- planning --------------------------------------------------------------------------
     def _profile(self, x, autocast):
-        """Chain JSON text of the blocks on input `x` in the `autocast` state (state, RNG,
+        """The remat.Chain of the blocks on input `x` in the `autocast` state (state, RNG,
         .grad and the autocast weight cache left unchanged)."""
         with _compat.autocast(autocast, cache_enabled=False):
             return self._profile_blocks(x)
@@ -203,31 +204,27 @@ class Checkpointable(nn.Module):
             out_bytes = _bytes(out)
             abar = max(abar, out_bytes)
             delta_in = _bytes(leaf) if leaf.requires_grad else 0
-            stages.append({
-                "name": "blocks " + ",".join(
+            stages.append(_remat.ChainStage(
+                name="blocks " + ",".join(
                     f"{i} ({type(self.blocks[i]).__name__})" for i in group),
-                "u_f": u_f, "u_b": u_b,  # FLOPs, or microseconds with cost="measure"
-                "a": out_bytes, "abar": abar, "delta": out_bytes,
-                "o_f": max(0, forward_peak - abar),
+                u_f=u_f, u_b=u_b,  # FLOPs, or microseconds with cost="measure"
+                a=out_bytes, abar=abar, delta=out_bytes,
+                o_f=max(0, forward_peak - abar),
                 # Backward: what the meter saw beyond ā, δ^ℓ and δ^{ℓ-1} (parameter gradients
                 # included: autograd.grad does not accumulate them, the real run does).
-                "o_b": max(0, max(backward_peak, base) - abar - out_bytes - delta_in),
-            })
+                o_b=max(0, max(backward_peak, base) - abar - out_bytes - delta_in),
+            ))
             a = out.detach()
             del out, leaf, grad_out
         _compat.set_rng_state(rng)
         # The loss is the user's, unseen here: charged like a cross-entropy, which keeps a
         # tensor the size of its input (log-softmax) and makes one more in its backward.
-        last = stages[-1]["a"]
-        stages.append({"name": "loss", "u_f": 0, "u_b": 0, "a": 0, "abar": last, "delta": 0,
-                       "o_f": 0, "o_b": last})
+        last = stages[-1].a
+        stages.append(_remat.ChainStage(name="loss", a=0, abar=last, delta=0, o_b=last))
         x_bytes = _bytes(x)
-        chain = {"format": "remat-chain", "version": 1, "name": "Checkpointable",
-                 "input": {"a": x_bytes, "abar": x_bytes,
-                           "delta": x_bytes if x.requires_grad else 0},
-                 "stages": stages}
-        import json
-        return _remat.check_chain(json.dumps(chain))
+        sizes = _remat.ChainSizes(a=x_bytes, abar=x_bytes,
+                                  delta=x_bytes if x.requires_grad else 0)
+        return _remat.Chain("Checkpointable", sizes, stages)
 
     def _group_in_place(self, x):
         """Stages as groups of blocks: a block that writes its input in place (ReLU(inplace=True))
@@ -271,13 +268,11 @@ class Checkpointable(nn.Module):
         _compat.autocast_state(), is given) and solves the chain again."""
         if autocast is None:
             autocast = _compat.autocast_state()
-        self.chain_json = self._profile(x, autocast)
-        length = len(self._groups)
-        store_all = ([("F_all", s) for s in range(1, length + 2)]
-                     + [("B", s) for s in range(length + 1, 0, -1)])
-        self.store_all_peak_bytes = _remat.chain_simulate(self.chain_json, store_all)["peak_bytes"]
+        self.chain = self._profile(x, autocast)
+        length = self.chain.length
+        self.store_all_peak_bytes = self.chain.store_all()["peak_bytes"]
         self.budget_bytes = self._budget_bytes(self.store_all_peak_bytes)
-        plan = _remat.chain_solve(self.chain_json, self.budget_bytes, self.chain_solver,
+        plan = _remat.chain_solve(self.chain, self.budget_bytes, self.chain_solver,
                                   self.time_limit, self.params, work_limit=self.work_limit)
         ops = [tuple(op) for op in plan["ops"]]
         loss = length + 1
@@ -292,10 +287,15 @@ class Checkpointable(nn.Module):
         self._forward_ops = ops[:first]
         self._backward_ops = ops[first + 2:]
 
+    @property
+    def chain_json(self):
+        """The chain's remat chain JSON text (None before the first training call)."""
+        return None if self.chain is None else self.chain.to_json()
+
     def save_chain(self, path):
-        if self.chain_json is None:
+        if self.chain is None:
             raise ValueError("Checkpointable: no chain yet (call the module on a batch first)")
-        _remat.save_chain(self.chain_json, path)
+        _remat.save_chain(self.chain, str(path))
 
     # -- running ---------------------------------------------------------------------------
     def forward(self, x):
