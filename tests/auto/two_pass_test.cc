@@ -137,9 +137,11 @@ TEST(TwoPass, AutoFitsResNet18AtHalfItsPeakOnlyWithTwoPasses) {
   const ParamMap quick = {{"members", "none,fastsa"}, {"fastsa.iterations_scale", "0.05"}};
   ParamMap one_pass = quick;
   one_pass["two_pass"] = "false";
-  const SolveResult without = solve_and_check(g, budget, "auto", one_pass);
+  // Five work units: at one, auto's polish of the two-pass plan is the winner.
+  const double work = 5;
+  const SolveResult without = solve_and_check(g, budget, "auto", one_pass, 1, work);
   EXPECT_GT(without.eval.peak_bytes, budget);
-  const SolveResult with = solve_and_check(g, budget, "auto", quick);
+  const SolveResult with = solve_and_check(g, budget, "auto", quick, 1, work);
   EXPECT_LE(with.eval.peak_bytes, budget);
   const auto winner = std::find_if(with.plan.stats.lists.begin(), with.plan.stats.lists.end(),
                                    [](const auto& list) { return list.first == "auto_winner"; });

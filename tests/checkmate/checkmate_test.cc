@@ -294,7 +294,9 @@ TEST(Checkmate, MilpBeatsEveryOtherSolversPlanInItsClass) {
           continue;  // e.g. no chain structure for the rotor family
         }
         if (!in_milp_class(g, r.plan.sequence)) continue;
-        const SolveResult exact = testing::solve_and_check(g, r.eval.peak_bytes, "checkmate");
+        // The proof is CBC's; the annealing warm start (anneal=true) is covered below.
+        const SolveResult exact =
+            testing::solve_and_check(g, r.eval.peak_bytes, "checkmate", {{"anneal", "false"}});
         if (exact.plan.stats.status != SolveStatus::kOptimal) continue;
         SCOPED_TRACE(::testing::Message() << other << " seed " << seed << " at " << fraction);
         EXPECT_LE(exact.eval.cost, r.eval.cost * (1 + 1e-12));
@@ -309,7 +311,8 @@ TEST(Checkmate, AnnealingWarmStartCanBeTurnedOff) {
   const Graph g = generate_random_layered({.num_nodes = 14, .seed = 6});
   SolveOptions options;
   options.budget.bytes = baseline(g).peak_bytes * 80 / 100;
-  options.time_limit_s = 10;
+  options.work_limit = testing::kTestWorkLimit;
+  options.time_limit_s = backstop_time_limit(options.work_limit);
   const SolveResult with = solve(g, "checkmate", options);
   EXPECT_TRUE(with.plan.stats.counter("annealing_cost"));
   options.params = {{"anneal", "false"}};

@@ -320,29 +320,31 @@ TEST(FastsaCli, SolveWithPercentBudget) {
 }
 
 // Convergence stopping (the default schedule=converge) on RL 1 (examples/rl100.json) at 80 %:
-// it stops on the convergence window long before the paper's 22 M iterations and reaches the
-// fixed schedule's CI to 0.1 point. Asserted on the iteration count, not on time.
+// it stops on the convergence window long before the paper's 22 M iterations, at CI within 0.1
+// point of 0, so within 0.1 point of the fixed schedule's CI (never below 0). Asserted on the
+// iteration count, not on time. The whole fixed schedule beside it, on every cell of the MOCCASIN
+// table, is bench/fastsa_bench.cc's (--only table --param schedule=fixed).
 TEST(FastsaConvergence, Rl1At80PercentStopsEarlyAtTheFixedSchedulesCi) {
   const Graph g = read_graph_file(std::string(REMAT_SOURCE_DIR) + "/examples/rl100.json");
   const Baseline base = baseline(g);
   const int64_t budget = base.peak_bytes * 80 / 100;
   const SolveResult converged = remat::testing::solve_and_check(g, budget, "fastsa");
-  // The paper's whole schedule: more than the tests' work limit, so the default one.
-  SolveOptions full;
-  full.budget = {budget};
-  full.params = {{"schedule", "fixed"}};
-  const SolveResult fixed = solve(g, "fastsa", full);
-  const auto ci = [&](const SolveResult& r) { return 100 * (r.eval.cost - base.cost) / base.cost; };
+  // The fixed schedule runs all its iterations (a twentieth of the paper's here): no window.
+  SolveOptions fixed_options;
+  fixed_options.budget = {budget};
+  fixed_options.params = {{"schedule", "fixed"}, {"iterations_scale", "0.05"}};
+  const SolveResult fixed = solve(g, "fastsa", fixed_options);
+  const double ci = 100 * (converged.eval.cost - base.cost) / base.cost;
   // Stopped by the window or because the plan fits at the cost lower bound (CI 0).
   EXPECT_EQ(*converged.plan.stats.counter("converged") +
                 *converged.plan.stats.counter("reached_cost_lower_bound"),
             1.0);
   EXPECT_EQ(fixed.plan.stats.counter("converged"), 0.0);
-  EXPECT_EQ(fixed.plan.stats.iterations, 22'000'000);
-  // 1 M-iteration window: at most a few million iterations, under 1 s at ~5 M per second.
+  EXPECT_EQ(fixed.plan.stats.iterations, 22'000'000 / 20);
+  // 1 M-iteration window: at most a few million iterations.
   EXPECT_LT(converged.plan.stats.iterations, 4'000'000);
   EXPECT_LE(converged.eval.peak_bytes, budget);
-  EXPECT_NEAR(ci(converged), ci(fixed), 0.1);
+  EXPECT_LE(ci, 0.1);
   EXPECT_EQ(converged.plan.stats.stop_reason, StopReason::kConverged);
 }
 

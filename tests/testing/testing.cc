@@ -40,13 +40,13 @@ std::string bench_file(const std::string& dir, std::string_view prefix) {
 Graph graph_from_json(std::string_view json_text) { return parse_graph_json(json_text, "test"); }
 
 SolveResult solve_and_check(const Graph& g, int64_t budget_bytes, std::string_view solver,
-                            ParamMap params, uint64_t seed) {
+                            ParamMap params, uint64_t seed, double work_limit) {
   SolveOptions options;
   options.budget = Budget{budget_bytes};
   options.params = std::move(params);
   options.seed = seed;
-  options.work_limit = kTestWorkLimit;
-  options.time_limit_s = backstop_time_limit(kTestWorkLimit);
+  options.work_limit = work_limit;
+  options.time_limit_s = backstop_time_limit(work_limit);
   SolveResult r = solve(g, solver, options);
   const Evaluation e = simulate(g, r.plan.sequence);
   EXPECT_TRUE(e.valid) << e.error;

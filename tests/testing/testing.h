@@ -30,11 +30,12 @@ Graph graph_from_json(std::string_view json_text);
 
 // Solves through remat::solve and checks what every plan must satisfy: valid per the simulator,
 // peak <= budget whenever the status claims feasible or optimal, cost >= cost lower bound. The
-// work limit is kTestWorkLimit: the small problems of the unit tests converge well within it, and
-// a search that does not stops there instead of spending the default minute.
-inline constexpr double kTestWorkLimit = 5;
+// work limit is kTestWorkLimit unless given: one unit, so a search that runs its whole share on a
+// small problem (an annealing warm start) costs a fraction of a CPU second, not the default minute.
+inline constexpr double kTestWorkLimit = 1;
 SolveResult solve_and_check(const Graph& g, int64_t budget_bytes, std::string_view solver,
-                            ParamMap params = {}, uint64_t seed = 1);
+                            ParamMap params = {}, uint64_t seed = 1,
+                            double work_limit = kTestWorkLimit);
 
 // The message of the `Error` that `action` throws, or "no error".
 template <class Error>
