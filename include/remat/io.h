@@ -13,6 +13,7 @@
 #include <variant>
 
 #include "remat/chain.h"
+#include "remat/files.h"
 #include "remat/graph.h"
 #include "remat/plan.h"
 #include "remat/simulate.h"
@@ -21,19 +22,6 @@
 namespace remat {
 
 enum class FileKind { kGraph, kNetworkx, kChain, kPlan };
-// Input files are read up to this many bytes (4 GiB): a larger file, or a pipe that goes on past
-// it, is refused; so are devices that never end (/dev/zero), terminals excepted.
-inline constexpr int64_t kMaxInputBytes = int64_t{1} << 32;
-// Reads the whole file ("-": standard input); throws InputError when it cannot be read.
-std::string read_text_file(const std::string& path);
-// Writes `text` to `path` via a temporary file next to it and a rename, so readers never see a
-// partial file. A symlink is followed (the file it points to is replaced; the link stays) and an
-// existing file keeps its permissions. Special files (a FIFO, /dev/stdout, a terminal) are written
-// directly; "-" is standard output.
-void write_text_file_atomic(const std::string& path, std::string_view text);
-// Removes the temporary file of a write in progress, if any. Async-signal-safe: the `remat`
-// command calls it from its signal handlers so no partial OUT.tmp<pid> is left behind.
-void remove_pending_output() noexcept;
 // Detects the kind of a JSON document (the "format" field, or NetworkX's "nodes"/"links").
 FileKind detect_file_kind(std::string_view json_text, std::string_view source);
 

@@ -65,7 +65,6 @@ struct MilpOptions {
   // ended. 0: none. Unlike the wall clock, a run stopped here ends at the same point on any
   // machine.
   int64_t iteration_limit = 0;
-  int threads = 1;
   uint64_t seed = 1;
   // Stop once the incumbent is within this fraction of the bound (CBC -ratio); 0: prove optimal.
   // With a gap, kOptimal means optimal within it (rockmate's per-block MILPs use 2 %).

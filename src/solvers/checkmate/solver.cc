@@ -142,7 +142,6 @@ milp::MilpOptions milp_options(const SolveOptions& options, const Limits& limits
   milp::MilpOptions m;
   m.time_limit_s = std::max(limits.seconds_left(), 0.05);
   m.iteration_limit = milp::iterations_for(share * limits.left(), model);
-  m.threads = options.threads;
   m.seed = options.seed;
   if (options.on_progress)
     m.log = [&options](std::string_view line) { report_progress(options, line, -1); };

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "remat/error.h"
+#include "remat/files.h"
 
 namespace remat::rockmate {
 namespace {
@@ -64,15 +65,8 @@ void write_disk(const OptionParams& p, const std::string& key,
   for (const LocalOption& o : options)
     list.push_back({{"forward", o.forward}, {"backward", o.backward}});
   doc["options"] = std::move(list);
-  const std::filesystem::path path = cache_file(p, key);
-  const std::filesystem::path temp = path.string() + ".tmp";
-  {
-    std::ofstream out(temp);
-    out << doc.dump() << '\n';
-    if (!out) throw InputError(fmt::format("rockmate: cannot write '{}'", temp.string()));
-  }
-  std::filesystem::rename(temp, path, ec);
-  if (ec) throw InputError(fmt::format("rockmate: cannot write '{}'", path.string()));
+  // Through the one atomic writer: a reader in another process never sees a partial entry.
+  write_text_file_atomic(cache_file(p, key).string(), doc.dump() + '\n');
 }
 
 }  // namespace remat::rockmate

@@ -244,7 +244,6 @@ ClassResult solve_class(const BlockModel& bm, const std::vector<int64_t>& grid, 
         // The class's work left ends the grid once it runs out.
         const int64_t affordable = milp::iterations_for(limits.left(), sm.model);
         mo.iteration_limit = std::min(params.milp_iterations, affordable);
-        mo.threads = 1;
         mo.seed = seed;
         mo.relative_gap = params.milp_gap;
         if (start) {
