@@ -1,4 +1,4 @@
-// checkmate_bench — the 18 cells of ../shared/benchmarks/README.md (6 graphs × 90/80/70 %) solved
+// checkmate_bench — the 18 cells of the MOCCASIN table (6 graphs × 90/80/70 %) solved
 // by `checkmate` (the MILP on CBC) and `checkmate-lp` (LP relaxation with rounding), printed beside
 // the published Checkmate MILP (Gurobi) and MOCCASIN (CP-SAT, 16 cores) figures, with the model
 // size (rows, columns, non-zeros) to show where the MILP stops being practical. Every CI and

@@ -32,7 +32,7 @@ namespace remat {
 namespace {
 namespace fs = std::filesystem;
 
-struct Published {  // FastSA, Table 1 (../shared/benchmarks/README.md)
+struct Published {  // the FastSA paper's Table 1
   const char* graph;
   const char* file_prefix;
   int budget_pct;

@@ -1,4 +1,4 @@
-// moccasin_bench — the 18 cells of ../shared/benchmarks/README.md (6 graphs × 90/80/70 %) solved
+// moccasin_bench — the 18 cells of the MOCCASIN table (6 graphs × 90/80/70 %) solved
 // by `moccasin`, printed beside the published MOCCASIN figures (CP-SAT, 16 cores, up to 1 h).
 // Every figure comes from the simulator. Usage:
 //   build/bench/moccasin_bench [--time-limit 60] [--only RL1,CM1] [--budgets 90,80] [--param

@@ -1,4 +1,4 @@
-// graph.h — the problem model every solver shares (DESIGN.md §1).
+// graph.h — the problem model every solver shares (docs/design.md §1).
 // A Graph holds values (sized buffers) and nodes (operations reading and writing values). The
 // order of the nodes is a valid topological order and is the default schedule. A Graph is built
 // once from a GraphSpec, validated, and then immutable; aliases are rewritten at build time so

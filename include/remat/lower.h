@@ -1,6 +1,5 @@
 // lower.h — a joint training graph seen as a Rotor chain, and chain plans lowered back to graph
-// sequences (DESIGN.md §1 "Chains"; Rockmate rk-GB cuts, specs/checkmate-moccasin-rockmate.md
-// §4.3 and §4.6).
+// sequences (docs/design.md §1 "Chains"; Rockmate's rk-GB cuts, docs/solvers/rockmate.md).
 //
 // extract_chain() finds the forward separators of a graph whose nodes carry phases: forward node
 // x is a separator when no forward value produced before x (graph inputs, size-0 values and the
@@ -115,8 +114,8 @@ StageRunFigures measure_stage_runs(const Graph& graph, const GraphChain& chain, 
 // F_all^1..F_all^{L+1}, B^{L+1}..B^1: every node once (the store-all plan).
 std::vector<StageRun> store_all_runs(const GraphChain& chain);
 
-// -- A saved set lowered to a sequence (DESIGN.md §1, Partitions; the min-cut solver's plans) ----
-// The forward part of a joint graph as the lowering sees it.
+// -- A saved set lowered to a sequence (docs/design.md §1, Partitions; the min-cut solver's plans)
+// ---- The forward part of a joint graph as the lowering sees it.
 struct ForwardPart {
   IdVector<ValueId, uint8_t> in_forward;      // V_f: values computable from the forward inputs
   IdVector<NodeId, uint8_t> node_in_forward;  // nodes whose outputs are all in V_f

@@ -1,7 +1,8 @@
 // simulate.h — the one judge of a plan.
-// Replays a sequence under DESIGN.md §1 and reports validity, peak, cost and the memory timeline
-// in O(T + total inputs) time. Solvers never report their own estimates; every printed figure
-// comes from here. Also the bounds every solver can use and the baseline (default schedule).
+// Replays a sequence under the simulator rule (docs/design.md §1) and reports validity, peak, cost
+// and the memory timeline in O(T + total inputs) time. Solvers never report their own estimates;
+// every printed figure comes from here. Also the bounds every solver can use and the baseline
+// (default schedule).
 //   Evaluation e = simulate(graph, plan.sequence);
 //   if (!e.valid) std::cerr << e.error;  // "step 12: node 3 ('mul_3') reads value 7 ('x') ..."
 #pragma once

@@ -57,9 +57,9 @@ std::vector<int32_t> thin_cuts(const Graph& g, std::span<const NodeId> forward,
   return kept;
 }
 
-// Peak of (live bytes + temp) while `nodes` run in order (the DESIGN.md §1 rule on a segment):
-// `initial` values are live at the start; each counted value lives until its last read in the
-// segment, or to the end when `keep` says so.
+// Peak of (live bytes + temp) while `nodes` run in order (the simulator rule of docs/design.md §1
+// on a segment): `initial` values are live at the start; each counted value lives until its last
+// read in the segment, or to the end when `keep` says so.
 template <class Counted, class Keep>
 int64_t segment_peak(const Graph& g, std::span<const NodeId> nodes,
                      std::span<const ValueId> initial, const Counted& counted, const Keep& keep,

@@ -1,4 +1,4 @@
-// Lowering a saved set to a sequence (DESIGN.md §1, Partitions; lower.h). The simulator's
+// Lowering a saved set to a sequence (docs/design.md §1, Partitions; lower.h). The simulator's
 // liveness rule does the releasing: a value lives from a production to its last use before the
 // next one, so "dropping" a recomputed value here only means the next need of it recomputes it.
 #include <fmt/format.h>

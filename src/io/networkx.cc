@@ -1,7 +1,7 @@
 // Importer for the NetworkX node-link JSON of the MOCCASIN (RL) and Checkmate (CM) data sets
-// (../shared/benchmarks/README.md). Each node produces one value of its output size; nodes with
-// no successors are the graph outputs. RL graphs list their default schedule in the graph
-// attribute `order`; CM graphs use ascending node id.
+// (docs/formats.md, NetworkX node-link JSON). Each node produces one value of its output size;
+// nodes with no successors are the graph outputs. RL graphs list their default schedule in the
+// graph attribute `order`; CM graphs use ascending node id.
 #include <fmt/format.h>
 
 #include <algorithm>

@@ -157,7 +157,8 @@ TEST(Simulate, UnneededNodesAreNotInTheCostBound) {
   EXPECT_TRUE(simulate(g, Sequence{NodeId{0}}).valid);
 }
 
-// Randomized cross-check against a direct O(T * V) replay of DESIGN.md §1.
+// Randomized cross-check against a direct O(T * V) replay of the simulator rule (docs/design.md
+// §1).
 int64_t reference_peak(const Graph& g, const Sequence& s) {
   const auto steps = static_cast<int32_t>(s.size());
   std::vector<int64_t> mem(static_cast<size_t>(steps), 0);

@@ -17,7 +17,7 @@ struct Reference {
   double cost;
 };
 
-// ../shared/benchmarks/README.md, first table.
+// The MOCCASIN data set's graphs (RL 1-4, CM 1-2): their published sizes.
 constexpr Reference kReferences[] = {
     {"random_layered_n100_", 100, 236, 46'319, 47'769},
     {"random_layered_n250_", 250, 944, 146'840, 125'569},

@@ -1,10 +1,10 @@
-// The property suite over the whole registry (DESIGN.md §7): every row runs on generated problems
-// of the kinds it accepts (Accepts in solver.h), over several seeds and budgets, through the judged
-// solve. Each plan is re-simulated here: valid, peak <= budget whenever the status says it fits,
-// cost >= the cost lower bounds (the problem's and the solver's own), never worse than the default
-// schedule by the better-plan rule, and the same seed gives the same plan. A new registry row is
-// covered without writing a test. Every run stops on convergence or on a small work limit, never
-// on the clock (a generous backstop), so every row's plans are checked for determinism.
+// The property suite over the whole registry (docs/design.md §4): every row runs on generated
+// problems of the kinds it accepts (Accepts in solver.h), over several seeds and budgets, through
+// the judged solve. Each plan is re-simulated here: valid, peak <= budget whenever the status says
+// it fits, cost >= the cost lower bounds (the problem's and the solver's own), never worse than the
+// default schedule by the better-plan rule, and the same seed gives the same plan. A new registry
+// row is covered without writing a test. Every run stops on convergence or on a small work limit,
+// never on the clock (a generous backstop), so every row's plans are checked for determinism.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@ The graph's bytes at the peak step are split by what each live value is: a train
 a frozen parameter, buffer or constant, the batch, a gradient (an output of the step), an
 activation (made by the forward: up to the loss) or a temporary (made by the backward, and the
 workspace of the call running at the peak). The split is replayed the way the simulator counts
-(DESIGN.md §1) and must add up to its peak, to the byte.
+(docs/design.md §1) and must add up to its peak, to the byte.
 
 The optimizer's state is not in the graph: "adamw" and "adam" keep two fp32 moments per
 trainable parameter, "sgd" none; a torch.optim optimizer is counted by its class (its moments

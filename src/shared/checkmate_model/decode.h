@@ -21,7 +21,7 @@ struct Decoded {
 };
 
 // Each stage t runs node t and, before it, every node whose outputs stage t or t + 1 needs and
-// does not hold (spec §1.5).
+// does not hold.
 Decoded decode(const Graph& g, const Retention& held);
 
 }  // namespace remat::checkmate

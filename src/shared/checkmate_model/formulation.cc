@@ -29,7 +29,8 @@ std::vector<ValueId> produced_inputs(const Graph& g, NodeId n) {
   return out;
 }
 
-// Steps after which v may be freed: its producer and its users (spec §1.2, with the self term).
+// Steps after which v may be freed: its producer and its users (docs/solvers/checkmate.md, the
+// model; with the self term).
 std::vector<int32_t> free_steps(const Graph& g, ValueId v) {
   std::vector<int32_t> steps = {g.producer(v).value()};
   for (NodeId u : g.users(v)) steps.push_back(u.value());

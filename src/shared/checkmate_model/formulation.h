@@ -1,9 +1,9 @@
-// formulation.h — Checkmate's fixed-order MILP at value level (spec §1), reusable on any Graph.
-// Stage t (0-based) ends with the first computation of node t and may recompute earlier nodes.
-// Variables: R(t,i) node i runs in stage t; S(t,v) value v is held at the start of stage t;
-// FREE(t,v,k) continuous, v freed after step k of stage t; U(t,k) memory after step k.
-// The StageModel is both the model and its decoder: it maps (R,S) to columns and back to a
-// Sequence with the R-from-S pass (spec §1.5). Rockmate adds rows (M_save) through `model`.
+// formulation.h — Checkmate's fixed-order MILP at value level (docs/solvers/checkmate.md), reusable
+// on any Graph. Stage t (0-based) ends with the first computation of node t and may recompute
+// earlier nodes. Variables: R(t,i) node i runs in stage t; S(t,v) value v is held at the start of
+// stage t; FREE(t,v,k) continuous, v freed after step k of stage t; U(t,k) memory after step k. The
+// StageModel is both the model and its decoder: it maps (R,S) to columns and back to a Sequence
+// with the R-from-S pass. Rockmate adds rows (M_save) through `model`.
 //   StageModel sm = build_stage_model(g, budget);
 //   MilpResult r = solve_milp(sm.model, {});
 //   Sequence seq = sequence_from_retention(g, sm.retention(r.x));
@@ -76,7 +76,7 @@ struct StageModel {
 // the sizes and temps over their gcd exceed 2^40 units (beyond what CBC solves without aborting).
 StageModel build_stage_model(const Graph& graph, int64_t budget_bytes);
 
-// R-from-S (spec §1.5): the cheapest R that realises `held`, concatenated stage by stage.
+// R-from-S: the cheapest R that realises `held`, concatenated stage by stage.
 Sequence sequence_from_retention(const Graph& graph, const Retention& held);
 // The retention a fixed-order sequence needs (values live at stage boundaries); nullopt when the
 // first computations do not follow the node order.
@@ -87,11 +87,11 @@ std::optional<Retention> retention_from_sequence(const Graph& graph, const Seque
 // when it runs out or its clock expires.
 inline constexpr double kRetentionStepsPerUnit = 3.5e8;
 
-// Fixed-order repair (spec §5): from `start`, while the simulated peak exceeds the budget, drop
-// from S the value live at the peak's stage that removes the most memory above the budget per unit
-// of added cost (each drop judged by simulating it). Returns the retention reached. `*cut_short`
-// (when given) says whether `limits` ended it before a plan fitted. `max_evaluations` > 0 ends it
-// after that many simulated drops.
+// Fixed-order repair (the warm start of docs/solvers/checkmate.md): from `start`, while the
+// simulated peak exceeds the budget, drop from S the value live at the peak's stage that removes
+// the most memory above the budget per unit of added cost (each drop judged by simulating it).
+// Returns the retention reached. `*cut_short` (when given) says whether `limits` ended it before a
+// plan fitted. `max_evaluations` > 0 ends it after that many simulated drops.
 Retention repair_retention(const Graph& graph, Retention start, int64_t budget_bytes,
                            Limits& limits, bool* cut_short = nullptr, int64_t max_evaluations = 0);
 // Local search from a retention within budget: removes recomputations (their outputs held instead,

@@ -1,6 +1,6 @@
 // chain_arrays.h — a chain as flat arrays indexed the paper's way (ℓ = 0..L+1), in bytes or in
 // memory bins, for the dynamic programs (dp.h).
-// Options (Rockmate rk-Rotor, specs/checkmate-moccasin-rockmate.md §4.5): a stage may carry more
+// Options (Rockmate's rk-Rotor, docs/solvers/rockmate.md): a stage may carry more
 // ways to run F_all^ℓ .. B^ℓ than the one in the arrays, each with its own times, kept bytes and
 // overheads (F_ck and F_∅ always use the arrays). The persistent DP takes the best option in its
 // F_all branch; with no extra options it is exactly Rotor's DP.

@@ -200,7 +200,7 @@ class MilpSolver : public Solver {
     SolveStats& stats = plan.stats;
 
     // Warm start: fixed-order annealing, and the default schedule repaired down to the budget
-    // (spec §5); the better of them is improved by local search.
+    // (docs/solvers/checkmate.md); the better of them is improved by local search.
     BestPlan best(budget);
     best.offer(g, default_schedule(g));
     std::optional<SolveResult> annealed;
