@@ -180,6 +180,7 @@ def measure(make, backend_maker, functorch_config, steps):
         "step_s": statistics.median(times), "compile_s": compile_s,
         "saved_bytes": sum(g.saved_bytes for g in graphs) if graphs else None,
         "recomputed_flops": sum(g.recomputed_flops for g in graphs) if graphs else None,
+        "partition_s": sum(g.seconds for g in graphs) if graphs else None,
         "graphs": len(graphs),
         "plan": [{"solver": g.solver, "status": g.status, "budget_bytes": g.budget_bytes,
                   "planned_activation_bytes": g.planned_activation_bytes,
