@@ -96,11 +96,11 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     result = remat.solve(graph, solve_budget, solver, work_limit=work_limit, time_limit=limit,
                          seed=seed, **params)
     fw, bw, executed = lower_plan(joint_module, joint, list(result.sequence))
-    peak = remat.simulate(graph, executed).peak_bytes
+    peak = _simulated_peak(graph, executed)
     if peak >= base_peak and executed != remat.default_schedule(graph):
         # Never worse than the default schedule, and no recomputation that lowers no peak.
         fw, bw, executed = lower_plan(joint_module, joint, remat.default_schedule(graph))
-        peak = remat.simulate(graph, executed).peak_bytes
+        peak = _simulated_peak(graph, executed)
     stats = partition_stats(fw, bw, len(joint.fwd_outputs), time.perf_counter() - start)
     stats.solver = result.solver
     stats.graph = graph.name
@@ -118,6 +118,15 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
 
 
 partition.last = None
+
+
+def _simulated_peak(graph, sequence):
+    """The simulator's peak of the sequence the lowered graphs run; Unplannable if it is not a
+    valid schedule (a lowering the simulator cannot follow is not run)."""
+    evaluation = remat.simulate(graph, sequence)
+    if not evaluation.valid:
+        raise Unplannable(f"the lowered graphs do not follow a valid schedule ({evaluation.error})")
+    return evaluation.peak_bytes
 
 
 def check_budget(budget):
@@ -273,9 +282,17 @@ class _Lowering:
         if copy.name != call.name:
             copy.meta["remat_copy_of"] = call.name
         self.env[call] = copy
+        made = self.joint.call_outputs(call)
+        step = self.joint.producer_step[made[0]]
+        if len(self.joint.node_fx[step]) == 1 and self.joint.nodes[step]["recomputable"]:
+            # The sequence run says so: the forward may have dropped its copy of the view. (A
+            # fused step's view is made by its step in the forward, which other calls keep; one
+            # that must run once is a forward output, kept too.)
+            self.step_of[copy] = (step, self.emitted)
+            self.emitted += 1
         for item in self.joint.getitems.get(call, ()):
             self.env[item] = self.graph.node_copy(item, self.read)
-        for v in self.joint.call_outputs(call):
+        for v in made:
             self.serial[v] = self.serial.get(self.joint.value_root[v], 0)
 
     def finish(self, module, drop_outputs):
@@ -360,8 +377,8 @@ def _call_key(n):
 
 def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
     """Saved values (forward outputs beyond the model's) and recomputed calls of any partition
-    (remat's or PyTorch's): a backward call is a recomputation when the forward graph has a call
-    of its name (or, for remat's copies, of the name it is a copy of)."""
+    (remat's or PyTorch's): a backward call but a view is a recomputation when the forward graph
+    has a call of its name (or, for remat's copies, of the name it is a copy of)."""
     fw_output = next(n for n in fw.graph.nodes if n.op == "output")
     outputs = _compat.tree_flatten(fw_output.args)[0]
     saved = [n for n in outputs[num_fwd_outputs:] if isinstance(n, fx.Node)]
@@ -373,6 +390,7 @@ def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
     forward_calls = {n.name for n in fw.graph.nodes if n.op == "call_function"}
     recomputed = [n for n in bw.graph.nodes
                   if n.op == "call_function" and n.target is not operator.getitem
+                  and not effects.is_view(n)
                   and n.meta.get("remat_copy_of", n.name) in forward_calls]
     stats = PartitionStats([n.name for n in saved], saved_bytes,
                            [n.meta.get("remat_copy_of", n.name) for n in recomputed], seconds)
@@ -475,6 +493,16 @@ class JointGraph:
                                and "alias_of" not in self.values[v])
         self.graph = remat.Graph.build(f"{type(joint_module).__name__} joint graph",
                                        self.values, nodes)
+
+    def _is_view(self, v):
+        """Whether value v is made by a view call (not an in-place write, whose result must be
+        saved as it is: the backward cannot write again)."""
+        n = self.value_node[v]
+        if n is None or n.op != "call_function":
+            return False
+        if n.target is operator.getitem:
+            n = n.args[0]
+        return effects.is_view(n)
 
     def call_outputs(self, n):
         """The values fx call `n` makes (its getitems' or its own)."""
@@ -647,7 +675,7 @@ class JointGraph:
                     # The storage, not the view: the backward makes the view again (free). Two
                     # saved tensors sharing a storage would break Inductor's donated buffers
                     # (the backward may reuse a saved tensor's storage as its own once read).
-                    fx_node = self.value_node[self.value_root[v]]
+                    fx_node = self.value_node[self.value_root[v] if self._is_view(v) else v]
                     if fx_node is not None and fx_node not in saved:
                         saved.append(fx_node)
             for v in node["outputs"]:
@@ -662,15 +690,17 @@ def fusion_groups(calls, is_fusible):
     A fusible call (is_fusible(fx call, node dict)) joins the group of each fusible call of its
     phase whose result it reads, as Inductor fuses a consumer with its producers, unless that
     would make a group that reads (through other groups) what it makes itself: then the two
-    could not run as one step."""
+    could not run as one step. A view of a value made outside any group starts none (a backward
+    that reads the view gets its storage saved and makes the view again, as a step of its own)."""
     producer = {v: i for i, (_, node) in enumerate(calls) for v in node["outputs"]}
     group = list(range(len(calls)))  # call -> its group's id (the id of one of its calls)
     members = {i: [i] for i in range(len(calls))}
-
-    def sources(g):
-        """Groups the calls of group g read from."""
-        return {group[producer[v]] for i in members[g] for v in calls[i][1]["inputs"]
-                if v in producer} - {g}
+    sources = {i: {producer[v] for v in node["inputs"] if v in producer} - {i}
+               for i, (_, node) in enumerate(calls)}  # group -> the groups it reads from
+    readers = {i: set() for i in range(len(calls))}
+    for i, read in sources.items():
+        for h in read:
+            readers[h].add(i)
 
     def reaches(starts, target):
         """Whether group `target` is among `starts` or what they read from, transitively."""
@@ -679,27 +709,37 @@ def fusion_groups(calls, is_fusible):
             g = stack.pop()
             if g == target:
                 return True
-            for h in sources(g) - seen:
+            for h in sources[g] - seen:
                 seen.add(h)
                 stack.append(h)
         return False
 
+    def merge(mine, theirs):
+        for j in members.pop(mine):
+            group[j] = theirs
+            members[theirs].append(j)
+        for table, other in ((sources, readers), (readers, sources)):
+            for h in table[mine]:
+                other[h].discard(mine)
+                if h != theirs:
+                    other[h].add(theirs)
+            table[theirs] = (table[theirs] | table.pop(mine)) - {theirs, mine}
+
     for i, (n, node) in enumerate(calls):
         if not is_fusible(n, node):
             continue
-        producers = dict.fromkeys(group[producer[v]] for v in node["inputs"] if v in producer)
-        for g in producers:
-            p = members[g][0]
-            if group[i] == g or not is_fusible(*calls[p]) or calls[p][1]["phase"] != node["phase"]:
+        for g in list(dict.fromkeys(group[producer[v]] for v in node["inputs"] if v in producer)):
+            p = members[g][0] if g in members else None
+            if p is None or group[i] == g or not is_fusible(*calls[p]) \
+                    or calls[p][1]["phase"] != node["phase"]:
                 continue
+            if len(members[g]) == 1 and calls[p][1]["kind"] == "view":
+                continue  # a group's views view its own values: the backward remakes them alone
             # Merged, the groups read each other only if one reads the other through a third.
-            mine, theirs = group[i], g
-            if reaches(sources(mine) - {theirs}, theirs) or reaches(sources(theirs) - {mine},
-                                                                      mine):
+            mine = group[i]
+            if reaches(sources[mine] - {g}, g) or reaches(sources[g] - {mine}, mine):
                 continue
-            for j in members.pop(mine):
-                group[j] = theirs
-                members[theirs].append(j)
+            merge(mine, g)
     return _groups_in_order(calls, producer, group, members)
 
 
