@@ -4,12 +4,17 @@ with remat's backend (several solvers), at the same budget fractions, in one run
 
     ./scripts/python bench/compile_bench.py                       # all models, the table
     ./scripts/python bench/compile_bench.py --models gpt --fractions 0.5 --solvers fastsa
+    ./scripts/python bench/compile_bench.py --models hf-gpt2,resnet50 --compiler eager --append
 
 Per model and configuration: saved activation bytes and recomputed FLOPs of the partition
 (summed over the graphs; cost.py's FLOP model on both sides), the measured peak of one training
 step (forward and backward, gradients set to None before it, so the gradients' storage counts
 too), the median step time of the steps after the compiled one, the compile time (the first
-step), and the largest difference from eager in the loss and the gradients.
+step), the partition time (summed over the graphs), and the largest difference from eager in
+the loss and the gradients. With --compiler eager every configuration runs its partitioned graphs
+as fx modules (Inductor's decompositions, no Inductor compile): plans, recomputed FLOPs and
+gradients are the same as with Inductor, the peak is that of unfused execution, and the compile
+time is tracing and partitioning only; it is the fast mode for the larger models.
 
 The peak is CPU live-storage accounting, the same for every configuration: the allocator's
 events from torch.profiler (profile_memory=True) while the step runs, each allocation adding its
@@ -24,7 +29,7 @@ of the default partition's saved bytes to keep (between saving everything it wou
 recomputing every recomputable op); remat's is the share of the step's activation memory (the
 simulated peak of the default schedule less parameters, buffers and batch; docs/python.md).
 The measured peak is what both are judged by. Figures go to bench/results/compile_bench.json
-(--out).
+(--out) and the table to compile_bench.md beside it (--append adds a run to both).
 """
 
 import argparse
