@@ -318,3 +318,18 @@ def test_the_forward_saves_storages_not_views_so_inductor_may_donate_them():
         got = adamw_steps(model, batch, loss_fn, backend, steps=1)
     assert saved_views == []
     assert_trains_like(got, adamw_steps(model, batch, loss_fn, DefaultPartition(), steps=1))
+
+
+def test_the_compile_path_plans_with_a_work_limit_that_grows_with_the_graph():
+    from remat.torch.partition import NODES_PER_WORK_UNIT, scaled_work_limit
+
+    def chain(n):
+        values = [{"name": f"v{i}", "size": 4} for i in range(n + 1)]
+        values[-1]["output"] = True
+        nodes = [{"name": f"f{i}", "cost": 1, "inputs": [i], "outputs": [i + 1]}
+                 for i in range(n)]
+        return remat.Graph.build("chain", values, nodes)
+
+    assert scaled_work_limit(chain(10)) == 1.0
+    assert scaled_work_limit(chain(10 * NODES_PER_WORK_UNIT)) == 10.0
+    assert scaled_work_limit(chain(100 * NODES_PER_WORK_UNIT)) == remat._remat.DEFAULT_WORK_LIMIT

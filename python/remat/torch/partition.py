@@ -78,7 +78,9 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     no memory there either; `compiler` (Inductor passes "inductor") neither. With `fuse` (None:
     for every solver but "mincut", which models fusion itself from the op kinds) each chain of
     calls a compiler fuses into one kernel is one remat node (JointGraph): its inner values are
-    not stored, as in the compiled step. Other keywords are the solver's parameters."""
+    not stored, as in the compiled step. `work_limit`: work units, None for remat's default, or a
+    function of the remat graph giving them (scaled_work_limit). Other keywords are the solver's
+    parameters."""
     start = time.perf_counter()
     joint_module.graph.eliminate_dead_code()
     merge_common_subexpressions(joint_module)
@@ -93,6 +95,8 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     if asked is not None:
         solve_budget = max(asked + joint.input_bytes, lower)
     limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
+    if callable(work_limit):
+        work_limit = work_limit(graph)
     result = remat.solve(graph, solve_budget, solver, work_limit=work_limit, time_limit=limit,
                          seed=seed, **params)
     fw, bw, executed = lower_plan(joint_module, joint, list(result.sequence))
@@ -127,6 +131,17 @@ def _simulated_peak(graph, sequence):
     if not evaluation.valid:
         raise Unplannable(f"the lowered graphs do not follow a valid schedule ({evaluation.error})")
     return evaluation.peak_bytes
+
+
+def scaled_work_limit(graph):
+    """The compile path's work limit: a unit per NODES_PER_WORK_UNIT nodes of the graph as
+    planned, between 1 and remat's default, so planning a small graph does not take longer than
+    compiling it (bench/compile_bench.py prints partition and compile seconds)."""
+    return min(float(remat._remat.DEFAULT_WORK_LIMIT),
+               max(1.0, graph.num_nodes / NODES_PER_WORK_UNIT))
+
+
+NODES_PER_WORK_UNIT = 50
 
 
 def check_budget(budget):
