@@ -24,6 +24,7 @@ higher-order operators, torch.utils.checkpoint regions) raises Unplannable; the 
 """
 
 import dataclasses
+import heapq
 import math
 import operator
 import time
@@ -761,8 +762,6 @@ def fusion_groups(calls, is_fusible):
 def _groups_in_order(calls, producer, group, members):
     """The groups (sorted lists of call indices) in an order that runs each after the groups it
     reads from, earliest first call first."""
-    import heapq
-
     needs = {g: set() for g in members}
     readers = {g: set() for g in members}
     for g, calls_of in members.items():
