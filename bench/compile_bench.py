@@ -4,12 +4,17 @@ with remat's backend (several solvers), at the same budget fractions, in one run
 
     ./scripts/python bench/compile_bench.py                       # all models, the table
     ./scripts/python bench/compile_bench.py --models gpt --fractions 0.5 --solvers fastsa
+    ./scripts/python bench/compile_bench.py --models hf-gpt2,resnet50 --compiler eager --append
 
 Per model and configuration: saved activation bytes and recomputed FLOPs of the partition
 (summed over the graphs; cost.py's FLOP model on both sides), the measured peak of one training
 step (forward and backward, gradients set to None before it, so the gradients' storage counts
 too), the median step time of the steps after the compiled one, the compile time (the first
-step), and the largest difference from eager in the loss and the gradients.
+step), the partition time (summed over the graphs), and the largest difference from eager in
+the loss and the gradients. With --compiler eager every configuration runs its partitioned graphs
+as fx modules (Inductor's decompositions, no Inductor compile): plans, recomputed FLOPs and
+gradients are the same as with Inductor, the peak is that of unfused execution, and the compile
+time is tracing and partitioning only; it is the fast mode for the larger models.
 
 The peak is CPU live-storage accounting, the same for every configuration: the allocator's
 events from torch.profiler (profile_memory=True) while the step runs, each allocation adding its
@@ -24,7 +29,7 @@ of the default partition's saved bytes to keep (between saving everything it wou
 recomputing every recomputable op); remat's is the share of the step's activation memory (the
 simulated peak of the default schedule less parameters, buffers and batch; docs/python.md).
 The measured peak is what both are judged by. Figures go to bench/results/compile_bench.json
-(--out).
+(--out) and the table to compile_bench.md beside it (--append adds a run to both).
 """
 
 import argparse
@@ -86,21 +91,22 @@ def hf(name):
     return HFLoss(cls(config)), (ids,), None
 
 
-def vision(name, image):
+def vision(name, image, batch=2):
     import torchvision
 
     torch.manual_seed(0)
     model = getattr(torchvision.models, name)(num_classes=10, **(
         {"image_size": image} if name.startswith("vit") else {}))
-    batch = (torch.randn(2, 3, image, image), torch.randint(0, 10, (2,)))
-    return model, batch, nn.functional.cross_entropy
+    inputs = (torch.randn(batch, 3, image, image), torch.randint(0, 10, (batch,)))
+    return model, inputs, nn.functional.cross_entropy
 
 
 MODELS = {
     "gpt": gpt,
     "hf-gpt2": lambda: hf("gpt2"),
     "hf-llama": lambda: hf("llama"),
-    "resnet50": lambda: vision("resnet50", 64),
+    # Batch 8: at 2 the weights' gradients (which no plan can drop) are nearly all the memory.
+    "resnet50": lambda: vision("resnet50", 64, batch=8),
     "vit_b_16": lambda: vision("vit_b_16", 64),
 }
 
@@ -123,11 +129,16 @@ class RecordingPartition:
         return self.label
 
 
-def configurations(fractions, solvers):
-    """(label, fraction, backend maker, functorch config) of every configuration."""
+def configurations(fractions, solvers, compiler="inductor"):
+    """(label, fraction, backend maker, functorch config) of every configuration; with compiler
+    "eager" the partitioned graphs run as fx modules (AOTAutograd with Inductor's decompositions,
+    as "aot_eager_decomp_partition"), for every configuration alike."""
+    compile_graphs = (_compat.inductor_compile if compiler == "inductor"
+                      else _compat.aot_eager_compile)
+
     def torch_backend(label):
         partitioner = RecordingPartition(label)
-        backend = lambda gm, inputs: _compat.inductor_compile(gm, inputs, partitioner)  # noqa
+        backend = lambda gm, inputs: compile_graphs(gm, inputs, partitioner)  # noqa
         backend.graphs = partitioner.graphs
         return backend
 
@@ -138,7 +149,8 @@ def configurations(fractions, solvers):
             yield (f"pytorch budget {solver}", f, lambda s=solver, f=f: torch_backend(f"{s}{f}"),
                    {"activation_memory_budget": f, "activation_memory_budget_solver": solver})
         for solver in solvers:
-            yield (f"remat {solver}", f, lambda s=solver, f=f: rt.compile_backend(f, s), {})
+            yield (f"remat {solver}", f,
+                   lambda s=solver, f=f: rt.compile_backend(f, s, compiler=compiler), {})
 
 
 def step_fn(model, batch, loss_fn, backend):
@@ -180,6 +192,7 @@ def measure(make, backend_maker, functorch_config, steps):
         "step_s": statistics.median(times), "compile_s": compile_s,
         "saved_bytes": sum(g.saved_bytes for g in graphs) if graphs else None,
         "recomputed_flops": sum(g.recomputed_flops for g in graphs) if graphs else None,
+        "partition_s": sum(g.seconds for g in graphs) if graphs else None,
         "graphs": len(graphs),
         "plan": [{"solver": g.solver, "status": g.status, "budget_bytes": g.budget_bytes,
                   "planned_activation_bytes": g.planned_activation_bytes,
@@ -204,6 +217,11 @@ def main():
     p.add_argument("--fractions", default="0.8,0.5,0.3,0.1")
     p.add_argument("--solvers", default="fastsa,auto", help="remat solvers")
     p.add_argument("--steps", type=int, default=3, help="timed steps after the compiled one")
+    p.add_argument("--compiler", choices=("inductor", "eager"), default="inductor",
+                   help="eager: the graphs run as fx modules (fast: no Inductor compile; the "
+                   "peak is then unfused execution's, compile time is tracing and partitioning)")
+    p.add_argument("--append", action="store_true",
+                   help="add the rows to --out instead of replacing it (one file, several runs)")
     p.add_argument("--out", default=os.path.join(HERE, "results", "compile_bench.json"))
     args = p.parse_args()
     fractions = [float(f) for f in args.fractions.split(",")]
@@ -212,14 +230,17 @@ def main():
     warnings.simplefilter("ignore")
     patches = {"fx_graph_cache": False, "fallback_random": True}
     records = []
-    print("| model | configuration | fraction | saved MB | recomputed MFLOP | measured peak MB "
-          "| peak / default | step ms | compile s | max diff vs eager |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    lines = [f"compiler {args.compiler}, torch {torch.__version__}, one thread", "",
+             "| model | configuration | fraction | saved MB | recomputed MFLOP | measured peak MB "
+             "| peak / default | step ms | compile s | partition s | max diff vs eager |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    print("\n".join(lines), flush=True)
     with torch._inductor.config.patch(patches), \
             torch._functorch.config.patch(enable_autograd_cache=False):
         for name in args.models.split(","):
             eager = default = None
-            for label, fraction, maker, config in configurations(fractions, solvers):
+            for label, fraction, maker, config in configurations(fractions, solvers,
+                                                                 args.compiler):
                 row = measure(MODELS[name], maker, config, args.steps)
                 eager = eager or row
                 if label == "pytorch default":
@@ -228,19 +249,36 @@ def main():
                 diff = difference(row, eager)
                 flops = (None if row["recomputed_flops"] is None
                          else f"{row['recomputed_flops'] / 1e6:.1f}")
-                print(f"| {name} | {label} | {fraction or '-'} | {mb(row['saved_bytes'])} | "
-                      f"{flops or '-'} | {mb(row['peak_bytes'])} | "
-                      f"{'-' if ratio is None else f'{ratio:.2f}'} | "
-                      f"{1e3 * row['step_s']:.1f} | {row['compile_s']:.1f} | {diff:.1e} |",
-                      flush=True)
+                plan_s = "-" if row["partition_s"] is None else f"{row['partition_s']:.1f}"
+                lines.append(f"| {name} | {label} | {fraction or '-'} | "
+                             f"{mb(row['saved_bytes'])} | {flops or '-'} | "
+                             f"{mb(row['peak_bytes'])} | "
+                             f"{'-' if ratio is None else f'{ratio:.2f}'} | "
+                             f"{1e3 * row['step_s']:.1f} | {row['compile_s']:.1f} | {plan_s} | "
+                             f"{diff:.1e} |")
+                print(lines[-1], flush=True)
                 records.append({"model": name, "configuration": label, "fraction": fraction,
-                                 "max_diff_vs_eager": diff, "peak_over_default": ratio,
-                                 **{k: v for k, v in row.items()
-                                    if k not in ("loss", "grads")}})
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
+                                "compiler": args.compiler, "max_diff_vs_eager": diff,
+                                "peak_over_default": ratio,
+                                **{k: v for k, v in row.items()
+                                   if k not in ("loss", "grads")}})
+    write_results(args.out, records, lines, args.append)
+
+
+def write_results(out, records, lines, append):
+    """The rows to `out` (JSON) and the table to its .md twin; with `append`, after theirs."""
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    table = os.path.splitext(out)[0] + ".md"
+    if append and os.path.exists(out):
+        with open(out) as f:
+            records = json.load(f)["rows"] + records
+    with open(out, "w") as f:
         json.dump({"torch": torch.__version__, "threads": 1, "rows": records}, f, indent=1)
-    print(f"wrote {args.out}")
+    with open(table, "a" if append else "w") as f:
+        if not append:
+            f.write("# bench/compile_bench.py\n")
+        f.write("\n" + "\n".join(lines) + "\n")
+    print(f"wrote {out} and {table}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.utils.checkpoint import checkpoint
 
+import remat
 import remat.torch as rt
 from remat.torch import _compat
 from remat.torch.compile import RematBudgetWarning, RematFallbackWarning
@@ -248,3 +249,87 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     assert_trains_like(got, (losses, [p.detach() for p in eager.parameters()]))
     (stats,) = backend.graphs
     assert stats.solver == "fastsa" and stats.recomputed
+
+
+class GeluMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc1, self.fc2 = nn.Linear(32, 128), nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+
+
+def joint_graph_of(model, batch, loss_fn):
+    """(joint module, num_fwd_outputs) AOTAutograd gives a partition function for the step,
+    after Inductor's decompositions (GELU becomes a chain of multiplies, erf and adds)."""
+    captured = {}
+
+    def keep(joint, inputs, **kwargs):
+        captured["joint"], captured["outputs"] = copy.deepcopy(joint), kwargs["num_fwd_outputs"]
+        return _compat.min_cut_partition(joint, inputs, **kwargs)
+
+    torch._dynamo.reset()
+    step = torch.compile(lambda *b: loss_fn(model(b[0]), *b[1:]),
+                         backend=lambda gm, inputs: _compat.aot_eager_compile(gm, inputs, keep))
+    step(*batch)
+    return captured["joint"], captured["outputs"]
+
+
+def test_a_fused_chain_is_one_step_and_its_inner_values_take_no_memory():
+    from remat.torch.partition import JointGraph
+
+    joint, outputs = joint_graph_of(GeluMLP(), (torch.randn(64, 32), torch.randint(0, 10, (64,))),
+                                    F.cross_entropy)
+    plain = JointGraph(copy.deepcopy(joint), outputs, backward_start=True)
+    fused = JointGraph(copy.deepcopy(joint), outputs, backward_start=True, fuse=True)
+    assert fused.graph.num_nodes < plain.graph.num_nodes
+    erf = next(v for v, n in enumerate(plain.value_node)
+               if n is not None and "erf" in str(getattr(n, "target", "")))
+    assert plain.graph.value(erf)["size"] > 0 and fused.graph.value(erf)["size"] == 0
+    chain = fused.producer_step[erf]
+    assert len(fused.node_fx[chain]) > 1 and fused.nodes[chain]["op"] == "fused"
+    assert remat.baseline(fused.graph)[0] < remat.baseline(plain.graph)[0]
+    # Each fused step runs after what it reads: the node order is a schedule.
+    assert remat.simulate(fused.graph, remat.default_schedule(fused.graph)).valid
+
+
+def test_the_forward_saves_storages_not_views_so_inductor_may_donate_them():
+    # Inductor's backward may reuse a saved tensor's storage once it has read it (donated
+    # buffers): two saved tensors sharing a storage (a view and its base) would corrupt the
+    # gradients. The backward makes the views again from the saved storage instead.
+    from remat.torch import effects
+
+    model, batch, loss_fn = transformer()
+    saved_views = []
+
+    def partition_fn(joint, inputs, **kwargs):
+        fw, bw = rt.partition(joint, inputs, budget="50%", **QUICK, **kwargs)
+        output = next(n for n in fw.graph.nodes if n.op == "output")
+        saved = _compat.tree_flatten(output.args)[0][kwargs["num_fwd_outputs"]:]
+        saved_views.extend(n.name for n in saved if effects.is_view(n))
+        assert rt.partition.last.recomputed
+        return fw, bw
+
+    backend = lambda gm, inputs: _compat.aot_eager_compile(gm, inputs, partition_fn)  # noqa
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        got = adamw_steps(model, batch, loss_fn, backend, steps=1)
+    assert saved_views == []
+    assert_trains_like(got, adamw_steps(model, batch, loss_fn, DefaultPartition(), steps=1))
+
+
+def test_the_compile_path_plans_with_a_work_limit_that_grows_with_the_graph():
+    from remat.torch.partition import NODES_PER_WORK_UNIT, scaled_work_limit
+
+    def chain(n):
+        values = [{"name": f"v{i}", "size": 4} for i in range(n + 1)]
+        values[-1]["output"] = True
+        nodes = [{"name": f"f{i}", "cost": 1, "inputs": [i], "outputs": [i + 1]}
+                 for i in range(n)]
+        return remat.Graph.build("chain", values, nodes)
+
+    assert scaled_work_limit(chain(10)) == 1.0
+    assert scaled_work_limit(chain(10 * NODES_PER_WORK_UNIT)) == 10.0
+    assert scaled_work_limit(chain(100 * NODES_PER_WORK_UNIT)) == remat._remat.DEFAULT_WORK_LIMIT

@@ -392,6 +392,7 @@ _InductorPartitioner = None  # made on first use: Inductor's import is slow
 def aot_eager_compile(gm, example_inputs, partition_fn):
     """AOTAutograd with Inductor's decompositions and `partition_fn`, no compiler (the graphs run
     as fx modules), as torch.compile's "aot_eager_decomp_partition" backend."""
+    import torch._inductor.lowering  # noqa: F401 - the max-pool decomposition reads it
     from torch._dynamo.backends.common import aot_autograd
     from torch._inductor.decomposition import select_decomp_table
 

@@ -23,7 +23,7 @@ import warnings
 import remat
 from remat.torch import _compat
 from remat.torch.partition import (Unplannable, activation_budget_bytes, check_budget, partition,
-                                   partition_stats)
+                                   partition_stats, scaled_work_limit)
 
 # Planning of each graph stops at the first of the solver's own end and this limit
 # (bench/compile_bench.py prints the compile times it gives).
@@ -39,18 +39,22 @@ class RematBudgetWarning(UserWarning):
 
 
 def compile_backend(budget, solver="auto", *, compiler="inductor", work_limit=None,
-                    time_limit=None, seed=1, **params):
+                    time_limit=None, seed=1, fuse=None, **params):
     """A torch.compile backend planning each graph's saved set and recomputation with remat
     `solver` under `budget` of activation memory: a float fraction in (0, 1] or "P%" of each
     graph's activation memory, int bytes or byte text ("90MB") for the whole step (shared out
     across graph breaks), "min" (the least-memory plan), or None (the least-cost plan, no memory
-    budget). `compiler`: "inductor" or "eager". `work_limit` (work units per graph, default 60)
-    stops each solve, so the plan does not depend on machine load; `time_limit` (seconds) is a
-    wall-clock backstop. Other keywords are the solver's parameters.
+    budget). `compiler`: "inductor" or "eager". `work_limit` (work units per graph; default a
+    unit per 50 nodes of the graph as planned, 1 to 60: partition.scaled_work_limit) stops each
+    solve, so the plan does not depend on machine load; `time_limit` (seconds) is a
+    wall-clock backstop. `fuse`: plan each chain of calls Inductor fuses into one kernel as one
+    step whose inner values are never stored (None: for every solver but "mincut", which models
+    fusion itself; partition.partition). Other keywords are the solver's parameters.
     Raises ValueError (TypeError for a wrong type) for a budget, solver, compiler or parameter it
     cannot use, here rather than in the training loop."""
     return CompileBackend(RematPartitioner(budget, solver, work_limit=work_limit,
-                                           time_limit=time_limit, seed=seed, **params), compiler)
+                                           time_limit=time_limit, seed=seed, fuse=fuse, **params),
+                          compiler)
 
 
 class CompileBackend:
@@ -81,13 +85,15 @@ class RematPartitioner:
     falling back to PyTorch's min-cut partitioner with one warning on a graph it cannot plan."""
 
     def __init__(self, budget, solver="auto", *, work_limit=None, time_limit=None, seed=1,
-                 **params):
+                 fuse=None, **params):
         check_budget(budget)
         _check_solver(solver, params)
         # The core's checks of both limits (remat.solve's), here rather than in the training loop.
         remat._solve_settings(work_limit, time_limit, seed)
         self.budget, self.solver, self.seed = budget, solver, seed
         self.work_limit, self.time_limit = work_limit, time_limit
+        self._solve_work_limit = scaled_work_limit if work_limit is None else work_limit
+        self.fuse = fuse
         self.params = params
         self.step_bytes = _step_bytes(budget)
         self.graphs = []
@@ -98,9 +104,8 @@ class RematPartitioner:
         budget = self._share(frame)
         try:
             fw, bw = partition(joint_module, joint_inputs, solver=self.solver, budget=budget,
-                               work_limit=self.work_limit, time_limit=self.time_limit,
-                               seed=self.seed, **self.params,
-                               **kwargs)
+                               work_limit=self._solve_work_limit, time_limit=self.time_limit,
+                               seed=self.seed, fuse=self.fuse, **self.params, **kwargs)
             stats = partition.last
         except Exception as e:  # noqa: BLE001 - any failure to plan falls back, with its reason
             reason = str(e) if isinstance(e, Unplannable) else f"{type(e).__name__}: {e}"
@@ -138,8 +143,8 @@ class RematPartitioner:
     def __repr__(self):
         options = "".join(f", {k}={v!r}" for k, v in sorted(self.params.items()))
         return (f"RematPartitioner({self.budget!r}, {self.solver!r}, work_limit="
-                f"{self.work_limit!r}, time_limit={self.time_limit!r}, seed={self.seed!r}"
-                f"{options})")
+                f"{self.work_limit!r}, time_limit={self.time_limit!r}, seed={self.seed!r}, "
+                f"fuse={self.fuse!r}{options})")
 
 
 def measured_peak_bytes(fn):

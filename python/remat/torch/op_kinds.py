@@ -66,6 +66,15 @@ POINTWISE = frozenset({
     "index", "index_put", "slice_backward", "select_backward", "expand_copy", "tril", "triu",
 })
 
+# Reductions a compiler fuses with the elementwise code around them (Inductor makes one kernel of a
+# softmax's max, subtract, exp, sum and divide): a value passed only between these and pointwise
+# ops or views need not be stored. The partitioner plans such a chain as one node (partition.py).
+FUSIBLE_REDUCTION = frozenset({
+    "sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "var_mean", "norm",
+    "linalg_vector_norm", "_softmax", "_log_softmax", "_softmax_backward_data",
+    "_log_softmax_backward_data",
+})
+
 # Operators whose kernel reads autograd's grad mode: mkldnn's LSTM/GRU layer (the CPU path of
 # nn.LSTM and nn.GRU) returns the workspace its backward reads only when grad mode is on. make_fx
 # traces the step with grad mode on; remat runs the traced graph under no_grad, so these calls run
@@ -105,6 +114,13 @@ def kind_of(packet_name, is_view):
     if base in POINTWISE or packet_name in POINTWISE:
         return "pointwise"
     return "other"
+
+
+def is_fusible(packet_name, kind):
+    """Whether a compiler fuses the call with its pointwise neighbours (pointwise ops, views and
+    the simple reductions of FUSIBLE_REDUCTION): its result need not be stored between them."""
+    return kind in ("pointwise", "view") or (kind == "reduction"
+                                             and packet_name in FUSIBLE_REDUCTION)
 
 
 def is_random(packet_name):

@@ -24,6 +24,7 @@ higher-order operators, torch.utils.checkpoint regions) raises Unplannable; the 
 """
 
 import dataclasses
+import heapq
 import math
 import operator
 import time
@@ -67,7 +68,7 @@ class PartitionStats:
 
 def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
               num_fwd_outputs=None, static_lifetime_input_indices=None, compiler=None,
-              work_limit=None, time_limit=None, seed=1, **params):
+              work_limit=None, time_limit=None, seed=1, fuse=None, **params):
     """AOTAutograd partition function: (forward module, backward module) of the joint graph as
     remat `solver` plans it under `budget` of activation memory (see activation_budget_bytes;
     None: no memory budget, the solver's least-cost plan, as AOTAutograd's partitioners do).
@@ -75,12 +76,18 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
 
     `static_lifetime_input_indices` (inputs that live for the whole program, such as parameters)
     changes nothing: every primal input is live throughout in the remat graph, so saving one costs
-    no memory there either; `compiler` (Inductor passes "inductor") neither. Other keywords are
-    the solver's parameters."""
+    no memory there either; `compiler` (Inductor passes "inductor") neither. With `fuse` (None:
+    for every solver but "mincut", which models fusion itself from the op kinds) each chain of
+    calls a compiler fuses into one kernel is one remat node (JointGraph): its inner values are
+    not stored, as in the compiled step. `work_limit`: work units, None for remat's default, or a
+    function of the remat graph giving them (scaled_work_limit). Other keywords are the solver's
+    parameters."""
     start = time.perf_counter()
     joint_module.graph.eliminate_dead_code()
     merge_common_subexpressions(joint_module)
-    joint = JointGraph(joint_module, num_fwd_outputs, backward_start=True)
+    if fuse is None:
+        fuse = solver != "mincut"
+    joint = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=fuse)
     graph = joint.graph
     base_peak = remat.baseline(graph)[0]
     lower = remat.memory_lower_bound(graph)
@@ -89,14 +96,16 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     if asked is not None:
         solve_budget = max(asked + joint.input_bytes, lower)
     limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
+    if callable(work_limit):
+        work_limit = work_limit(graph)
     result = remat.solve(graph, solve_budget, solver, work_limit=work_limit, time_limit=limit,
                          seed=seed, **params)
     fw, bw, executed = lower_plan(joint_module, joint, list(result.sequence))
-    peak = remat.simulate(graph, executed).peak_bytes
+    peak = _simulated_peak(graph, executed)
     if peak >= base_peak and executed != remat.default_schedule(graph):
         # Never worse than the default schedule, and no recomputation that lowers no peak.
         fw, bw, executed = lower_plan(joint_module, joint, remat.default_schedule(graph))
-        peak = remat.simulate(graph, executed).peak_bytes
+        peak = _simulated_peak(graph, executed)
     stats = partition_stats(fw, bw, len(joint.fwd_outputs), time.perf_counter() - start)
     stats.solver = result.solver
     stats.graph = graph.name
@@ -114,6 +123,26 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
 
 
 partition.last = None
+
+
+def _simulated_peak(graph, sequence):
+    """The simulator's peak of the sequence the lowered graphs run; Unplannable if it is not a
+    valid schedule (a lowering the simulator cannot follow is not run)."""
+    evaluation = remat.simulate(graph, sequence)
+    if not evaluation.valid:
+        raise Unplannable(f"the lowered graphs do not follow a valid schedule ({evaluation.error})")
+    return evaluation.peak_bytes
+
+
+def scaled_work_limit(graph):
+    """The compile path's work limit: a unit per NODES_PER_WORK_UNIT nodes of the graph as
+    planned, between 1 and remat's default, so planning a small graph does not take longer than
+    compiling it (bench/compile_bench.py prints partition and compile seconds)."""
+    return min(float(remat._remat.DEFAULT_WORK_LIMIT),
+               max(1.0, graph.num_nodes / NODES_PER_WORK_UNIT))
+
+
+NODES_PER_WORK_UNIT = 50
 
 
 def check_budget(budget):
@@ -217,7 +246,8 @@ class _Lowering:
         self.by_name = {n.name: n for n in joint_module.graph.nodes}
         self.env = {}
         self.serial = {}  # value -> how many times its root was computed when it was made
-        self.step_of = {}
+        self.step_of = {}  # copy -> (remat node id, which emission of a step made it)
+        self.emitted = 0
         for n in module.graph.nodes:
             if n.op in ("placeholder", "get_attr"):
                 joint_node = self.by_name[n.name]
@@ -227,31 +257,59 @@ class _Lowering:
 
     def emit(self, step):
         joint = self.joint
-        call = joint.node_fx[step]
-        copy = self.graph.node_copy(call, self.read)
-        if copy.name != call.name:
-            copy.meta["remat_copy_of"] = call.name
-        self.env[call] = copy
-        self.step_of[copy] = step
-        for item in joint.getitems.get(call, ()):
-            self.env[item] = self.graph.node_copy(item, self.read)
-        for v in joint.nodes[step]["outputs"]:
-            root = joint.value_root[v]
-            self.serial[v] = self.serial.get(v, 0) + 1 if root == v else self.serial.get(root, 0)
+        for call in joint.node_fx[step]:
+            copy = self.graph.node_copy(call, self.read)
+            if copy.name != call.name:
+                copy.meta["remat_copy_of"] = call.name
+            self.env[call] = copy
+            self.step_of[copy] = (step, self.emitted)
+            for item in joint.getitems.get(call, ()):
+                self.env[item] = self.graph.node_copy(item, self.read)
+            # Per call, not per step: a later call of a fused step may read a view made here.
+            for v in joint.call_outputs(call):
+                root = joint.value_root[v]
+                self.serial[v] = (self.serial.get(v, 0) + 1 if root == v
+                                  else self.serial.get(root, 0))
+        self.emitted += 1
 
     def read(self, n):
-        """The latest copy of joint fx node `n`, making a stale view again first."""
+        """The latest copy of joint fx node `n`, making a view again first when it is stale or
+        absent (the backward gets a view's storage, not the view)."""
         joint = self.joint
         if n not in self.env and n.op == "get_attr":
             self.env[n] = self.graph.node_copy(n)
         v = joint.value_of.get(n)
-        if v is not None and joint.value_root[v] != v and v in joint.producer_step \
-                and self.serial.get(v) != self.serial.get(joint.value_root[v], 0):
-            self.emit(joint.producer_step[v])
+        if v is not None and joint.value_root[v] != v and v in joint.producer_step and (
+                n not in self.env or self.serial.get(v) != self.serial.get(joint.value_root[v], 0)):
+            call = n.args[0] if n.target is operator.getitem else n
+            if effects.is_view(call):
+                self._remake_view(call)
+            else:
+                self.emit(joint.producer_step[v])
         if n not in self.env:
             raise Unplannable(f"the plan reads {n.name} where it does not exist (a forward "
                               f"value the backward reads must be saved)")
         return self.env[n]
+
+    def _remake_view(self, call):
+        """Runs view `call` again on the latest copy of what it views (a view costs nothing, so
+        a plan never runs one as a step of its own)."""
+        copy = self.graph.node_copy(call, self.read)
+        if copy.name != call.name:
+            copy.meta["remat_copy_of"] = call.name
+        self.env[call] = copy
+        made = self.joint.call_outputs(call)
+        step = self.joint.producer_step[made[0]]
+        if len(self.joint.node_fx[step]) == 1 and self.joint.nodes[step]["recomputable"]:
+            # The sequence run says so: the forward may have dropped its copy of the view. (A
+            # fused step's view is made by its step in the forward, which other calls keep; one
+            # that must run once is a forward output, kept too.)
+            self.step_of[copy] = (step, self.emitted)
+            self.emitted += 1
+        for item in self.joint.getitems.get(call, ()):
+            self.env[item] = self.graph.node_copy(item, self.read)
+        for v in made:
+            self.serial[v] = self.serial.get(self.joint.value_root[v], 0)
 
     def finish(self, module, drop_outputs):
         output = next(n for n in module.graph.nodes if n.op == "output")
@@ -265,7 +323,13 @@ class _Lowering:
         self.graph.eliminate_dead_code()
         self.graph.lint()
         lowered = fx.GraphModule(self.joint_module, self.graph)
-        return lowered, [self.step_of[n] for n in self.graph.nodes if n in self.step_of]
+        # A fused step's calls may enclose a view made again for one of them: each emission of a
+        # step ran where its last surviving call is (after what it encloses).
+        last = {}
+        for i, n in enumerate(self.graph.nodes):
+            if n in self.step_of:
+                last[self.step_of[n]] = i
+        return lowered, [step for step, _ in sorted(last, key=last.get)]
 
 
 def merge_common_subexpressions(joint_module):
@@ -329,8 +393,8 @@ def _call_key(n):
 
 def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
     """Saved values (forward outputs beyond the model's) and recomputed calls of any partition
-    (remat's or PyTorch's): a backward call is a recomputation when the forward graph has a call
-    of its name (or, for remat's copies, of the name it is a copy of)."""
+    (remat's or PyTorch's): a backward call but a view is a recomputation when the forward graph
+    has a call of its name (or, for remat's copies, of the name it is a copy of)."""
     fw_output = next(n for n in fw.graph.nodes if n.op == "output")
     outputs = _compat.tree_flatten(fw_output.args)[0]
     saved = [n for n in outputs[num_fwd_outputs:] if isinstance(n, fx.Node)]
@@ -342,6 +406,7 @@ def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
     forward_calls = {n.name for n in fw.graph.nodes if n.op == "call_function"}
     recomputed = [n for n in bw.graph.nodes
                   if n.op == "call_function" and n.target is not operator.getitem
+                  and not effects.is_view(n)
                   and n.meta.get("remat_copy_of", n.name) in forward_calls]
     stats = PartitionStats([n.name for n in saved], saved_bytes,
                            [n.meta.get("remat_copy_of", n.name) for n in recomputed], seconds)
@@ -388,9 +453,14 @@ class JointGraph:
     backward node, as a compiled step does. The incoming gradients (tangents) stay graph inputs,
     as the `mincut` solver expects of a joint graph. Random calls read each other in the graph's
     order (size-0 values), so every plan draws in that order. `input_bytes`: the bytes of the
-    graph inputs but the tangents (parameters, buffers, batch)."""
+    graph inputs but the tangents (parameters, buffers, batch).
 
-    def __init__(self, joint_module, num_fwd_outputs=None, backward_start=False):
+    With `fuse`, each chain of calls a compiler fuses into one kernel (pointwise ops, views and
+    simple reductions of one phase, op_kinds.is_fusible; fusion_groups) is one remat node: the
+    values passed only inside it are never stored (size 0 in the graph), its cost is the sum of
+    its calls', and a plan runs or recomputes the chain as a whole."""
+
+    def __init__(self, joint_module, num_fwd_outputs=None, backward_start=False, fuse=False):
         self.module = joint_module
         self.fwd_outputs, self.bwd_outputs = _compat.joint_outputs(joint_module, num_fwd_outputs)
         self.forward_names = _compat.forward_node_names(joint_module, len(self.fwd_outputs))
@@ -398,7 +468,7 @@ class JointGraph:
         self.tangent_values = set()
         self.written_roots = set()  # storages in-place calls write: their producers run once
         self.producer_dict = {}  # value -> node dict producing it
-        self.node_fx = []  # remat node id -> fx call (None for the backward start)
+        self.node_fx = []  # remat node id -> its fx calls, in order (none: the backward start)
         self.getitems = {}  # fx call -> its getitem nodes
         self.backward_start = None
         forward, backward = [], []
@@ -422,21 +492,79 @@ class JointGraph:
         calls = forward + ([(None, self._backward_start(backward))] if backward_start else [])
         calls += backward
         self._chain_random_calls(calls)
+        steps = (self._fuse(calls) if fuse
+                 else [((n,) if n is not None else (), node) for n, node in calls])
         self.nodes = nodes = []  # the node dicts, by remat node id
-        self.producer_step = {}  # value -> remat node id making it
-        for n, node in calls:
-            for v in node["outputs"]:
+        self.producer_step = {}  # value -> remat node id making it (inside a fused one too)
+        for members, node in steps:
+            if node["op"] == BACKWARD_START:
+                self.backward_start = len(nodes)
+            for v in node["outputs"] + [v for n in members for v in self.call_outputs(n)]:
                 self.producer_step[v] = len(nodes)
-            self.node_fx.append(n)
+            self.node_fx.append(members)
             nodes.append(node)
-        if backward_start:
-            self.backward_start = len(forward)
         produced = {v for node in nodes for v in node["outputs"]}
         self.input_bytes = sum(self.values[v]["size"] for v in range(len(self.values))
                                if v not in produced and v not in self.tangent_values
                                and "alias_of" not in self.values[v])
         self.graph = remat.Graph.build(f"{type(joint_module).__name__} joint graph",
                                        self.values, nodes)
+
+    def _is_view(self, v):
+        """Whether value v is made by a view call (not an in-place write, whose result must be
+        saved as it is: the backward cannot write again)."""
+        n = self.value_node[v]
+        if n is None or n.op != "call_function":
+            return False
+        if n.target is operator.getitem:
+            n = n.args[0]
+        return effects.is_view(n)
+
+    def call_outputs(self, n):
+        """The values fx call `n` makes (its getitems' or its own)."""
+        made = self.getitems.get(n) or [n]
+        return [self.value_of[m] for m in made if m in self.value_of]
+
+    def _fuse(self, calls):
+        """[(fx calls, node dict)] of `calls` [(fx call or None, node dict)] with each fusion group
+        (fusion_groups) one node: it reads what its calls read from outside it and makes what is
+        read outside it (or is a graph output, or the storage of such a view); the values only
+        its calls read become size-0 values that no node makes."""
+        groups = fusion_groups(calls, self._is_fusible)
+        group_of = {i: g for g, members in enumerate(groups) for i in members}
+        readers = {}
+        for i, (_, node) in enumerate(calls):
+            for v in node["inputs"]:
+                readers.setdefault(v, set()).add(group_of[i])
+        steps = []
+        for g, members in enumerate(groups):
+            if len(members) == 1:
+                n, node = calls[members[0]]
+                steps.append(((n,) if n is not None else (), node))
+                continue
+            made = [v for i in members for v in calls[i][1]["outputs"]]
+            inputs = list(dict.fromkeys(v for i in members for v in calls[i][1]["inputs"]
+                                        if v not in made))
+            outputs = [v for v in made if self.values[v].get("output")
+                       or readers.get(v, set()) - {g}]
+            outputs += [r for r in dict.fromkeys(self.value_root[v] for v in outputs)
+                        if r in made and r not in outputs]
+            for v in made:
+                if v not in outputs:
+                    self.values[v]["size"] = 0
+                    self.values[v].pop("alias_of", None)
+            first = calls[members[0]][1]
+            kinds = {calls[i][1]["kind"] for i in members}
+            steps.append((tuple(calls[i][0] for i in members), {
+                "name": f"{first['name']}+{len(members) - 1}", "op": "fused",
+                "kind": "reduction" if "reduction" in kinds else "pointwise",
+                "phase": first["phase"], "cost": sum(calls[i][1]["cost"] for i in members),
+                "inputs": inputs, "outputs": outputs, "recomputable": True}))
+        return steps
+
+    def _is_fusible(self, n, node):
+        return n is not None and node["recomputable"] and op_kinds.is_fusible(
+            _compat.packet_name(n.target), node["kind"])
 
     def _backward_start(self, backward):
         """The node making the incoming gradients after the forward outputs; every backward node
@@ -560,12 +688,100 @@ class JointGraph:
                         continue
                     if not forward_copy.get(self.value_root[v], True):
                         continue  # a view of a root made again: the view is made again too
-                    fx_node = self.value_node[v]
+                    # The storage, not the view: the backward makes the view again (free). Two
+                    # saved tensors sharing a storage would break Inductor's donated buffers
+                    # (the backward may reuse a saved tensor's storage as its own once read).
+                    fx_node = self.value_node[self.value_root[v] if self._is_view(v) else v]
                     if fx_node is not None and fx_node not in saved:
                         saved.append(fx_node)
             for v in node["outputs"]:
                 forward_copy[v] = n != self.backward_start and in_forward
         return saved
+
+
+def fusion_groups(calls, is_fusible):
+    """Groups of `calls` [(fx call or None, node dict)] a compiler can run as one kernel each, as
+    lists of indices, in an order in which every group runs after the groups it reads from.
+
+    A fusible call (is_fusible(fx call, node dict)) joins the group of each fusible call of its
+    phase whose result it reads, as Inductor fuses a consumer with its producers, unless that
+    would make a group that reads (through other groups) what it makes itself: then the two
+    could not run as one step. A view of a value made outside any group starts none (a backward
+    that reads the view gets its storage saved and makes the view again, as a step of its own)."""
+    producer = {v: i for i, (_, node) in enumerate(calls) for v in node["outputs"]}
+    group = list(range(len(calls)))  # call -> its group's id (the id of one of its calls)
+    members = {i: [i] for i in range(len(calls))}
+    sources = {i: {producer[v] for v in node["inputs"] if v in producer} - {i}
+               for i, (_, node) in enumerate(calls)}  # group -> the groups it reads from
+    readers = {i: set() for i in range(len(calls))}
+    for i, read in sources.items():
+        for h in read:
+            readers[h].add(i)
+
+    def reaches(starts, target):
+        """Whether group `target` is among `starts` or what they read from, transitively."""
+        seen, stack = set(starts), list(starts)
+        while stack:
+            g = stack.pop()
+            if g == target:
+                return True
+            for h in sources[g] - seen:
+                seen.add(h)
+                stack.append(h)
+        return False
+
+    def merge(mine, theirs):
+        for j in members.pop(mine):
+            group[j] = theirs
+            members[theirs].append(j)
+        for table, other in ((sources, readers), (readers, sources)):
+            for h in table[mine]:
+                other[h].discard(mine)
+                if h != theirs:
+                    other[h].add(theirs)
+            table[theirs] = (table[theirs] | table.pop(mine)) - {theirs, mine}
+
+    for i, (n, node) in enumerate(calls):
+        if not is_fusible(n, node):
+            continue
+        for g in list(dict.fromkeys(group[producer[v]] for v in node["inputs"] if v in producer)):
+            p = members[g][0] if g in members else None
+            if p is None or group[i] == g or not is_fusible(*calls[p]) \
+                    or calls[p][1]["phase"] != node["phase"]:
+                continue
+            if len(members[g]) == 1 and calls[p][1]["kind"] == "view":
+                continue  # a group's views view its own values: the backward remakes them alone
+            # Merged, the groups read each other only if one reads the other through a third.
+            mine = group[i]
+            if reaches(sources[mine] - {g}, g) or reaches(sources[g] - {mine}, mine):
+                continue
+            merge(mine, g)
+    return _groups_in_order(calls, producer, group, members)
+
+
+def _groups_in_order(calls, producer, group, members):
+    """The groups (sorted lists of call indices) in an order that runs each after the groups it
+    reads from, earliest first call first."""
+    needs = {g: set() for g in members}
+    readers = {g: set() for g in members}
+    for g, calls_of in members.items():
+        for i in calls_of:
+            for v in calls[i][1]["inputs"]:
+                h = group[producer[v]] if v in producer else g
+                if h != g:
+                    needs[g].add(h)
+                    readers[h].add(g)
+    ready = [(min(m), g) for g, m in members.items() if not needs[g]]
+    heapq.heapify(ready)
+    order = []
+    while ready:
+        _, g = heapq.heappop(ready)
+        order.append(sorted(members[g]))
+        for r in readers[g]:
+            needs[r].discard(g)
+            if not needs[r]:
+                heapq.heappush(ready, (min(members[r]), r))
+    return order
 
 
 def _check_plannable(n):
