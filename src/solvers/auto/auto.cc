@@ -531,7 +531,7 @@ class AutoSolver final : public Solver {
         best = std::move(r);
     }
     ChainPlan plan = std::move(best->plan);
-    plan.stats.stop_reason = stopped;
+    plan.stats.stop_reason = std::max(stopped, limits.reason());
     plan.stats.work = limits.spent();
     plan.stats.lists.emplace_back("auto_winner", std::vector<std::string>{plan.solver});
     plan.stats.lists.emplace_back("auto_members", std::move(outcomes));
