@@ -27,7 +27,7 @@ struct Params {
   bool rotor_chain = true;  // also try Rotor's own chain (no options) and keep the better plan
   std::string budgets = "10x10";
   int64_t milp_iterations = 1000;
-  double milp_time_limit_s = 1;
+  double milp_time_limit_s = 5;
   double milp_gap = 0.02;
   int64_t milp_max_columns = 100'000;
   std::string cache_dir;
@@ -45,7 +45,7 @@ const ParamTable<Params> kTable(
           "work limit of each rk-Checkmate MILP: simplex iterations over its whole search (the "
           "same options, and plan, on any machine)"},
          integer(&Params::milp_iterations, 1)},
-        {{"milp_time_limit", "1", "s",
+        {{"milp_time_limit", "5", "s",
           "wall-clock backstop of each rk-Checkmate MILP (stop_reason `time_limit` when it fires)"},
          real(&Params::milp_time_limit_s, 0, 3600, /*above_min=*/true)},
         {{"milp_gap", "0.02", "", "relative gap at which an rk-Checkmate MILP stops"},
