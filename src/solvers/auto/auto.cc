@@ -78,8 +78,9 @@ const ParamTable<AutoParams>& auto_param_table() {
            choice(&AutoParams::anytime,
                   {{"auto", Anytime::kAuto}, {"true", Anytime::kOn}, {"false", Anytime::kOff}})},
           {{"quick", "`true`", "",
-            "the members' runs before the anytime rounds stop sooner than the members' own "
-            "defaults: FastSA's convergence window max(250,000, 50 x nodes) iterations, "
+            "the members' runs before the anytime rounds (FastSA's cold run aside) stop sooner "
+            "than the members' own defaults: FastSA's convergence window max(250,000, 50 x nodes) "
+            "iterations, "
             "rockmate's grid 5x5 of MILPs of at most 300 iterations (MEMBER.KEY=VALUE overrides "
             "each); `false`: the members' defaults"},
            flag(&AutoParams::quick)},
@@ -137,8 +138,9 @@ AutoParams parse_auto_params(const ParamMap& params, std::span<const SolverEntry
   return p;
 }
 
-// The settings `auto` gives a member's runs before the anytime rounds, where `given` (the user's
-// MEMBER.KEY=VALUE) names none: the portfolio's first plan in seconds, more work to the rounds.
+// The settings `auto` gives a member's runs before the anytime rounds (FastSA's cold run aside),
+// where `given` (the user's MEMBER.KEY=VALUE) names none: the portfolio's first plan in seconds,
+// more work to the rounds.
 // FastSA stops a stage after a shorter convergence window (it still cools to its final
 // temperature first); rockmate's option grid has a quarter of its MILPs, each capped lower.
 // bench/auto_speed_bench.py measures both against the members' defaults and a 60-unit search.
@@ -283,7 +285,11 @@ class Portfolio {
     const bool nothing_fits = !fits(*best_);
     // Nothing fits: the cold run is the likeliest to fit, so it gets the larger share (random
     // layered graphs of thousands of nodes at 70 % spend half the work in FastSA's memory pass).
+    // The cold run with FastSA's own settings: its plan is then FastSA's alone (its slice is
+    // larger than its schedule), so `auto` is never worse than FastSA run alone.
+    own_settings_ = true;
     run_member(finisher, name, !starts.empty() ? 0.5 : nothing_fits ? 0.75 : 1.0, {});
+    own_settings_ = false;
     if (finished(cost_floor)) return;
     if (!starts.empty()) {
       run_member(finisher, name + "_warm", starts.size() > 1 ? 0.5 : 1.0, starts[0]);
@@ -323,7 +329,7 @@ class Portfolio {
     const std::string name = std::string(finisher.name) + "_improve";
     const double smallest_round = options_.work_limit / 100;
     const double work_before = limits_.spent();
-    in_rounds_ = true;  // the members' own settings: each round may take longer to converge
+    own_settings_ = true;  // each round may take longer to converge
     int rounds = 0, improved = 0;
     while (!finished(cost_floor) && limits_.left() / 2 >= smallest_round) {
       ++rounds;
@@ -435,7 +441,7 @@ class Portfolio {
     if (const auto it = params_.member_params.find(std::string(member.name));
         it != params_.member_params.end())
       o.params = it->second;
-    if (params_.quick && !in_rounds_) o.params = quick_settings(member.name, g_, o.params);
+    if (params_.quick && !own_settings_) o.params = quick_settings(member.name, g_, o.params);
     return o;
   }
 
@@ -516,7 +522,7 @@ class Portfolio {
   std::vector<Fitting> fitting_;  // plans of the members (kMember) within budget
   std::optional<double> lower_bound_;
   StopReason stopped_ = StopReason::kConverged;  // the members' stop reasons, the worst
-  bool in_rounds_ = false;                       // improve() runs: no quick_settings
+  bool own_settings_ = false;  // the run ahead: no quick_settings (FastSA's cold run, the rounds)
   std::vector<std::string> outcomes_;
   std::vector<std::pair<std::string, double>> counters_;
   std::vector<std::pair<std::string, std::vector<double>>> best_series_ = {
