@@ -80,9 +80,8 @@ const ParamTable<AutoParams>& auto_param_table() {
           {{"quick", "`true`", "",
             "the members' runs before the anytime rounds (FastSA's cold run aside) stop sooner "
             "than the members' own defaults: FastSA's convergence window max(250,000, 50 x nodes) "
-            "iterations, "
-            "rockmate's grid 5x5 of MILPs of at most 300 iterations (MEMBER.KEY=VALUE overrides "
-            "each); `false`: the members' defaults"},
+            "iterations, rockmate's grid 5x5 of MILPs of at most 300 iterations "
+            "(MEMBER.KEY=VALUE overrides each); `false`: the members' defaults"},
            flag(&AutoParams::quick)},
       });
   return table;
@@ -140,10 +139,9 @@ AutoParams parse_auto_params(const ParamMap& params, std::span<const SolverEntry
 
 // The settings `auto` gives a member's runs before the anytime rounds (FastSA's cold run aside),
 // where `given` (the user's MEMBER.KEY=VALUE) names none: the portfolio's first plan in seconds,
-// more work to the rounds.
-// FastSA stops a stage after a shorter convergence window (it still cools to its final
-// temperature first); rockmate's option grid has a quarter of its MILPs, each capped lower.
-// bench/auto_speed_bench.py measures both against the members' defaults and a 60-unit search.
+// more work to the rounds. FastSA stops a stage after a shorter convergence window (it still
+// cools to its final temperature first); rockmate's option grid has a quarter of its MILPs, each
+// capped lower. bench/auto_speed_bench.py measures the portfolio against a 60-unit search.
 ParamMap quick_settings(std::string_view member, const Graph& g, const ParamMap& given) {
   ParamMap out;
   if (member == "fastsa" && !given.contains("schedule") && !given.contains("convergence_window"))
