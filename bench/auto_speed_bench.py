@@ -60,11 +60,13 @@ def graph_paths(binary, directory, wanted):
     return {k: v for k, v in paths.items() if not wanted or k in wanted}
 
 
-def solve(binary, path, budget, work_limit, time_limit):
+def solve(binary, path, budget, work_limit, time_limit, solver="auto", params=()):
     before = child_cpu()
-    done = subprocess.run([binary, "solve", path, "--solver", "auto", "--budget", f"{budget}%",
-                           "--json", "--work-limit", str(work_limit), "--time-limit",
-                           str(time_limit)], capture_output=True, text=True)
+    command = [binary, "solve", path, "--solver", solver, "--budget", f"{budget}%", "--json",
+               "--work-limit", str(work_limit), "--time-limit", str(time_limit)]
+    for p in params:
+        command += ["--param", p]
+    done = subprocess.run(command, capture_output=True, text=True)
     cpu = child_cpu() - before
     if done.returncode != 0:
         lines = done.stderr.strip().splitlines()
@@ -74,7 +76,7 @@ def solve(binary, path, budget, work_limit, time_limit):
     return {"status": plan["status"], "peak": plan["peak_percent_of_baseline"],
             "ci": plan["cost_increase_percent"], "cpu": cpu, "work": stats.get("work", 0),
             "stop": stats.get("stop_reason", "?"), "sequence": plan.get("sequence"),
-            "winner": stats.get("lists", {}).get("auto_winner", ["?"])[0],
+            "winner": stats.get("lists", {}).get("auto_winner", [solver])[0],
             "series": stats.get("series", {}), "nodes": plan.get("nodes")}
 
 
@@ -99,6 +101,69 @@ def row(name, nodes, limit, r, default):
             no_worse = "**no**"
     return (f"| {name} | {nodes} | {limit:g} | {r['cpu']:.2f} | {r['work']:.2f} | {r['stop']} | "
             f"{r['status']} | {r['peak']:.1f} | {r['ci']:+.2f} | {r['winner']} | {no_worse} |")
+
+
+def cell(r):
+    """A plan as one table cell: CI within budget, the peak when over it."""
+    if "error" in r:
+        return "n/a"
+    if r["status"] == "over-budget":
+        return f"over ({r['peak']:.1f} %)"
+    return f"{r['ci']:+.2f}"
+
+
+def score(r):
+    """Orders plans by the better-plan rule (smaller is better): within budget and cheaper, else
+    the lower peak; a member that did not apply is last."""
+    if "error" in r:
+        return (2, 0.0)
+    return (0, r["ci"]) if r["status"] != "over-budget" else (1, r["peak"])
+
+
+def speed_bar(nodes):
+    """The issue's CPU bar for the default `auto` at this size (seconds), or None above it."""
+    return 3.0 if nodes <= 1000 else 20.0 if nodes <= 10000 else 300.0
+
+
+def search_summary(rows, search):
+    print(f"\nThe default against a {search:g}-unit search (`anytime=true` at {search:g} units), "
+          "per graph: the default's CPU seconds against the bar (3 s up to 1,000 nodes, 20 s up "
+          "to 10,000) and its CI gap to the search (bar: 1 point).\n")
+    print("| graph | nodes | default CPU s | bar s | default CI % | search CI % | gap (points) "
+          "| bars met |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for name, nodes, default, searched in rows:
+        if "error" in default or "error" in searched:
+            print(f"| {name} | {nodes} | | | | | | error |")
+            continue
+        same = (default["status"] == "over-budget") == (searched["status"] == "over-budget")
+        gap = default["ci"] - searched["ci"] if same else float("nan")
+        met = default["cpu"] <= speed_bar(nodes) and same and gap <= 1.0
+        print(f"| {name} | {nodes} | {default['cpu']:.2f} | {speed_bar(nodes):g} | "
+              f"{cell(default)} | {cell(searched)} | {gap:+.2f} | {'yes' if met else '**no**'} |")
+
+
+CURVE_MEMBERS = ("fastsa", "rockmate", "rotor", "mincut")
+
+
+def curve(binary, paths, names, budget, limits):
+    print(f"\nQuality over work: `auto` and each member alone with the same work limit, at "
+          f"{budget:g} % (CI %, or the peak when over budget; CPU seconds of `auto` in "
+          "brackets). Goal: `auto` no worse than the best member at every limit.\n")
+    print("| graph | work limit | auto | " + " | ".join(CURVE_MEMBERS) +
+          " | best member | auto ≤ best |")
+    print("| --- | ---: | --- | " + " | ".join("---" for _ in CURVE_MEMBERS) + " | --- | --- |")
+    for name in names:
+        for limit in limits:
+            time_limit = 10 * limit + 10
+            a = solve(binary, paths[name], budget, limit, time_limit)
+            members = {m: solve(binary, paths[name], budget, limit, time_limit, solver=m)
+                       for m in CURVE_MEMBERS}
+            best = min(members, key=lambda m: score(members[m]))
+            ok = score(a) <= score(members[best])
+            print(f"| {name} | {limit:g} | {cell(a)} ({a['cpu']:.1f} s) | " +
+                  " | ".join(cell(members[m]) for m in CURVE_MEMBERS) +
+                  f" | {best} | {'yes' if ok else '**no**'} |", flush=True)
 
 
 def print_progress(name, r):
@@ -127,12 +192,21 @@ def main():
     parser.add_argument("--work-limits", default="60,240",
                         help="comma-separated; the first is the one the others are compared to")
     parser.add_argument("--graphs", default="",
-                        help="comma-separated names (default: all): " +
+                        help="comma-separated names (default: all; `none`: the curve alone): " +
                         ", ".join(list(FILES) + [f"{k}_{n}" for k, n in GENERATED]))
     parser.add_argument("--repeat", action="store_true",
                         help="run each larger limit twice and compare the plans")
     parser.add_argument("--progress", action="store_true",
                         help="print the best plan over the work spent, largest limit")
+    parser.add_argument("--extra", default="",
+                        help="more graphs, NAME=PATH,... (e.g. models_bench's --graph-cache files)")
+    parser.add_argument("--search", type=float, default=0,
+                        help="also run `auto` with anytime=true at this work limit per graph and "
+                        "compare the first limit's plan and CPU seconds to it (the issue: 60)")
+    parser.add_argument("--curve", default="",
+                        help="work limits (e.g. 3,30,300): `auto` and each member alone at each, "
+                        "on the --curve-graphs")
+    parser.add_argument("--curve-graphs", default="", help="comma-separated graph names")
     parser.add_argument("--results", nargs="?", const=bench_results.default_path(
         "auto_speed_bench"), default=None, help="write the figures to bench/results/")
     args = parser.parse_args()
@@ -143,6 +217,12 @@ def main():
     with tempfile.TemporaryDirectory() as tmp, \
             bench_results.recorded("auto_speed_bench", args.results):
         paths = graph_paths(args.remat, tmp, wanted)
+        for item in filter(None, args.extra.split(",")):
+            name, path = item.split("=", 1)
+            paths[name] = path
+        if wanted == ["none"]:  # the curve alone
+            paths = {}
+        curve_names = [g for g in args.curve_graphs.split(",") if g]
         print(f"`auto` at {args.budget:g} % of the default schedule's peak; CPU seconds of the "
               f"`remat solve` process; work limits {', '.join(f'{x:g}' for x in limits)} "
               f"(time limit {time_limit:g} s, never reached).\n")
@@ -151,6 +231,7 @@ def main():
         print("| --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | --- | --- |")
         progress = []
         mismatches = []
+        searched = []
         for name, path in paths.items():
             nodes = node_count(path)
             default = None
@@ -166,6 +247,15 @@ def main():
                         mismatches.append(f"{name} at {limit:g}")
                 if limit == max(limits) and "error" not in r:
                     progress.append((name, r))
+            if args.search:
+                r = solve(args.remat, path, args.budget, args.search, 10 * args.search + 10,
+                          params=["anytime=true"])
+                r["limit"] = args.search
+                print(row(name, nodes, args.search, r, default).replace(
+                    f"| {args.search:g} |", f"| {args.search:g} (search) |", 1), flush=True)
+                searched.append((name, nodes, default, r))
+        if searched:
+            search_summary(searched, args.search)
         if args.repeat:
             print("\nDeterminism (each larger limit run twice): " +
                   ("the same plan every time" if not mismatches else
@@ -175,6 +265,13 @@ def main():
                   "CI %):\n")
             for name, r in progress:
                 print_progress(name, r)
+        if args.curve:
+            every = graph_paths(args.remat, tmp, curve_names)
+            for item in filter(None, args.extra.split(",")):
+                name, path = item.split("=", 1)
+                every[name] = path
+            curve(args.remat, every, curve_names, args.budget,
+                  [float(x) for x in args.curve.split(",")])
 
 
 if __name__ == "__main__":

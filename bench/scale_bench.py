@@ -1,7 +1,8 @@
 """Planning at scale: models far larger than this machine, traced on fake tensors and planned.
 
     ./scripts/python bench/scale_bench.py [--models llama-7b,unet] [--budgets 50%,25%,min]
-                                          [--solver auto] [--time-limit 20] [--results [FILE]]
+                                          [--solver auto] [--work-limit 60]
+                                          [--compare rockmate,fastsa] [--results [FILE]]
 
 The model zoo is generated here from configs (nothing is downloaded), every model on the meta
 device, and traced with remat.torch.trace(..., device="cpu"): fake tensors, no memory of the
@@ -24,8 +25,11 @@ weights, activations); per budget (a fraction of the baseline peak, or "min": th
 bound): the planning CPU seconds, the planned peak (simulator), CI (extra compute over the
 baseline, %), the solver that won (auto's winner) and the planner's peak RSS while it solved
 (VmHWM, reset before each solve; the process holds PyTorch and the graph too). A budget below the
-memory lower bound is not solved. Figures go to stdout; --results writes them to
-bench/results/scale_bench.md (or the file given) as well.
+memory lower bound is not solved. Each solve stops on its work limit (the same plan on a loaded machine; the
+wall clock is only the backstop). --compare runs those solvers alone at the same work limit too,
+each in a column of its CI (the peak when over budget): `auto` should be no worse than any of
+them. Figures go to stdout; --results writes them to bench/results/scale_bench.md (or the file
+given) as well.
 """
 
 import argparse
@@ -157,7 +161,17 @@ def _peak_rss():
     return -1
 
 
-def measure_one(name, budgets, solver, time_limit):
+def _cell(g, base_cost, budget_bytes, r):
+    import remat
+
+    evaluation = remat.simulate(g, list(r.sequence))
+    assert evaluation.valid, evaluation.error
+    if evaluation.peak_bytes > budget_bytes:
+        return f"over ({evaluation.peak_bytes / GB:.2f} GB)"
+    return f"{100.0 * (evaluation.cost - base_cost) / base_cost:+.2f}"
+
+
+def measure_one(name, budgets, solver, work_limit, compare):
     import remat
     import remat.torch as rt
 
@@ -185,7 +199,7 @@ def measure_one(name, budgets, solver, time_limit):
             continue
         _reset_peak_rss()
         start = time.process_time()
-        r = remat.solve(g, budget_bytes, solver, time_limit=time_limit)
+        r = remat.solve(g, budget_bytes, solver, work_limit=work_limit)
         plan["plan_s"] = time.process_time() - start
         plan["wall_s"] = r.wall_time_s
         plan["planner_rss"] = _peak_rss()
@@ -194,6 +208,10 @@ def measure_one(name, budgets, solver, time_limit):
         plan.update(status=r.status, stop_reason=r.stop_reason, peak=evaluation.peak_bytes,
                     ci=100.0 * (evaluation.cost - base_cost) / base_cost,
                     winner=(dict(r.lists).get("auto_winner") or [r.solver])[0])
+        plan["compare"] = {
+            other: _cell(g, base_cost, budget_bytes,
+                         remat.solve(g, budget_bytes, other, work_limit=work_limit))
+            for other in compare}
         row["plans"].append(plan)
     return row
 
@@ -216,22 +234,25 @@ def print_model(row):
           f"({100 * row['lower_bound'] / row['baseline_peak']:.1f} %)", flush=True)
 
 
-def table(rows):
+def table(rows, compare):
+    extra = "".join(f" {c} alone CI % |" for c in compare)
     lines = ["| model | nodes | trace s | budget | plan s (CPU) | peak GB | % of baseline | CI % "
-             "| status | winner | planner RSS GB |",
-             "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | --- | ---: |"]
+             "| status | winner | planner RSS GB |" + extra,
+             "| --- | ---: | ---: | --- | ---: | ---: | ---: | ---: | --- | --- | ---: |" +
+             " ---: |" * len(compare)]
     for row in rows:
         for p in row["plans"]:
             if "peak" not in p:
                 lines.append(f"| {row['model']} | {row['nodes']} | {row['trace_s']:.1f} | "
                              f"{p['budget']} ({_gb(p['budget_bytes'])} GB) | | | | | "
-                             f"{p['status']} | | |")
+                             f"{p['status']} | | |" + " |" * len(compare))
                 continue
             lines.append(
                 f"| {row['model']} | {row['nodes']} | {row['trace_s']:.1f} | {p['budget']} "
                 f"({_gb(p['budget_bytes'])} GB) | {p['plan_s']:.1f} | {_gb(p['peak'])} | "
                 f"{100 * p['peak'] / row['baseline_peak']:.1f} | {p['ci']:+.2f} | {p['status']} "
-                f"({p['stop_reason']}) | {p['winner']} | {_gb(p['planner_rss'])} |")
+                f"({p['stop_reason']}) | {p['winner']} | {_gb(p['planner_rss'])} |" +
+                "".join(f" {p['compare'].get(c, '')} |" for c in compare))
     return "\n".join(lines)
 
 
@@ -240,29 +261,33 @@ def main():
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--budgets", default="50%,25%,min")
     parser.add_argument("--solver", default="auto")
-    parser.add_argument("--time-limit", type=float, default=20.0,
-                        help="seconds per solve (the whole bench stays under 15 minutes)")
+    parser.add_argument("--work-limit", type=float, default=60.0,
+                        help="work units per solve (the default: about a CPU second each)")
+    parser.add_argument("--compare", default="",
+                        help="comma-separated solvers also run alone at each budget")
     parser.add_argument("--results", nargs="?", const=bench_results.default_path("scale_bench"),
                         help="also write the figures to this file (default: "
                         "bench/results/scale_bench.md)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # run one model, print its JSON row
     args = parser.parse_args()
     budgets = args.budgets.split(",")
+    compare = [c for c in args.compare.split(",") if c]
     if args.one:
-        print(json.dumps(measure_one(args.one, budgets, args.solver, args.time_limit)))
+        print(json.dumps(measure_one(args.one, budgets, args.solver, args.work_limit, compare)))
         return
     names = args.models.split(",")
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         parser.error(f"unknown model {unknown[0]!r}; the zoo: {', '.join(MODELS)}")
     with bench_results.recorded("scale_bench", args.results):
-        print(f"solver {args.solver}, time limit {args.time_limit:g} s per solve, one thread; "
+        print(f"solver {args.solver}, work limit {args.work_limit:g} units per solve, one thread; "
               "graphs traced on fake tensors for the CPU\n")
         rows = []
         for name in names:
             run = subprocess.run([sys.executable, __file__, "--one", name, "--budgets",
-                                  args.budgets, "--solver", args.solver, "--time-limit",
-                                  str(args.time_limit)], capture_output=True, text=True)
+                                  args.budgets, "--solver", args.solver, "--work-limit",
+                                  str(args.work_limit), "--compare", args.compare],
+                                 capture_output=True, text=True)
             if run.returncode != 0:
                 print(f"{name}: failed\n{run.stderr[-2000:]}", flush=True)
                 continue
@@ -270,7 +295,7 @@ def main():
             print_model(row)
             print()
             rows.append(row)
-        print(table(rows))
+        print(table(rows, compare))
 
 
 if __name__ == "__main__":

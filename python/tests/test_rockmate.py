@@ -191,3 +191,30 @@ def test_blocks_past_the_milp_size_limit_get_no_milp():
     assert r.feasible and c["options_from_start"] >= 1
     with pytest.raises(ValueError, match="milp_max_columns"):
         remat.solve(graph, "60%", "rockmate", milp_max_columns="0")
+
+
+def test_bf16_llama_layers_are_blocks_of_their_own():
+    # Hugging Face's Llama in bf16: each RMSNorm reads an fp32 copy of the residual, so between
+    # layers the forward hands on only the bf16 residual, which no backward node reads. Those cuts
+    # still separate the layers (one block per attention and per MLP), where the forward was one
+    # block of every layer and the plans of rockmate and rotor were far costlier. (The first
+    # layer's attention and MLP differ from the others': the blocks after the first repeat.)
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(hidden_size=64, intermediate_size=172, num_hidden_layers=4,
+                         num_attention_heads=4, num_key_value_heads=2, vocab_size=128,
+                         max_position_embeddings=32)
+    with torch.device("meta"):
+        model = LlamaForCausalLM(config).to(torch.bfloat16)
+    ids = torch.empty(2, 32, dtype=torch.long, device="meta")
+
+    def loss_fn(output, labels):
+        return torch.nn.functional.cross_entropy(output.logits.flatten(0, 1).float(),
+                                                 labels.flatten())
+
+    graph = rt.trace(model, (ids, ids), loss_fn, device="cpu").graph
+    b = _remat.rockmate_blocks(graph)
+    repeated = sorted((len(c["members"]) for c in b["classes"] if len(c["members"]) > 1),
+                      reverse=True)
+    assert repeated[:2] == [3, 3], b["classes"]
+    assert max(len(blk["nodes"]) for blk in b["blocks"]) < graph.num_nodes / 4

@@ -229,10 +229,12 @@ class Extractor {
   // not join everything). O(V + E). Only cuts whose crossing values some backward node reads are
   // kept: Rotor's model keeps a^ℓ (inside ā^ℓ) until B^ℓ, which over-counts an activation no
   // backward node needs (the input of a ReLU, say), and such a cut offers no useful checkpoint
-  // the next one does not. `blocker`, when given, gets per position the value produced before it
-  // and read farthest after it (kNoValue when none crosses).
+  // the next one does not; `any_crossing` keeps them too (below). `blocker`, when given, gets per
+  // position the value produced before it and read farthest after it (kNoValue when none
+  // crosses).
   std::vector<int32_t> cut_positions(const ValueFlags& exempt,
-                                     std::vector<ValueId>* blocker = nullptr) const {
+                                     std::vector<ValueId>* blocker = nullptr,
+                                     bool any_crossing = false) const {
     std::vector<int32_t> cuts;
     int32_t reach = kNone;  // the last forward read of any value produced before position i
     ValueId reach_value = kNoValue;
@@ -244,7 +246,7 @@ class Extractor {
         bool crossing_read = false;
         for (ValueId y : node.outputs)
           if (g_.value(y).size_bytes > 0 && last_forward_use_[y] > i)
-            crossing_read |= backward_reads(y);
+            crossing_read |= any_crossing || backward_reads(y);
         if (crossing_read) cuts.push_back(i);
       }
       for (ValueId y : node.outputs)
@@ -349,11 +351,12 @@ class Extractor {
       }
   }
 
-  // Core position i hands on a value that is not shared and that the backward reads.
+  // Core position i hands on a value that is not shared and that the backward reads (any, with
+  // cuts at any crossing value: find_stages).
   bool hands_on_activation(int32_t i) const {
     for (ValueId y : g_.node(core_[static_cast<size_t>(i)]).outputs)
       if (g_.value(y).size_bytes > 0 && !out_.shared[y] && last_forward_use_[y] > i &&
-          backward_reads(y))
+          (any_crossing_ || backward_reads(y)))
         return true;
     return false;
   }
@@ -404,19 +407,26 @@ class Extractor {
   }
 
   // Cuts, then shared values when the cuts alone leave the chain coarse: at the first ratio that
-  // does not, the candidates that cross a kept cut.
+  // does not, the candidates that cross a kept cut. When no ratio helps, the same with cuts whose
+  // crossing values no backward node reads: a pre-norm transformer whose norm reads an fp32 copy
+  // of the residual (Hugging Face's Llama in bf16) hands on, between layers, only the bf16
+  // residual, which its backward never reads; Rotor's model then over-counts that value, far less
+  // than one stage holding every layer costs.
   void find_stages() {
     ValueFlags exempt = no_values();
     std::vector<int32_t> cuts = cut_positions(exempt);
-    if (coarse(cuts))
+    for (const bool any_crossing : {false, true}) {
+      if (!coarse(cuts)) break;
       for (const int64_t ratio : kShareRatios) {
         ValueFlags candidates = share_candidates(ratio);
-        std::vector<int32_t> shared_cuts = cut_positions(candidates);
+        std::vector<int32_t> shared_cuts = cut_positions(candidates, nullptr, any_crossing);
         if (coarse(shared_cuts)) continue;
         cuts = std::move(shared_cuts);
         exempt = std::move(candidates);
+        any_crossing_ = any_crossing;
         break;
       }
+    }
     out_.separator_candidates = static_cast<int32_t>(cuts.size());
     if (cuts.empty())
       throw UnsupportedGraph(fmt::format(
@@ -718,6 +728,7 @@ class Extractor {
   std::vector<int64_t> made_before_;             // activation bytes made before each core position
   std::vector<uint8_t> from_inputs_;             // by core position: made from graph inputs alone
   IdVector<ValueId, int32_t> output_stage_;      // ℓ when the value is in a^ℓ, else 0
+  bool any_crossing_ = false;                    // cuts at values no backward reads (find_stages)
   GraphChain out_;
 };
 

@@ -283,6 +283,23 @@ TEST(Auto, AnytimeUsesTheWorkGivenNeverWorseAndDeterministic) {
   EXPECT_TRUE(std::is_sorted(work.begin(), work.end()));
 }
 
+// The portfolio stops on work only when its own work ran out: members that end on their slices
+// or their own caps (FastSA at a hundredth of its iterations converges; rockmate's MILPs stop on
+// their iteration caps) leave it converged; with a limit that skips FastSA it says work_limit.
+TEST(Auto, StopsOnWorkOnlyWhenItsOwnWorkRanOut) {
+  const Graph g = generate_joint({.num_nodes = 100, .seed = 2});
+  SolveOptions options;
+  options.budget = {baseline(g).peak_bytes * 6 / 10};
+  options.params = kQuickAuto;
+  const SolveResult ample = solve(g, "auto", options);
+  EXPECT_LT(ample.plan.stats.work, options.work_limit);
+  EXPECT_EQ(ample.plan.stats.stop_reason, StopReason::kConverged)
+      << fmt::format("{}", fmt::join(list_of(ample.plan.stats, "auto_members"), "\n"));
+  options.work_limit = 1e-3;
+  const SolveResult tiny = solve(g, "auto", options);
+  EXPECT_EQ(tiny.plan.stats.stop_reason, StopReason::kWorkLimit);
+}
+
 // The default work limit keeps the fast portfolio: no anytime rounds unless asked for.
 TEST(Auto, NoAnytimeRoundsAtTheDefaultWorkLimit) {
   const Graph g = generate_random_layered({.num_nodes = 40, .seed = 4});

@@ -25,6 +25,7 @@ struct AutoParams {
   std::optional<int64_t> max_nodes;  // overrides the node cap of members that have one
   bool two_pass = true;              // FastSA on two passes when nothing else fits (two_pass.h)
   Anytime anytime = Anytime::kAuto;  // auto: when the work limit is above the default
+  bool quick = true;                 // members' first runs with quick_settings
   std::map<std::string, ParamMap> member_params;  // "fastsa.slots=..." -> member_params["fastsa"]
 };
 
@@ -76,6 +77,12 @@ const ParamTable<AutoParams>& auto_param_table() {
             "the least possible cost; `auto`: when the work limit is above the default"},
            choice(&AutoParams::anytime,
                   {{"auto", Anytime::kAuto}, {"true", Anytime::kOn}, {"false", Anytime::kOff}})},
+          {{"quick", "`true`", "",
+            "the members' runs before the anytime rounds (FastSA's cold run aside) stop sooner "
+            "than the members' own defaults: FastSA's convergence window max(250,000, 50 x nodes) "
+            "iterations, rockmate's grid 5x5 of MILPs of at most 300 iterations "
+            "(MEMBER.KEY=VALUE overrides each); `false`: the members' defaults"},
+           flag(&AutoParams::quick)},
       });
   return table;
 }
@@ -129,6 +136,26 @@ AutoParams parse_auto_params(const ParamMap& params, std::span<const SolverEntry
     for (const SolverEntry* row : rows) p.members.emplace_back(row->name);
   return p;
 }
+
+// The settings `auto` gives a member's runs before the anytime rounds (FastSA's cold run aside),
+// where `given` (the user's MEMBER.KEY=VALUE) names none: the portfolio's first plan in seconds,
+// more work to the rounds. FastSA stops a stage after a shorter convergence window (it still
+// cools to its final temperature first); rockmate's option grid has a quarter of its MILPs, each
+// capped lower. bench/auto_speed_bench.py measures the portfolio against a 60-unit search.
+ParamMap quick_settings(std::string_view member, const Graph& g, const ParamMap& given) {
+  ParamMap out;
+  if (member == "fastsa" && !given.contains("schedule") && !given.contains("convergence_window"))
+    out["convergence_window"] = std::to_string(std::max<int64_t>(250'000, 50 * g.num_nodes()));
+  if (member == "rockmate") {
+    out["budgets"] = "5x5";
+    out["milp_iterations"] = "300";
+  }
+  for (const auto& [key, value] : given) out[key] = value;
+  return out;
+}
+
+// fitting_starts: the second warm start costs at most this many times the first.
+constexpr double kSecondStartCostRatio = 2;
 
 // (within budget, cheapest) before (over budget, lowest peak); ties keep the earlier member.
 bool better(const Evaluation& a, const Evaluation& b, int64_t budget) {
@@ -256,7 +283,11 @@ class Portfolio {
     const bool nothing_fits = !fits(*best_);
     // Nothing fits: the cold run is the likeliest to fit, so it gets the larger share (random
     // layered graphs of thousands of nodes at 70 % spend half the work in FastSA's memory pass).
+    // The cold run with FastSA's own settings: its plan is then FastSA's alone (its slice is
+    // larger than its schedule), so `auto` is never worse than FastSA run alone.
+    own_settings_ = true;
     run_member(finisher, name, !starts.empty() ? 0.5 : nothing_fits ? 0.75 : 1.0, {});
+    own_settings_ = false;
     if (finished(cost_floor)) return;
     if (!starts.empty()) {
       run_member(finisher, name + "_warm", starts.size() > 1 ? 0.5 : 1.0, starts[0]);
@@ -296,6 +327,7 @@ class Portfolio {
     const std::string name = std::string(finisher.name) + "_improve";
     const double smallest_round = options_.work_limit / 100;
     const double work_before = limits_.spent();
+    own_settings_ = true;  // each round may take longer to converge
     int rounds = 0, improved = 0;
     while (!finished(cost_floor) && limits_.left() / 2 >= smallest_round) {
       ++rounds;
@@ -375,7 +407,10 @@ class Portfolio {
   }
 
   // The plans of the members that fit the budget (the default schedule aside), the cheapest
-  // first, at most two.
+  // first, at most two; the second only when it costs at most kSecondStartCostRatio times the
+  // first: a plan that recomputes most of the graph (mincut's, often at +1,000 % and more) makes
+  // every FastSA move as many times dearer (its sequence is that much longer) and is rarely the
+  // better start (on a 7,000-node Llama at 25 %, 200 s against 30 s from rockmate's plan).
   std::vector<WarmStart> fitting_starts() const {
     std::vector<const Fitting*> order;
     for (const Fitting& f : fitting_) order.push_back(&f);
@@ -383,7 +418,8 @@ class Portfolio {
                      [](const Fitting* a, const Fitting* b) { return a->cost < b->cost; });
     std::vector<WarmStart> starts;
     for (const Fitting* f : order)
-      if (starts.size() < 2) starts.push_back(WarmStart{f->sequence, f->member, options_.budget});
+      if (starts.size() < 2 && f->cost <= kSecondStartCostRatio * order.front()->cost)
+        starts.push_back(WarmStart{f->sequence, f->member, options_.budget});
     return starts;
   }
 
@@ -403,7 +439,13 @@ class Portfolio {
     if (const auto it = params_.member_params.find(std::string(member.name));
         it != params_.member_params.end())
       o.params = it->second;
+    if (params_.quick && !own_settings_) o.params = quick_settings(member.name, g_, o.params);
     return o;
+  }
+
+  // Whether the user gave `member` parameters (its errors are then theirs to fix).
+  bool given_params(const SolverEntry& member) const {
+    return params_.member_params.contains(std::string(member.name));
   }
 
   // Runs `member` through the judged solve(), recording it as `label`, with `share` of its slice,
@@ -420,7 +462,7 @@ class Portfolio {
       r = others_.solve(g_, member.name, o);
     } catch (const InputError& e) {
       // With parameters the user gave this member, its error is most likely theirs to fix.
-      if (!o.params.empty()) throw;
+      if (given_params(member)) throw;
       skip(label, fmt::format("not applicable: {}", e.what()));
       return;
     }
@@ -478,6 +520,7 @@ class Portfolio {
   std::vector<Fitting> fitting_;  // plans of the members (kMember) within budget
   std::optional<double> lower_bound_;
   StopReason stopped_ = StopReason::kConverged;  // the members' stop reasons, the worst
+  bool own_settings_ = false;  // the run ahead: no quick_settings (FastSA's cold run, the rounds)
   std::vector<std::string> outcomes_;
   std::vector<std::pair<std::string, double>> counters_;
   std::vector<std::pair<std::string, std::vector<double>>> best_series_ = {
@@ -531,7 +574,7 @@ class AutoSolver final : public Solver {
         best = std::move(r);
     }
     ChainPlan plan = std::move(best->plan);
-    plan.stats.stop_reason = stopped;
+    plan.stats.stop_reason = std::max(stopped, limits.reason());
     plan.stats.work = limits.spent();
     plan.stats.lists.emplace_back("auto_winner", std::vector<std::string>{plan.solver});
     plan.stats.lists.emplace_back("auto_members", std::move(outcomes));

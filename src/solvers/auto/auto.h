@@ -15,6 +15,9 @@
 //              restart with another seed (fastsa_restart), a plan in two passes
 //              (fastsa_two_pass, two_pass.h: weight gradients made after a second forward and
 //              backward), and a polish of the lowest-peak plan at its own peak (fastsa_polish)
+// Before those rounds, FastSA and rockmate run with quick settings (quick=true: a shorter
+// convergence window, a smaller option grid) unless the user gives them parameters, so the
+// default `auto` plans in seconds (bench/auto_speed_bench.py).
 // With a work limit above the default (or anytime=true), the work left after the finisher goes
 // to further FastSA rounds from the best plan with new seeds (fastsa_improve_N) until the work
 // ends or the plan has the least possible cost: time given is time used.
@@ -28,7 +31,8 @@
 // Series "auto_best_work", "auto_best_peak_percent", "auto_best_ci_percent": the best plan over
 // the work spent.
 // Parameters (docs/solvers/auto.md): members=a,b,c (which to try), checkmate_max_nodes=N,
-// two_pass=true|false, anytime=auto|true|false, and MEMBER.KEY=VALUE, passed to that member.
+// two_pass=true|false, anytime=auto|true|false, quick=true|false, and MEMBER.KEY=VALUE, passed to
+// that member.
 //   SolveResult r = solve(graph, "auto", options);
 #pragma once
 

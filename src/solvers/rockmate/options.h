@@ -33,7 +33,7 @@ struct OptionParams {
   // Per MILP: the work limit, which stops it at the same point on any machine, and a wall-clock
   // backstop (also for the repair of keep-all that seeds each M_peak row).
   int64_t milp_iterations = 1000;  // simplex iterations (milp::MilpOptions::iteration_limit)
-  double milp_time_limit_s = 1;
+  double milp_time_limit_s = 5;
   double milp_gap = 0.02;  // relative gap at which a MILP stops (CBC -ratio)
   // Blocks whose model would have more columns get no MILP (their starts are the options):
   // Clp's presolve alone, which no time limit interrupts, took minutes on DenseNet's blocks.

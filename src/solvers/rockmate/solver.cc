@@ -27,7 +27,7 @@ struct Params {
   bool rotor_chain = true;  // also try Rotor's own chain (no options) and keep the better plan
   std::string budgets = "10x10";
   int64_t milp_iterations = 1000;
-  double milp_time_limit_s = 1;
+  double milp_time_limit_s = 5;
   double milp_gap = 0.02;
   int64_t milp_max_columns = 100'000;
   std::string cache_dir;
@@ -45,7 +45,7 @@ const ParamTable<Params> kTable(
           "work limit of each rk-Checkmate MILP: simplex iterations over its whole search (the "
           "same options, and plan, on any machine)"},
          integer(&Params::milp_iterations, 1)},
-        {{"milp_time_limit", "1", "s",
+        {{"milp_time_limit", "5", "s",
           "wall-clock backstop of each rk-Checkmate MILP (stop_reason `time_limit` when it fires)"},
          real(&Params::milp_time_limit_s, 0, 3600, /*above_min=*/true)},
         {{"milp_gap", "0.02", "", "relative gap at which an rk-Checkmate MILP stops"},
@@ -228,9 +228,29 @@ Attempt attempt_at(const Graph& g, const Case& c, int64_t chain_budget, int64_t 
   return a;
 }
 
+// The least-memory plan of the chain, lowered.
+Attempt least_memory(const Graph& g, const Case& c) {
+  const rotor::MinMemory least =
+      rotor::persistent_min_memory(c.arrays, rotor::PersistentFamily::kRotor);
+  Attempt a;
+  a.found = true;
+  a.ops = least.ops;
+  a.options = least.options;
+  a.dp_memory = least.bytes + c.chain->resident_bytes;
+  a.chain_budget = least.bytes;
+  a.sequence = lower(g, c, a.ops, a.options);
+  a.eval = simulate(g, a.sequence);
+  REMAT_CHECK(a.eval.valid, fmt::format("rockmate: the lowered plan is invalid: {}", a.eval.error));
+  return a;
+}
+
 // rk-Rotor on one chain: the DP at the budget left by the resident bytes, retried lower when the
 // lowered plan is over (counter `bound_violations`: never expected), then a bisection above it,
 // since the chain over-counts, keeping the best plan; the least-memory plan when nothing fits.
+// Where the DP finds nothing at that budget, the chain's least-memory plan tells how much it
+// over-counts (its DP memory against its simulated peak), and the bisection runs over that much
+// more: on a transformer whose layers hand on a value their backward never reads, the chain's
+// least memory was above the budget while the graph's peak was well below it.
 Attempt solve_case(const Graph& g, const Case& c, int64_t budget, int64_t bins, Limits& limits,
                    int64_t& violations, int64_t& dp_solves) {
   Attempt best;
@@ -245,6 +265,7 @@ Attempt solve_case(const Graph& g, const Case& c, int64_t budget, int64_t bins, 
     chain_budget -= best.eval.peak_bytes - budget;
     if (chain_budget < 0) break;
   }
+  int64_t lo = best.chain_budget, hi = lo;
   if (best.found && best.eval.peak_bytes <= budget) {
     const ChainEvaluation store_all =
         simulate_chain(c.chain->chain, store_all_sequence(c.chain->chain));
@@ -252,29 +273,24 @@ Attempt solve_case(const Graph& g, const Case& c, int64_t budget, int64_t bins, 
     // The chain also over-counts where store-all does not show it (its options' peaks): the
     // lowered plan's room below the budget widens the search.
     const int64_t room = budget - best.eval.peak_bytes;
-    int64_t lo = best.chain_budget, hi = best.chain_budget + std::max<int64_t>(excess, 0) + room;
-    for (int i = 0; i < kBudgetSearchSteps && hi - lo > 1 && !limits.stop(); ++i) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      Attempt a = attempt_at(g, c, mid, bins, limits);
-      ++dp_solves;
-      const bool fits = a.found && a.eval.peak_bytes <= budget;
-      if (better(a, best, budget)) best = std::move(a);
-      (fits ? lo : hi) = mid;
-    }
+    hi = lo + std::max<int64_t>(excess, 0) + room;
+  } else if (!best.found) {
+    Attempt least = least_memory(g, c);
+    if (least.eval.peak_bytes <= budget)
+      hi = lo + std::max<int64_t>(least.dp_memory - least.eval.peak_bytes, 0) +
+           (budget - least.eval.peak_bytes);
+    best = std::move(least);
   }
-  if (!best.found) {
-    const rotor::MinMemory least =
-        rotor::persistent_min_memory(c.arrays, rotor::PersistentFamily::kRotor);
-    best.found = true;
-    best.ops = least.ops;
-    best.options = least.options;
-    best.dp_memory = least.bytes + c.chain->resident_bytes;
-    best.chain_budget = least.bytes;
-    best.sequence = lower(g, c, best.ops, best.options);
-    best.eval = simulate(g, best.sequence);
-    REMAT_CHECK(best.eval.valid,
-                fmt::format("rockmate: the lowered plan is invalid: {}", best.eval.error));
+  for (int i = 0; i < kBudgetSearchSteps && hi - lo > 1 && !limits.stop(); ++i) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    Attempt a = attempt_at(g, c, mid, bins, limits);
+    ++dp_solves;
+    const bool fits = a.found && a.eval.peak_bytes <= budget;
+    if (better(a, best, budget)) best = std::move(a);
+    // Nothing found: the chain budget is below the chain's least memory, so search above it.
+    (fits || !a.found ? lo : hi) = mid;
   }
+  if (!best.found) best = least_memory(g, c);
   return best;
 }
 
@@ -348,11 +364,12 @@ class RockmateSolver : public Solver {
     st.add_counter("options_greedy", static_cast<double>(ostats.options_greedy));
     st.add_counter("classes_too_large", static_cast<double>(ostats.classes_too_large));
     // The option grid or a MILP the wall clock stopped: the options, and so the plan, may differ on
-    // another machine; a MILP its work limit stopped ends at the same point on any machine.
+    // another machine; a MILP its work limit stopped ends at the same point on any machine. A MILP
+    // that milp_iterations stopped (counter milp_work_limit_stops) ran its own cap, which a larger
+    // work limit does not raise: only the solve's work ending the grid or the DPs is work_limit.
     if (ostats.timed_out || ostats.wall_clock_stops > 0 || limits.expired())
       st.stopped(StopReason::kTimeLimit);
-    if (ostats.work_limit_stops > 0 || ostats.grid_work_limit || limits.out_of_work())
-      st.stopped(StopReason::kWorkLimit);
+    if (ostats.grid_work_limit || limits.out_of_work()) st.stopped(StopReason::kWorkLimit);
     st.work = limits.spent();
     st.add_counter("milp_work_limit_stops", static_cast<double>(ostats.work_limit_stops));
     st.add_counter("options_cache_memory_hits", static_cast<double>(ostats.memory_hits));
