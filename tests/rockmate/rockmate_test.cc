@@ -311,14 +311,17 @@ TEST(RockmateSolve, SamePlanOnALoadedMachine) {
   const auto budget = static_cast<int64_t>(0.6 * static_cast<double>(baseline(g).peak_bytes));
   // The backstops differ only so that the second solve does not reuse the first one's options
   // from the in-memory cache (the backstop is part of its key).
-  const SolveResult alone =
-      solve_and_check(g, budget, "rockmate", {{"budgets", "2x2"}, {"milp_time_limit", "5"}});
+  // Work enough for the whole 2x2 grid, so only rockmate's own caps stop it.
+  constexpr double kWork = 5;
+  const SolveResult alone = solve_and_check(
+      g, budget, "rockmate", {{"budgets", "2x2"}, {"milp_time_limit", "5"}}, 1, kWork);
   if (alone.plan.stats.counter("milp_available").value_or(0) == 0)
     GTEST_SKIP() << "built without CBC: no MILP runs";
   std::optional<SolveResult> loaded;
   {
     const testing::BusyMachine busy;
-    loaded = solve_and_check(g, budget, "rockmate", {{"budgets", "2x2"}, {"milp_time_limit", "6"}});
+    loaded = solve_and_check(g, budget, "rockmate", {{"budgets", "2x2"}, {"milp_time_limit", "6"}},
+                             1, kWork);
   }
   EXPECT_EQ(counter(*loaded, "options_cache_memory_hits"), 0);
   if (alone.plan.stats.stop_reason == StopReason::kTimeLimit ||

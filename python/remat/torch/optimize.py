@@ -505,9 +505,14 @@ def plan(traced, budget="50%", solver="auto", *, work_limit=None, time_limit=Non
                       f"({limit:g} s): the plan depends on machine speed (peak "
                       f"{remat.format_bytes(evaluation.peak_bytes)}, extra compute "
                       f"{extra:+.1f} %)", stacklevel=3)
-    elif hit:
+    elif hit and result.wall_time_s >= 0.98 * limit:
         warnings.warn(f"remat: {traced.model_name}: {solver} hit the safety time limit "
                       f"({limit:g} s): the plan depends on machine speed", stacklevel=3)
+    elif hit:
+        # A clock of the solver's own (rockmate's milp_time_limit per MILP), not the safety limit.
+        warnings.warn(f"remat: {traced.model_name}: {solver} stopped on one of its own wall "
+                      f"clocks after {result.wall_time_s:.1f} s (stop reason "
+                      f"{result.stop_reason}): the plan depends on machine speed", stacklevel=3)
     return result, sequence, hit
 
 

@@ -2,10 +2,10 @@
 // (nop) or holding one unit, with the memory over time kept incrementally.
 // Invariant: tree leaf t = (live bytes at t) + temp of the unit at t, minus kNopOffset when slot t
 // is a nop, so the root of the max tree plus the resident bytes is the peak over the occupied
-// slots, which equals remat::simulate's peak of the sequence with the nops removed (DESIGN.md
-// §1). Per value, the sorted production and use times give the interval updates of §2.2.1
-// (extend, shrink, split, merge) as at most two range adds, and the validity checks of §2.2 in
-// O(1) (only the first production and first use matter).
+// slots, which equals remat::simulate's peak of the sequence with the nops removed
+// (docs/design.md, "Sequences and the simulator rule"). Per value, the sorted production and use
+// times give the interval updates of §2.2.1 (extend, shrink, split, merge) as at most two range
+// adds, and the validity checks of §2.2 in O(1) (only the first production and first use matter).
 //   SaState s(units, 1 << 16, units.initial_order);
 //   if (s.can_add(u, t)) { s.add(u, t); ...; s.remove(t); }  // undo = the inverse mutation
 //   int64_t peak = s.peak();
