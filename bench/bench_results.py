@@ -34,8 +34,9 @@ def _commit():
         return "unknown"
 
 
-def header(name):
-    """Markdown lines naming how the figures below were made."""
+def provenance():
+    """Markdown list lines naming how this run's figures were made: command, date, commit,
+    machine."""
     try:
         import torch
         torch_version = torch.__version__
@@ -43,10 +44,15 @@ def header(name):
         torch_version = "absent"
     command = " ".join(shlex.quote(a) for a in ["./scripts/python"] + sys.argv)
     when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    return (f"# {name}\n\nWritten by `bench/{name}.py`; do not edit by hand.\n\n"
-            f"- command: `{command}`\n- date: {when}\n- commit: {_commit()}\n"
+    return (f"- command: `{command}`\n- date: {when}\n- commit: {_commit()}\n"
             f"- machine: {platform.machine()}, {os.cpu_count()} CPUs, Python "
-            f"{platform.python_version()}, torch {torch_version}\n\n")
+            f"{platform.python_version()}, torch {torch_version}\n")
+
+
+def header(name):
+    """Markdown lines naming how the figures below were made."""
+    return (f"# {name}\n\nWritten by `bench/{name}.py`; do not edit by hand.\n\n"
+            f"{provenance()}\n")
 
 
 class _Tee:

@@ -48,6 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 sys.path.insert(0, os.path.join(HERE, "..", "python", "tests"))
 
+import bench_results  # noqa: E402
 import remat.torch as rt  # noqa: E402
 from remat.torch import _compat  # noqa: E402
 from remat.torch.partition import partition_stats  # noqa: E402
@@ -275,8 +276,8 @@ def write_results(out, records, lines, append):
     with open(out, "w") as f:
         json.dump({"torch": torch.__version__, "threads": 1, "rows": records}, f, indent=1)
     with open(table, "a" if append else "w") as f:
-        if not append:
-            f.write("# bench/compile_bench.py\n")
+        f.write("\n" + bench_results.provenance() if append else bench_results.header(
+            "compile_bench"))
         f.write("\n" + "\n".join(lines) + "\n")
     print(f"wrote {out} and {table}")
 
