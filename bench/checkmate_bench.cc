@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "moccasin_data.h"
 #include "remat/error.h"
 #include "remat/io.h"
@@ -106,7 +107,7 @@ int run(int argc, char** argv) {
   std::string only, budgets = "90,80,70", solvers = "checkmate,checkmate-lp";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (i + 1 >= argc) throw InputError(fmt::format("checkmate_bench: '{}' needs a value", arg));
+    if (i + 1 >= argc) throw InputError(fmt::format("'{}' needs a value", arg));
     const std::string value = argv[++i];
     if (arg == "--time-limit") {
       time_limit = std::stod(value);
@@ -117,7 +118,7 @@ int run(int argc, char** argv) {
     } else if (arg == "--solvers") {
       solvers = value;
     } else {
-      throw InputError(fmt::format("checkmate_bench: unknown option '{}'", arg));
+      throw InputError(fmt::format("unknown option '{}'", arg));
     }
   }
   const std::string dir = bench::moccasin_data_dir();
@@ -147,10 +148,9 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const InputError& e) {
-    fmt::print(stderr, "{}\n", e.what());
-    return 2;
-  }
+  return remat::bench::guarded_main(
+      "checkmate_bench",
+      "usage: build/bench/checkmate_bench [--time-limit 60] [--only RL1] [--budgets 90,80]\n"
+      "         [--solvers checkmate,checkmate-lp]\n",
+      argc, argv, [&] { return run(argc, argv); });
 }

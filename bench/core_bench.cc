@@ -16,6 +16,7 @@
 #include <functional>
 #include <vector>
 
+#include "bench_main.h"
 #include "remat/generate.h"
 #include "remat/io.h"
 #include "remat/random.h"
@@ -132,9 +133,12 @@ void bench_info_large() {
 
 }  // namespace
 
-int main() {
-  bench_simulate();
-  bench_info();
-  bench_info_large();
-  return 0;
+int main(int argc, char** argv) {
+  return remat::bench::guarded_main("core_bench", "usage: ./build/bench/core_bench\n", argc, argv,
+                                    [] {
+                                      bench_simulate();
+                                      bench_info();
+                                      bench_info_large();
+                                      return 0;
+                                    });
 }

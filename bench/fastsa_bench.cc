@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "fastsa/anneal.h"
 #include "fastsa/params.h"
 #include "fastsa/units.h"
@@ -295,10 +296,10 @@ int run(int argc, char** argv) {
 }  // namespace remat
 
 int main(int argc, char** argv) {
-  try {
-    return remat::run(argc, argv);
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "fastsa_bench: error: {}\n", e.what());
-    return 2;
-  }
+  return remat::bench::guarded_main(
+      "fastsa_bench",
+      "usage: fastsa_bench [--only throughput|table|large|joint|layered|generated]\n"
+      "                    [--param KEY=VALUE ...] [--threads N] [--seed S]\n"
+      "                    [--nodes N --budget PCT (generated only)]\n",
+      argc, argv, [&] { return remat::run(argc, argv); });
 }

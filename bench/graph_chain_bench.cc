@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "bench_main.h"
 #include "remat/error.h"
 #include "remat/io.h"
 #include "remat/lower.h"
@@ -53,22 +54,20 @@ void run(const std::string& path, const std::string& budget_text) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  constexpr std::string_view kUsage = "usage: graph_chain_bench GRAPH.json[=BUDGET] ...\n";
   if (argc < 2) {
-    fmt::print(stderr, "usage: graph_chain_bench GRAPH.json[=BUDGET] ...\n");
+    fmt::print(stderr, "{}", kUsage);
     return 2;
   }
-  fmt::print("{:<40} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8}\n", "graph (budget 50%)",
-             "nodes", "stages", "extract s", "DP s", "lower s", "total s", "peak", "solve s");
-  try {
+  return remat::bench::guarded_main("graph_chain_bench", kUsage, argc, argv, [&] {
+    fmt::print("{:<40} {:>6} {:>6} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8}\n", "graph (budget 50%)",
+               "nodes", "stages", "extract s", "DP s", "lower s", "total s", "peak", "solve s");
     for (int i = 1; i < argc; ++i) {
       std::string arg = argv[i], budget = "50%";
       if (const size_t eq = arg.rfind('='); eq != std::string::npos)
         budget = arg.substr(eq + 1), arg = arg.substr(0, eq);
       run(arg, budget);
     }
-  } catch (const InputError& e) {
-    fmt::print(stderr, "graph_chain_bench: error: {}\n", e.what());
-    return 2;
-  }
-  return 0;
+    return 0;
+  });
 }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "mincut/mincut.h"
 #include "remat/generate.h"
 #include "remat/registry.h"
@@ -47,9 +48,10 @@ std::string plan_row(const remat::Graph& g, const remat::Baseline& base,
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const int32_t nodes = argc > 1 ? std::atoi(argv[1]) : 5000;
-  const int seeds = argc > 2 ? std::atoi(argv[2]) : 5;
+int run_bench(int argc, char** argv) {
+  using remat::bench::number_argument;
+  const int32_t nodes = argc > 1 ? number_argument<int32_t>("NODES", argv[1]) : 5000;
+  const int seeds = argc > 2 ? number_argument<int>("SEEDS", argv[2]) : 5;
   fmt::print("min-cut on generated joint graphs (remat gen joint --nodes {} --seed S)\n", nodes);
   fmt::print(
       "{:>4} {:>5} {:>5} {:>6} {:>6} {:>8} {:>8} | {:>7} {:>10} {:>8} {:>9} | {:>7} {:>10}\n",
@@ -83,4 +85,10 @@ int main(int argc, char** argv) {
       "`remat solve --solver mincut --budget 100%`; mem_* = the same with --param "
       "objective=memory --param lowering=release\n");
   return worst < kBarSeconds ? 0 : 1;
+}
+
+int main(int argc, char** argv) {
+  return remat::bench::guarded_main("mincut_bench",
+                                    "usage: build/bench/mincut_bench [NODES=5000] [SEEDS=5]\n",
+                                    argc, argv, [&] { return run_bench(argc, argv); });
 }

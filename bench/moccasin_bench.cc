@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "moccasin_data.h"
 #include "remat/error.h"
 #include "remat/io.h"
@@ -69,7 +70,7 @@ int run(int argc, char** argv) {
   ParamMap params;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (i + 1 >= argc) throw InputError(fmt::format("moccasin_bench: '{}' needs a value", arg));
+    if (i + 1 >= argc) throw InputError(fmt::format("'{}' needs a value", arg));
     const std::string value = argv[++i];
     if (arg == "--time-limit") {
       time_limit = std::stod(value);
@@ -79,10 +80,10 @@ int run(int argc, char** argv) {
       budgets = value;
     } else if (arg == "--param") {
       const size_t eq = value.find('=');
-      if (eq == std::string::npos) throw InputError("moccasin_bench: --param needs KEY=VALUE");
+      if (eq == std::string::npos) throw InputError("--param needs KEY=VALUE");
       params[value.substr(0, eq)] = value.substr(eq + 1);
     } else {
-      throw InputError(fmt::format("moccasin_bench: unknown option '{}'", arg));
+      throw InputError(fmt::format("unknown option '{}'", arg));
     }
   }
   const std::string dir = bench::moccasin_data_dir();
@@ -126,10 +127,9 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const InputError& e) {
-    fmt::print(stderr, "{}\n", e.what());
-    return 2;
-  }
+  return remat::bench::guarded_main(
+      "moccasin_bench",
+      "usage: build/bench/moccasin_bench [--time-limit 60] [--only RL1,CM1] [--budgets 90,80]\n"
+      "         [--param KEY=VALUE]...\n",
+      argc, argv, [&] { return run(argc, argv); });
 }

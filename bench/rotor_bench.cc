@@ -11,6 +11,7 @@
 #include <ctime>
 #include <string>
 
+#include "bench_main.h"
 #include "remat/generate.h"
 #include "remat/registry.h"
 
@@ -50,12 +51,16 @@ int64_t run(const Chain& chain, const std::string& label, double fraction, Param
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int run_bench(int argc, char** argv) {
   double weak_cap = 600;
   bool quick = false;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--weak-cap") == 0 && i + 1 < argc) weak_cap = std::atof(argv[++i]);
-    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    if (std::strcmp(argv[i], "--weak-cap") == 0 && i + 1 < argc)
+      weak_cap = remat::bench::number_argument<double>("--weak-cap", argv[++i]);
+    else if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
+    else
+      throw remat::InputError(fmt::format("unknown argument '{}'", argv[i]));
   }
   fmt::print("{:<34} {:>4} {:>6} {:>8} {:>10} {:>9} {:>12} {:>10} {:>8}\n", "run", "L", "f",
              "budget", "wall s", "cpu s", "status", "overhead", "peak");
@@ -74,4 +79,10 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return remat::bench::guarded_main("rotor_bench",
+                                    "usage: rotor_bench [--weak-cap SECONDS] [--quick]\n", argc,
+                                    argv, [&] { return run_bench(argc, argv); });
 }

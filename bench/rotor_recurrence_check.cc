@@ -11,6 +11,7 @@
 #include <map>
 #include <tuple>
 
+#include "bench_main.h"
 #include "remat/generate.h"
 #include "remat/registry.h"
 #include "rotor_dp/chain_arrays.h"
@@ -67,9 +68,10 @@ class PrintedRecurrence {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  const int chains = argc > 1 ? std::atoi(argv[1]) : 500;
-  const int max_length = argc > 2 ? std::atoi(argv[2]) : 6;
+int run_bench(int argc, char** argv) {
+  using remat::bench::number_argument;
+  const int chains = argc > 1 ? number_argument<int>("CHAINS", argv[1]) : 500;
+  const int max_length = argc > 2 ? number_argument<int>("MAX_LENGTH", argv[2]) : 6;
   int same = 0, higher = 0, lower = 0, cases = 0;
   for (int seed = 1; seed <= chains; ++seed) {
     const Chain chain = generate_chain({.kind = "random",
@@ -103,4 +105,10 @@ int main(int argc, char** argv) {
       "higher {} (misses sequences), lower {} (over budget)\n",
       cases, chains, max_length, same, higher, lower);
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return remat::bench::guarded_main("rotor_recurrence_check",
+                                    "usage: rotor_recurrence_check [CHAINS=500] [MAX_LENGTH=6]\n",
+                                    argc, argv, [&] { return run_bench(argc, argv); });
 }

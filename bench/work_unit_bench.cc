@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_main.h"
 #include "remat/error.h"
 #include "remat/generate.h"
 #include "remat/io.h"
@@ -100,12 +101,24 @@ void run_deadline(int32_t nodes) {
 }  // namespace remat
 
 int main(int argc, char** argv) {
-  double work = 2;
-  int32_t deadline_nodes = 0;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--work") == 0) work = std::stod(argv[i + 1]);
-    if (std::strcmp(argv[i], "--deadline-nodes") == 0) deadline_nodes = std::stoi(argv[i + 1]);
-  }
-  remat::run_rows(work);
-  if (deadline_nodes > 0) remat::run_deadline(deadline_nodes);
+  return remat::bench::guarded_main(
+      "work_unit_bench", "usage: work_unit_bench [--work 2] [--deadline-nodes N]\n", argc, argv,
+      [&] {
+        using remat::bench::number_argument;
+        double work = 2;
+        int32_t deadline_nodes = 0;
+        for (int i = 1; i < argc; i += 2) {
+          const std::string_view arg = argv[i];
+          if (i + 1 >= argc) throw remat::InputError(fmt::format("'{}' needs a value", arg));
+          if (arg == "--work")
+            work = number_argument<double>("--work", argv[i + 1]);
+          else if (arg == "--deadline-nodes")
+            deadline_nodes = number_argument<int32_t>("--deadline-nodes", argv[i + 1]);
+          else
+            throw remat::InputError(fmt::format("unknown argument '{}'", arg));
+        }
+        remat::run_rows(work);
+        if (deadline_nodes > 0) remat::run_deadline(deadline_nodes);
+        return 0;
+      });
 }
