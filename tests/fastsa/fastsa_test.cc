@@ -92,6 +92,19 @@ TEST(Fastsa, SameSeedAndThreadsSamePlan) {
   }
 }
 
+// The default convergence window scales with the graph below about 250 units, so a graph of a few
+// nodes ends each stage after 100 k idle iterations instead of a million (seconds of annealing on
+// a problem with a handful of orders).
+TEST(Fastsa, SmallGraphsConvergeInAFewHundredThousandIterations) {
+  const Graph g = chain_training_graph(4, 10);
+  const SolveResult r =
+      solve_and_check(g, std::max(percent_of_baseline(g, 80), memory_lower_bound(g)), "fastsa", {},
+                      1, /*work_limit=*/60);
+  EXPECT_EQ(r.plan.stats.counter("convergence_window"), 100'000);
+  EXPECT_EQ(r.plan.stats.stop_reason, StopReason::kConverged);
+  EXPECT_LT(r.plan.stats.iterations, 2'000'000);
+}
+
 TEST(Fastsa, StatsReportStagesAndConvergence) {
   const Graph g = generate_random_layered({.num_nodes = 60, .seed = 2});
   const SolveResult r = solve_and_check(

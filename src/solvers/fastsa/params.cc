@@ -101,8 +101,8 @@ const ParamTable<FastsaParams>& fastsa_param_table() {
             "`fixed`: the paper's iteration counts to the end"},
            choice(&P::converge, {{"converge", true}, {"fixed", false}})},
           {{"convergence_window", "0 (auto)", "iterations",
-            "iterations without a new best plan or objective that end a stage; auto: max(1 M, "
-            "500 × units)"},
+            "iterations without a new best plan or objective that end a stage; auto: 4,000 × "
+            "units within [100 k, 1 M], or 500 × units when more"},
            integer(&P::convergence_window, 0)},
           {{"peak_tree", "`max`", "",
             "`logaddexp`: the objective uses the log-add-exp smooth peak (App. C.2); the max tree "
@@ -128,7 +128,9 @@ FastsaParams parse_fastsa_params(const ParamMap& params) {
   return p;
 }
 
-int64_t window_for(int64_t units) { return std::max<int64_t>(1'000'000, 500 * units); }
+int64_t window_for(int64_t units) {
+  return std::max(std::clamp<int64_t>(4'000 * units, 100'000, 1'000'000), 500 * units);
+}
 
 int32_t slots_for(int64_t units, int64_t requested) {
   constexpr int64_t kSlotsPerUnit = 16, kMin = int64_t{1} << 12, kMax = int64_t{1} << 20;
