@@ -49,9 +49,10 @@ def provenance():
             f"{platform.python_version()}, torch {torch_version}\n")
 
 
-def header(name):
-    """Markdown lines naming how the figures below were made."""
-    return (f"# {name}\n\nWritten by `bench/{name}.py`; do not edit by hand.\n\n"
+def header(name, writer=None):
+    """Markdown lines naming how the figures below were made; `writer` (Markdown) names the program
+    that wrote them (default `bench/NAME.py`)."""
+    return (f"# {name}\n\nWritten by {writer or f'`bench/{name}.py`'}; do not edit by hand.\n\n"
             f"{provenance()}\n")
 
 
@@ -70,14 +71,14 @@ class _Tee:
 
 
 @contextlib.contextmanager
-def recorded(name, path):
+def recorded(name, path, writer=None):
     """Copies standard output into `path` (None: no file) below a header; the file is written
     only when the block ends without an exception (an interrupted run leaves the old one)."""
     if path is None:
         yield
         return
     text = io.StringIO()
-    text.write(header(name))
+    text.write(header(name, writer))
     stdout = sys.stdout
     sys.stdout = _Tee(stdout, text)
     try:
