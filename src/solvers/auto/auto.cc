@@ -79,9 +79,9 @@ const ParamTable<AutoParams>& auto_param_table() {
                   {{"auto", Anytime::kAuto}, {"true", Anytime::kOn}, {"false", Anytime::kOff}})},
           {{"quick", "`true`", "",
             "the members' runs before the anytime rounds (FastSA's cold run aside) stop sooner "
-            "than the members' own defaults: FastSA's convergence window max(250,000, 50 x nodes) "
-            "iterations, rockmate's grid 5x5 of MILPs of at most 300 iterations "
-            "(MEMBER.KEY=VALUE overrides each); `false`: the members' defaults"},
+            "than the members' own defaults: FastSA's convergence window 2,000 x nodes within "
+            "[25,000, 250,000], or 50 x nodes when more, rockmate's grid 5x5 of MILPs of at most "
+            "300 iterations (MEMBER.KEY=VALUE overrides each); `false`: the members' defaults"},
            flag(&AutoParams::quick)},
       });
   return table;
