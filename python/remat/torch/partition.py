@@ -258,13 +258,7 @@ class _Lowering:
     def emit(self, step):
         joint = self.joint
         for call in joint.node_fx[step]:
-            copy = self.graph.node_copy(call, self.read)
-            if copy.name != call.name:
-                copy.meta["remat_copy_of"] = call.name
-            self.env[call] = copy
-            self.step_of[copy] = (step, self.emitted)
-            for item in joint.getitems.get(call, ()):
-                self.env[item] = self.graph.node_copy(item, self.read)
+            self.step_of[self._copy_call(call)] = (step, self.emitted)
             # Per call, not per step: a later call of a fused step may read a view made here.
             for v in joint.call_outputs(call):
                 root = joint.value_root[v]
@@ -294,10 +288,7 @@ class _Lowering:
     def _remake_view(self, call):
         """Runs view `call` again on the latest copy of what it views (a view costs nothing, so
         a plan never runs one as a step of its own)."""
-        copy = self.graph.node_copy(call, self.read)
-        if copy.name != call.name:
-            copy.meta["remat_copy_of"] = call.name
-        self.env[call] = copy
+        copy = self._copy_call(call)
         made = self.joint.call_outputs(call)
         step = self.joint.producer_step[made[0]]
         if len(self.joint.node_fx[step]) == 1 and self.joint.nodes[step]["recomputable"]:
@@ -306,10 +297,19 @@ class _Lowering:
             # that must run once is a forward output, kept too.)
             self.step_of[copy] = (step, self.emitted)
             self.emitted += 1
-        for item in self.joint.getitems.get(call, ()):
-            self.env[item] = self.graph.node_copy(item, self.read)
         for v in made:
             self.serial[v] = self.serial.get(self.joint.value_root[v], 0)
+
+    def _copy_call(self, call):
+        """Copies joint fx call `call` and its getitems into the lowered graph, reading the latest
+        copies of its arguments; returns the call's copy."""
+        copy = self.graph.node_copy(call, self.read)
+        if copy.name != call.name:
+            copy.meta["remat_copy_of"] = call.name
+        self.env[call] = copy
+        for item in self.joint.getitems.get(call, ()):
+            self.env[item] = self.graph.node_copy(item, self.read)
+        return copy
 
     def finish(self, module, drop_outputs):
         output = next(n for n in module.graph.nodes if n.op == "output")
