@@ -112,6 +112,7 @@ std::vector<SolverEntry> make_rows() {
        .description = "Checkmate MILP over the default order (CBC), optimal or with a gap",
        .make = checkmate::make_milp,
        .params = checkmate::milp_params,
+       .accepts_start = true,
        .keeps_default_order = true,
        // Its MILP has O(n^2) binaries over a fixed order: up to 30 nodes CBC usually proves the
        // optimum within a few seconds; above it (already at 40 random layered nodes) it often runs

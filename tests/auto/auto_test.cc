@@ -308,5 +308,39 @@ TEST(Auto, NoAnytimeRoundsAtTheDefaultWorkLimit) {
     EXPECT_FALSE(line.starts_with("fastsa_improve")) << line;
 }
 
+// With a larger limit the rounds start with checkmate's MILP on graphs it holds: here FastSA's
+// rounds alone stay far above the fixed-order optimum, and the portfolio's plan is no worse than
+// checkmate's alone with the same work (its MILP gets most of the rounds' work, from the best
+// plan). The first pass's checkmate is turned off, so the plan's quality is the rounds'.
+TEST(Auto, AnytimeRoundsRunCheckmatesMilpNoWorseThanCheckmateAlone) {
+  if (!registered("checkmate")) GTEST_SKIP() << "built without CBC";
+  const Graph g = generate_joint({.num_nodes = 24, .seed = 2});
+  SolveOptions options;
+  options.budget = parse_budget("75%", baseline(g).peak_bytes);
+  options.work_limit = 0.2;
+  const SolveResult alone = solve(g, "checkmate", options);
+  options.params = {
+      {"fastsa.iterations_scale", "0.01"}, {"anytime", "true"}, {"checkmate_max_nodes", "0"}};
+  const SolveResult r = solve(g, "auto", options);
+  const std::vector<std::string> members = list_of(r.plan.stats, "auto_members");
+  const std::string lines = fmt::format("{}", fmt::join(members, "\n"));
+  EXPECT_TRUE(std::any_of(members.begin(), members.end(), [](const std::string& line) {
+    return line.starts_with("checkmate_anytime: ") &&
+           line.find("not applicable") == std::string::npos;
+  })) << lines;
+  EXPECT_TRUE(not_worse(r.eval.peak_bytes, r.eval.cost, alone.eval.peak_bytes, alone.eval.cost,
+                        options.budget.bytes))
+      << lines << "\ncheckmate alone: peak " << alone.eval.peak_bytes << ", cost "
+      << alone.eval.cost;
+  EXPECT_LE(r.plan.stats.work, options.work_limit * 1.01);
+  options.params["anytime_checkmate_max_nodes"] = "0";
+  const SolveResult capped = solve(g, "auto", options);
+  for (const std::string& line : list_of(capped.plan.stats, "auto_members")) {
+    if (line.starts_with("checkmate_anytime")) {
+      EXPECT_NE(line.find("not applicable"), std::string::npos) << line;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace remat

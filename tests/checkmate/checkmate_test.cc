@@ -324,5 +324,32 @@ TEST(Checkmate, AnnealingWarmStartCanBeTurnedOff) {
   }
 }
 
+// A start in the default order (`auto`'s best plan, when it keeps that order) is offered as the
+// MILP's stages: with no work for the repair, the annealing or CBC the plan is the start's; a
+// start that reorders is outside the model's class and is said to be unused.
+TEST(Checkmate, FixedOrderStartIsOfferedAndAReorderingOneIsNot) {
+  const Graph g = recompute_chain();
+  SolveOptions options;
+  options.budget.bytes = 11;
+  options.work_limit = 1e-9;
+  options.params = {{"anneal", "false"}};
+  const SolveResult cold = solve(g, "checkmate", options);
+  EXPECT_EQ(cold.plan.stats.status, SolveStatus::kOverBudget);
+  options.start = {NodeId{0}, NodeId{1}, NodeId{2}, NodeId{0}, NodeId{3}};  // A reruns before D
+  const SolveResult warm = solve(g, "checkmate", options);
+  EXPECT_LE(warm.eval.peak_bytes, 11);
+  EXPECT_EQ(warm.eval.cost, 120);
+  EXPECT_EQ(warm.plan.stats.counter("start_in_fixed_order").value_or(-1), 1);
+  EXPECT_EQ(warm.plan.stats.counter("mip_start").value_or(-1), 1);
+
+  const Graph two = make({{"a", 1}, {"b", 1}, {"c", 0, true}},
+                         {{"A", 1, {}, {0}}, {"B", 1, {}, {1}}, {"C", 1, {0, 1}, {2}}});
+  options.budget.bytes = baseline(two).peak_bytes;
+  options.start = {NodeId{1}, NodeId{0}, NodeId{2}};  // B before A
+  const SolveResult reordered = solve(two, "checkmate", options);
+  EXPECT_EQ(reordered.plan.stats.counter("start_in_fixed_order").value_or(-1), 0);
+  EXPECT_LE(reordered.eval.peak_bytes, options.budget.bytes);
+}
+
 }  // namespace
 }  // namespace remat

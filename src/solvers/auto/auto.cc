@@ -21,11 +21,12 @@ constexpr std::string_view kName = "auto";
 enum class Anytime { kAuto, kOn, kOff };
 
 struct AutoParams {
-  std::vector<std::string> members;  // as listed; empty: the whole portfolio
-  std::optional<int64_t> max_nodes;  // overrides the node cap of members that have one
-  bool two_pass = true;              // FastSA on two passes when nothing else fits (two_pass.h)
-  Anytime anytime = Anytime::kAuto;  // auto: when the work limit is above the default
-  bool quick = true;                 // members' first runs with quick_settings
+  std::vector<std::string> members;      // as listed; empty: the whole portfolio
+  std::optional<int64_t> max_nodes;      // overrides the node cap of members that have one
+  int64_t anytime_milp_max_nodes = 120;  // the anytime rounds' MILP (checkmate) on graphs up to it
+  bool two_pass = true;                  // FastSA on two passes when nothing else fits (two_pass.h)
+  Anytime anytime = Anytime::kAuto;      // auto: when the work limit is above the default
+  bool quick = true;                     // members' first runs with quick_settings
   std::map<std::string, ParamMap> member_params;  // "fastsa.slots=..." -> member_params["fastsa"]
 };
 
@@ -77,6 +78,10 @@ const ParamTable<AutoParams>& auto_param_table() {
             "the least possible cost; `auto`: when the work limit is above the default"},
            choice(&AutoParams::anytime,
                   {{"auto", Anytime::kAuto}, {"true", Anytime::kOn}, {"false", Anytime::kOff}})},
+          {{"anytime_checkmate_max_nodes", "120", "nodes",
+            "the anytime rounds start with checkmate's MILP, warm-started from the best plan, "
+            "on graphs with at most this many nodes (0: never)"},
+           integer(&AutoParams::anytime_milp_max_nodes, 0)},
           {{"quick", "`true`", "",
             "the members' runs before the anytime rounds (FastSA's cold run aside) stop sooner "
             "than the members' own defaults: FastSA's convergence window 2,000 x nodes within "
@@ -159,6 +164,11 @@ ParamMap quick_settings(std::string_view member, const Graph& g, const ParamMap&
   for (const auto& [key, value] : given) out[key] = value;
   return out;
 }
+
+// The anytime rounds' MILP and its share of the work left after the finisher's runs: most of it,
+// the FastSA rounds after it the rest (bench/auto_speed_bench.py --curve measures the split).
+constexpr std::string_view kAnytimeMilp = "checkmate";
+constexpr double kAnytimeMilpShare = 0.6;
 
 // fitting_starts: the second warm start costs at most this many times the first.
 constexpr double kSecondStartCostRatio = 2;
@@ -330,6 +340,7 @@ class Portfolio {
   // a polish of the best plan at its own peak. The rounds run on work, so the plan is the same
   // for the same work limit and seed on any machine.
   void improve(const SolverEntry& finisher, double cost_floor) {
+    run_anytime_milp(cost_floor);
     const std::string name = std::string(finisher.name) + "_improve";
     const double smallest_round = options_.work_limit / 100;
     const double work_before = limits_.spent();
@@ -362,16 +373,45 @@ class Portfolio {
                            limits_.spent() - work_before));
   }
 
+  // The anytime rounds' MILP: on graphs of at most anytime_checkmate_max_nodes nodes, checkmate
+  // (when listed) with kAnytimeMilpShare of the work left, started from the best plan. CBC's
+  // branch and bound keeps improving and bounding an incumbent where FastSA's restarts from the
+  // same plan stall; its work is its simplex iterations, so the rounds stay deterministic. The
+  // start is a MIP start only when the best plan keeps the default order (FastSA's usually does
+  // not): checkmate then starts from its own fixed-order warm start. Its bound holds over
+  // fixed-order plans only (run_member), so it does not end the rounds.
+  void run_anytime_milp(double cost_floor) {
+    const SolverEntry* milp = find_member(rows_, kAnytimeMilp);
+    if (milp == nullptr || finished(cost_floor) ||
+        std::find(params_.members.begin(), params_.members.end(), kAnytimeMilp) ==
+            params_.members.end())
+      return;
+    const std::string label = std::string(kAnytimeMilp) + "_anytime";
+    if (g_.num_nodes() > params_.anytime_milp_max_nodes) {
+      skip(label, fmt::format("not applicable: {} nodes > anytime_checkmate_max_nodes = {}",
+                              g_.num_nodes(), params_.anytime_milp_max_nodes));
+      return;
+    }
+    if (const std::optional<std::string> why = remat::not_applicable(*milp, g_)) {
+      skip(label, "not applicable: " + *why);
+      return;
+    }
+    whole_slice_ = true;
+    run_member(*milp, label, kAnytimeMilpShare,
+               WarmStart{best_->plan.sequence, best_name_, options_.budget});
+    whole_slice_ = false;
+  }
+
   // Each new best plan, at the work spent when it was found (series auto_best_*), and to the
-  // caller's progress callback: the best plan over time.
+  // caller's progress callback (stage `auto: best plan from <label>`): the best plan over time.
   void record_best() {
     best_series_[0].second.push_back(limits_.spent());
     best_series_[1].second.push_back(percent_of_baseline_peak(best_->eval.peak_bytes));
     best_series_[2].second.push_back(cost_increase_percent(best_->eval.cost));
-    if (options_.on_progress)
-      options_.on_progress({.stage = "auto: best plan",
-                            .best_peak_bytes = best_->eval.peak_bytes,
-                            .best_cost = best_->eval.cost});
+    if (!options_.on_progress) return;
+    const std::string stage = "auto: best plan from " + best_name_;
+    options_.on_progress(
+        {.stage = stage, .best_peak_bytes = best_->eval.peak_bytes, .best_cost = best_->eval.cost});
   }
 
   // Nothing fits after FastSA's cold run and restart. Where the graph outputs made early (a
@@ -439,7 +479,8 @@ class Portfolio {
   SolveOptions member_options(const SolverEntry& member, double share,
                               std::optional<uint64_t> seed = {}) const {
     const double left = limits_.left();
-    const double fraction = left > 0 ? work_slice(member, left) * share / left : 0;
+    const double slice = whole_slice_ ? left : work_slice(member, left);
+    const double fraction = left > 0 ? slice * share / left : 0;
     SolveOptions o = part_options(options_, limits_, fraction);
     o.seed = seed.value_or(options_.seed);
     if (const auto it = params_.member_params.find(std::string(member.name));
@@ -527,6 +568,7 @@ class Portfolio {
   std::optional<double> lower_bound_;
   StopReason stopped_ = StopReason::kConverged;  // the members' stop reasons, the worst
   bool own_settings_ = false;  // the run ahead: no quick_settings (FastSA's cold run, the rounds)
+  bool whole_slice_ = false;   // the run ahead: its share is of all the work left (anytime MILP)
   std::vector<std::string> outcomes_;
   std::vector<std::pair<std::string, double>> counters_;
   std::vector<std::pair<std::string, std::vector<double>>> best_series_ = {

@@ -136,6 +136,17 @@ SolveResult offer_fixed_order_annealing(const Graph& g, const SolveOptions& opti
   return r;
 }
 
+// A start (SolveOptions::start: e.g. `auto`'s best plan) that keeps the default order of first
+// computations, offered as the MILP's stages (its retention realised by the cheapest R), like the
+// annealing's plan below; a start that reorders is outside the model's class and is not offered.
+// Returns whether it was.
+bool offer_start(const Graph& g, const Sequence& start, BestPlan& best) {
+  if (start.empty()) return false;
+  const std::optional<Retention> held = retention_from_sequence(g, start);
+  if (held) best.offer(g, sequence_from_retention(g, *held));
+  return held.has_value();
+}
+
 // The MILP or LP on `model` with the work `limits` has left (times `share`) and its seconds.
 milp::MilpOptions milp_options(const SolveOptions& options, const Limits& limits,
                                const milp::MilpModel& model, double share = 1) {
@@ -203,6 +214,7 @@ class MilpSolver : public Solver {
     // (docs/solvers/checkmate.md); the better of them is improved by local search.
     BestPlan best(budget);
     best.offer(g, default_schedule(g));
+    const bool start_offered = offer_start(g, options.start, best);
     std::optional<SolveResult> annealed;
     if (params.anneal) {
       annealed = offer_fixed_order_annealing(g, options, limits, kAnnealShare, others_, best);
@@ -253,6 +265,7 @@ class MilpSolver : public Solver {
     add_model_counters(stats, sm);
     stats.add_counter("milp_status", static_cast<double>(result.status));
     stats.add_counter("mip_start", start ? 1 : 0);
+    if (!options.start.empty()) stats.add_counter("start_in_fixed_order", start_offered ? 1 : 0);
     stats.add_counter("simplex_iterations", static_cast<double>(result.iterations));
     if (annealed) {
       stats.add_counter("annealing_cost", annealed->eval.cost);
