@@ -73,7 +73,8 @@ const ParamTable<AutoParams>& auto_param_table() {
             "a second pass"},
            flag(&AutoParams::two_pass)},
           {{"anytime", "`auto`", "",
-            "`true`: after the finisher's runs, FastSA keeps improving the best plan "
+            "`true`: after the finisher's runs, checkmate's MILP (on graphs of at most "
+            "anytime_checkmate_max_nodes) and then FastSA keep improving the best plan "
             "(restarts from it with new seeds) until the work limit ends or the plan has "
             "the least possible cost; `auto`: when the work limit is above the default"},
            choice(&AutoParams::anytime,
