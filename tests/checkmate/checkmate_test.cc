@@ -324,10 +324,10 @@ TEST(Checkmate, AnnealingWarmStartCanBeTurnedOff) {
   }
 }
 
-// A start in the default order (`auto`'s best plan, when it keeps that order) is offered as the
-// MILP's stages: with no work for the repair, the annealing or CBC the plan is the start's; a
-// start that reorders is outside the model's class and is said to be unused.
-TEST(Checkmate, FixedOrderStartIsOfferedAndAReorderingOneIsNot) {
+// A start is offered as the MILP's stages: with no work for the repair, the annealing or CBC the
+// plan is the start's. A start that reorders sets the model's order (its first computations'), so
+// the plan keeps that order.
+TEST(Checkmate, StartIsOfferedAndSetsTheModelsOrder) {
   const Graph g = recompute_chain();
   SolveOptions options;
   options.budget.bytes = 11;
@@ -341,14 +341,21 @@ TEST(Checkmate, FixedOrderStartIsOfferedAndAReorderingOneIsNot) {
   EXPECT_EQ(warm.eval.cost, 120);
   EXPECT_EQ(warm.plan.stats.counter("start_in_fixed_order").value_or(-1), 1);
   EXPECT_EQ(warm.plan.stats.counter("mip_start").value_or(-1), 1);
+  EXPECT_FALSE(warm.plan.stats.counter("start_order"));
 
-  const Graph two = make({{"a", 1}, {"b", 1}, {"c", 0, true}},
-                         {{"A", 1, {}, {0}}, {"B", 1, {}, {1}}, {"C", 1, {0, 1}, {2}}});
-  options.budget.bytes = baseline(two).peak_bytes;
+  // A and B each make 10 bytes that C reads; B's 10-byte temp makes B before A peak at 20, where
+  // the default order needs A run again after B to fit 20 (cost 4 against 3).
+  const Graph two = make({{"a", 10}, {"b", 10}, {"c", 0, true}},
+                         {{"A", 1, {}, {0}}, {"B", 1, {}, {1}, 10}, {"C", 1, {0, 1}, {2}}});
+  options.budget.bytes = 20;
+  options.work_limit = 1;
   options.start = {NodeId{1}, NodeId{0}, NodeId{2}};  // B before A
   const SolveResult reordered = solve(two, "checkmate", options);
-  EXPECT_EQ(reordered.plan.stats.counter("start_in_fixed_order").value_or(-1), 0);
-  EXPECT_LE(reordered.eval.peak_bytes, options.budget.bytes);
+  EXPECT_EQ(reordered.plan.stats.counter("start_order").value_or(-1), 1);
+  EXPECT_EQ(reordered.plan.sequence, options.start);
+  EXPECT_EQ(reordered.eval.cost, 3);
+  options.start.clear();
+  EXPECT_EQ(solve(two, "checkmate", options).eval.cost, 4);
 }
 
 }  // namespace

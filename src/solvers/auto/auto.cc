@@ -377,10 +377,12 @@ class Portfolio {
   // The anytime rounds' MILP: on graphs of at most anytime_checkmate_max_nodes nodes, checkmate
   // (when listed) with kAnytimeMilpShare of the work left, started from the best plan. CBC's
   // branch and bound keeps improving and bounding an incumbent where FastSA's restarts from the
-  // same plan stall; its work is its simplex iterations, so the rounds stay deterministic. The
-  // start is a MIP start only when the best plan keeps the default order (FastSA's usually does
-  // not): checkmate then starts from its own fixed-order warm start. Its bound holds over
-  // fixed-order plans only (run_member), so it does not end the rounds.
+  // same plan stall; its work is its simplex iterations, so the rounds stay deterministic. Its
+  // model keeps one order of first computations, and neither order wins everywhere: when the best
+  // plan reorders (FastSA's usually do), half of that work goes to the model over the best plan's
+  // order (`order=start`: the plan is its MIP start), the rest to the model over the default order
+  // (`order=default`, from checkmate's own warm start). Its bounds hold over one order's plans
+  // only (run_member), so they do not end the rounds.
   void run_anytime_milp(double cost_floor) {
     const SolverEntry* milp = find_member(rows_, kAnytimeMilp);
     if (milp == nullptr || finished(cost_floor) ||
@@ -397,10 +399,30 @@ class Portfolio {
       skip(label, "not applicable: " + *why);
       return;
     }
+    const double work = kAnytimeMilpShare * limits_.left(), spent_before = limits_.spent();
     whole_slice_ = true;
-    run_member(*milp, label, kAnytimeMilpShare,
-               WarmStart{best_->plan.sequence, best_name_, options_.budget});
+    if (!first_computations_in_default_order(best_->plan.sequence)) {
+      run_member(*milp, label + "_start_order", work / 2 / limits_.left(),
+                 WarmStart{best_->plan.sequence, best_name_, options_.budget}, {},
+                 {{"order", "start"}});
+    }
+    const double left = limits_.left();
+    if (!finished(cost_floor) && left > 0)
+      run_member(*milp, label, std::min(1.0, (work - (limits_.spent() - spent_before)) / left),
+                 WarmStart{best_->plan.sequence, best_name_, options_.budget}, {},
+                 {{"order", "default"}});
     whole_slice_ = false;
+  }
+
+  // Whether `sequence` first computes the nodes in the default order (checkmate's model then
+  // holds it as it is).
+  bool first_computations_in_default_order(const Sequence& sequence) const {
+    int32_t next = 0;
+    for (NodeId n : sequence) {
+      if (n.value() > next) return false;
+      if (n.value() == next) ++next;
+    }
+    return true;
   }
 
   // Each new best plan, at the work spent when it was found (series auto_best_*), and to the
@@ -497,10 +519,13 @@ class Portfolio {
   }
 
   // Runs `member` through the judged solve(), recording it as `label`, with `share` of its slice,
-  // from `warm` when given, with `seed` instead of the user's when given.
+  // from `warm` when given, with `seed` instead of the user's when given, with `settings` where
+  // the user's parameters for it do not name them.
   void run_member(const SolverEntry& member, const std::string& label, double share,
-                  const std::optional<WarmStart>& warm, std::optional<uint64_t> seed = {}) {
+                  const std::optional<WarmStart>& warm, std::optional<uint64_t> seed = {},
+                  const ParamMap& settings = {}) {
     SolveOptions o = member_options(member, share, seed);
+    for (const auto& [key, value] : settings) o.params.try_emplace(key, value);
     if (warm) {
       o.start = warm->sequence;
       o.budget = warm->budget;

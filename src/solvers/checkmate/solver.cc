@@ -5,6 +5,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checkmate.h"
@@ -23,7 +24,8 @@ struct CheckmateParams {
   int64_t samples = 20;  // checkmate-lp only, as the two below
   bool repair = true;
   bool bound_only = false;
-  bool anneal = true;  // checkmate only
+  bool anneal = true;       // checkmate only, as the one below
+  bool start_order = true;  // a start that reorders sets the model's order
 };
 
 // The rows both solvers take; checkmate-lp adds `samples`.
@@ -45,6 +47,11 @@ const ParamTable<CheckmateParams>& milp_table() {
                      "warm start from fastsa's fixed-order annealing (`mode=fixed-order`) besides "
                      "the repaired default schedule; `false`: the repair heuristics alone"},
                     flag(&CheckmateParams::anneal)});
+    rows.push_back({{"order", "`start`", "",
+                     "`start`: with a start (`--start`) whose first computations reorder the "
+                     "nodes, the model is built over its order (the start is then a MIP start); "
+                     "`default`: the default order, the start offered only when it keeps it"},
+                    choice(&CheckmateParams::start_order, {{"start", true}, {"default", false}})});
     return rows;
   }());
   return table;
@@ -196,11 +203,54 @@ void spend(Limits& limits, const milp::MilpModel& model, const milp::MilpResult&
 // search from the better of them; the MILP gets the rest.
 constexpr double kAnnealShare = 0.25, kRepairShare = 0.2, kImproveShare = 0.2;
 
+// The nodes in the order `start` first computes them; nullopt when that is the default order or
+// the start leaves a node out.
+std::optional<std::vector<NodeId>> start_order(const Graph& g, const Sequence& start) {
+  std::vector<char> seen(static_cast<size_t>(g.num_nodes()), 0);
+  std::vector<NodeId> order;
+  for (NodeId n : start)
+    if (!std::exchange(seen[static_cast<size_t>(n.value())], 1)) order.push_back(n);
+  if (order.size() != seen.size()) return std::nullopt;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i].value() != static_cast<int32_t>(i)) return order;
+  return std::nullopt;
+}
+
+// `g` with its nodes in `order` (a topological order), the values as they are.
+Graph in_order(const Graph& g, std::span<const NodeId> order) {
+  GraphSpec spec;
+  spec.name = g.name();
+  for (const Value& v : g.values()) spec.values.push_back(v);
+  for (NodeId n : order) spec.nodes.push_back(g.node(n));
+  return Graph::build(std::move(spec), g.name());
+}
+
 class MilpSolver : public Solver {
  public:
   explicit MilpSolver(const SolverDirectory& others) : others_(others) {}
 
+  // A start that reorders (FastSA's plans, `auto`'s anytime rounds) sets the model's order: the
+  // MILP is built over the order in which the start first computes the nodes, so the start itself
+  // is a MIP start and the plan, bound and proof hold over that order's class of plans.
   Plan solve(const Graph& g, const SolveOptions& options) override {
+    const CheckmateParams params = milp_table().parse(options.params);
+    const std::optional<std::vector<NodeId>> order =
+        params.start_order ? start_order(g, options.start) : std::nullopt;
+    if (!order) return solve_in_order(g, options);
+    const Graph reordered = in_order(g, *order);
+    IdVector<NodeId, NodeId> position(static_cast<size_t>(g.num_nodes()));
+    for (size_t i = 0; i < order->size(); ++i)
+      position[(*order)[i]] = NodeId{static_cast<int32_t>(i)};
+    SolveOptions o = options;
+    for (NodeId& n : o.start) n = position[n];
+    Plan plan = solve_in_order(reordered, o);
+    for (NodeId& n : plan.sequence) n = (*order)[static_cast<size_t>(n.value())];
+    plan.stats.add_counter("start_order", 1);
+    return plan;
+  }
+
+ private:
+  Plan solve_in_order(const Graph& g, const SolveOptions& options) {
     const CheckmateParams params = milp_table().parse(options.params);
     guard_size(milp_table().solver(), g, params.max_columns);
     Limits limits(options.work_limit, options.time_limit_s);
@@ -276,7 +326,6 @@ class MilpSolver : public Solver {
     return plan;
   }
 
- private:
   const SolverDirectory& others_;
 };
 
