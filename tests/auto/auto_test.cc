@@ -311,7 +311,8 @@ TEST(Auto, NoAnytimeRoundsAtTheDefaultWorkLimit) {
 // With a larger limit the rounds start with checkmate's MILP on graphs it holds: here FastSA's
 // rounds alone stay far above the fixed-order optimum, and the portfolio's plan is no worse than
 // checkmate's alone with the same work (its MILP gets most of the rounds' work, from the best
-// plan). The first pass's checkmate is turned off, so the plan's quality is the rounds'.
+// plan). The first pass's checkmate is turned off, so the plan's quality is the rounds'. The
+// progress callback names the run that found each best plan.
 TEST(Auto, AnytimeRoundsRunCheckmatesMilpNoWorseThanCheckmateAlone) {
   if (!registered("checkmate")) GTEST_SKIP() << "built without CBC";
   const Graph g = generate_joint({.num_nodes = 24, .seed = 2});
@@ -321,7 +322,14 @@ TEST(Auto, AnytimeRoundsRunCheckmatesMilpNoWorseThanCheckmateAlone) {
   const SolveResult alone = solve(g, "checkmate", options);
   options.params = {
       {"fastsa.iterations_scale", "0.01"}, {"anytime", "true"}, {"checkmate_max_nodes", "0"}};
+  std::vector<std::string> best_from;  // progress: the run that found each best plan
+  options.on_progress = [&best_from](const Progress& p) {
+    if (p.stage.starts_with("auto: best plan from ")) best_from.emplace_back(p.stage.substr(21));
+  };
   const SolveResult r = solve(g, "auto", options);
+  options.on_progress = nullptr;
+  ASSERT_FALSE(best_from.empty());
+  EXPECT_EQ(best_from.back(), list_of(r.plan.stats, "auto_winner").at(0));
   const std::vector<std::string> members = list_of(r.plan.stats, "auto_members");
   const std::string lines = fmt::format("{}", fmt::join(members, "\n"));
   EXPECT_TRUE(std::any_of(members.begin(), members.end(), [](const std::string& line) {
