@@ -149,7 +149,7 @@ CURVE_MEMBERS = ("fastsa", "rockmate", "rotor", "mincut", "checkmate")
 def timed_cell(r):
     """A curve cell: the plan, its CPU seconds, and † when the clock (not the work) ended it."""
     if "error" in r:
-        return "n/a"
+        return f"error: {r['error']}"
     clock = " †" if r["stop"] in ("time_limit", "interrupted") else ""
     return f"{cell(r)} ({r['cpu']:.0f} s{clock})"
 
@@ -170,7 +170,7 @@ def curve(binary, paths, names, budget, limits, time_cap):
             members = {m: solve(binary, paths[name], budget, limit, time_limit, solver=m)
                        for m in CURVE_MEMBERS}
             best = min(members, key=lambda m: score(members[m]))
-            ok = score(a) <= score(members[best])
+            ok = "error" not in a and score(a) <= score(members[best])
             print(f"| {name} | {node_count(paths[name])} | {limit:g} | {timed_cell(a)} | "
                   f"{a.get('winner', '')} | " +
                   " | ".join(timed_cell(members[m]) for m in CURVE_MEMBERS) +
