@@ -167,7 +167,8 @@ ParamMap quick_settings(std::string_view member, const Graph& g, const ParamMap&
 }
 
 // The anytime rounds' MILP and its share of the work left after the finisher's runs: most of it,
-// the FastSA rounds after it the rest (bench/auto_speed_bench.py --curve measures the split).
+// the FastSA rounds after it the rest (bench/auto_speed_bench.py --curve measures the rounds
+// against each member alone).
 constexpr std::string_view kAnytimeMilp = "checkmate";
 constexpr double kAnytimeMilpShare = 0.6;
 
