@@ -53,11 +53,14 @@ class RangeAddTree {
     int32_t l = first + size_, r = last + size_ + 1;
     pending_.push_back(l);
     pending_.push_back(r - 1);
+    // Branch-free: the parities of random ranges are coin flips, so every node on both borders
+    // gets an add, of zero where the range does not cover it (r - 1 is covered when r is odd).
     while (l < r) {
-      if (l & 1) apply(l++, x);
-      if (r & 1) apply(--r, x);
-      l >>= 1;
-      r >>= 1;
+      const int32_t take_l = l & 1, take_r = r & 1;
+      apply(l, take_l ? x : T{});
+      apply(r - 1, take_r ? x : T{});
+      l = (l + take_l) >> 1;
+      r = (r - take_r) >> 1;
     }
   }
 
@@ -95,13 +98,14 @@ class RangeAddTree {
  private:
   struct Node {
     T value{};    // combine(children) + pending; the leaf value for leaves
-    T pending{};  // add applied to the whole subtree (internal nodes only)
+    T pending{};  // add applied to the whole subtree (read for internal nodes only)
   };
 
+  // A leaf's pending add is never read (leaf() and pull() read internal nodes' only).
   void apply(int32_t i, T x) {
     Node& n = nodes_[static_cast<size_t>(i)];
     n.value += x;
-    if (i < size_) n.pending += x;
+    n.pending += x;
   }
   void pull(int32_t i) {
     Node& n = nodes_[static_cast<size_t>(i)];
