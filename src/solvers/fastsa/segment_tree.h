@@ -67,12 +67,17 @@ class RangeAddTree {
   void rebuild() {
     if (pending_.empty()) return;
     // Parents of a sorted list are sorted, so one sort and then adjacent duplicates per level.
-    // Insertion sort: a mutation leaves a handful of end leaves.
-    for (size_t i = 1; i < pending_.size(); ++i) {
-      const int32_t x = pending_[i];
-      size_t j = i;
-      for (; j > 0 && pending_[j - 1] > x; --j) pending_[j] = pending_[j - 1];
-      pending_[j] = x;
+    // A mutation usually leaves a handful of end leaves: insertion sort, unless a unit with many
+    // inputs left many.
+    if (pending_.size() > 32) {
+      std::sort(pending_.begin(), pending_.end());
+    } else {
+      for (size_t i = 1; i < pending_.size(); ++i) {
+        const int32_t x = pending_[i];
+        size_t j = i;
+        for (; j > 0 && pending_[j - 1] > x; --j) pending_[j] = pending_[j - 1];
+        pending_[j] = x;
+      }
     }
     size_t count = pending_.size();
     while (pending_[0] > 1) {
