@@ -291,11 +291,14 @@ class Portfolio {
     const bool nothing_fits = !fits(*best_);
     // Nothing fits: the cold run is the likeliest to fit, so it gets the larger share (random
     // layered graphs of thousands of nodes at 70 % spend half the work in FastSA's memory pass).
-    // The cold run has the quick settings too: with FastSA's own window it often runs its whole
-    // schedule, most of the portfolio's time, for a plan that the warm runs mostly match. So
-    // `auto` is not always as good as FastSA alone at its default; bench/auto_speed_bench.py
-    // (--fastsa-alone) measures the two side by side.
+    // By default the cold run has the quick settings too: with FastSA's own window it often runs
+    // its whole schedule, most of the portfolio's time, for a plan that the warm runs mostly
+    // match. So the default `auto` is not always as good as FastSA alone at its defaults
+    // (bench/auto_speed_bench.py --fastsa-alone measures the two side by side). Given more work
+    // (anytime), the cold run has FastSA's own settings: that plan is then FastSA's alone.
+    own_settings_ = anytime();
     run_member(finisher, name, !starts.empty() ? 0.5 : nothing_fits ? 0.75 : 1.0, {});
+    own_settings_ = false;
     if (finished(cost_floor)) return;
     if (!starts.empty()) {
       run_member(finisher, name + "_warm", starts.size() > 1 ? 0.5 : 1.0, starts[0]);
@@ -528,7 +531,7 @@ class Portfolio {
   std::vector<Fitting> fitting_;  // plans of the members (kMember) within budget
   std::optional<double> lower_bound_;
   StopReason stopped_ = StopReason::kConverged;  // the members' stop reasons, the worst
-  bool own_settings_ = false;  // the run ahead: no quick_settings (the anytime rounds)
+  bool own_settings_ = false;  // the run ahead: no quick_settings (anytime: cold run, rounds)
   std::vector<std::string> outcomes_;
   std::vector<std::pair<std::string, double>> counters_;
   std::vector<std::pair<std::string, std::vector<double>>> best_series_ = {
