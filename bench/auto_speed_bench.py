@@ -17,9 +17,10 @@ Bars (issue: planning speed, time given is time used): CPU ≤ 3 s up to 1,000 n
 10,000 nodes with the default limit; with a larger limit a CI no worse (`ci ≤ default` column).
 `--fastsa-alone` (with `--search`) runs FastSA alone at its own defaults beside the default `auto`
 and says whether `auto`'s plan is no worse (its cold run has quick settings, so this is measured,
-not guaranteed). `--repeat` runs each larger limit twice and checks the plan is the same (determinism: the same
-graph, options, seed and work limit give the same plan). `--progress` prints `auto`'s best plan
-over the work spent (the plan's `auto_best_*` series) for the largest limit.
+not guaranteed). `--repeat` runs each larger limit twice and checks the plan is the same
+(determinism: the same graph, options, seed and work limit give the same plan). `--progress`
+prints `auto`'s best plan over the work spent (the plan's `auto_best_*` series) for the largest
+limit.
 """
 
 import argparse
