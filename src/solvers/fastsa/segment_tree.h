@@ -52,7 +52,7 @@ class RangeAddTree {
     if (first > last) return;
     int32_t l = first + size_, r = last + size_ + 1;
     pending_.push_back(l);
-    pending_.push_back(r - 1);
+    if (r - 1 != l) pending_.push_back(r - 1);
     // Branch-free: the parities of random ranges are coin flips, so every node on both borders
     // gets an add, of zero where the range does not cover it (r - 1 is covered when r is odd).
     while (l < r) {
