@@ -23,6 +23,7 @@ higher-order operators, torch.utils.checkpoint regions) raises Unplannable; the 
 (compile.py) then uses PyTorch's partitioner and warns.
 """
 
+import copy
 import dataclasses
 import heapq
 import math
@@ -87,11 +88,20 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     merge_common_subexpressions(joint_module)
     if fuse is None:
         fuse = solver != "mincut"
-    joint = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=fuse)
+    default = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=fuse)
+    base_peak = remat.baseline(default.graph)[0]
+    planned_module, joint = joint_module, default
+    if fuse:
+        rewritten = copy.deepcopy(joint_module)
+        if fuse_pointwise_recomputation(rewritten, num_fwd_outputs):
+            planned_module = rewritten
+            joint = JointGraph(rewritten, num_fwd_outputs, backward_start=True, fuse=fuse)
     graph = joint.graph
-    base_peak = remat.baseline(graph)[0]
     lower = remat.memory_lower_bound(graph)
-    asked = activation_budget_bytes(graph, budget, joint.input_bytes)
+    # A fraction is of the default schedule's activation memory (nothing recomputed).
+    asked = activation_budget_bytes(default.graph, budget, joint.input_bytes)
+    if isinstance(budget, str) and budget.strip().lower() == "min":
+        asked = lower - joint.input_bytes
     solve_budget = max(1, sum(graph.value(v)["size"] for v in range(graph.num_values)))
     if asked is not None:
         solve_budget = max(asked + joint.input_bytes, lower)
@@ -100,11 +110,13 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         work_limit = work_limit(graph)
     result = remat.solve(graph, solve_budget, solver, work_limit=work_limit, time_limit=limit,
                          seed=seed, **params)
-    fw, bw, executed = lower_plan(joint_module, joint, list(result.sequence))
+    fw, bw, executed = lower_plan(planned_module, joint, list(result.sequence))
     peak = _simulated_peak(graph, executed)
-    if peak >= base_peak and executed != remat.default_schedule(graph):
+    if peak >= base_peak and (joint is not default
+                              or executed != remat.default_schedule(graph)):
         # Never worse than the default schedule, and no recomputation that lowers no peak.
-        fw, bw, executed = lower_plan(joint_module, joint, remat.default_schedule(graph))
+        graph = default.graph
+        fw, bw, executed = lower_plan(joint_module, default, remat.default_schedule(graph))
         peak = _simulated_peak(graph, executed)
     stats = partition_stats(fw, bw, len(joint.fwd_outputs), time.perf_counter() - start)
     stats.solver = result.solver
@@ -128,10 +140,7 @@ partition.last = None
 def _simulated_peak(graph, sequence):
     """The simulator's peak of the sequence the lowered graphs run; Unplannable if it is not a
     valid schedule (a lowering the simulator cannot follow is not run)."""
-    evaluation = remat.simulate(graph, sequence)
-    if not evaluation.valid:
-        raise Unplannable(f"the lowered graphs do not follow a valid schedule ({evaluation.error})")
-    return evaluation.peak_bytes
+    return _evaluate(graph, sequence).peak_bytes
 
 
 def scaled_work_limit(graph):
@@ -377,6 +386,90 @@ def merge_common_subexpressions(joint_module):
     return merged
 
 
+def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None):
+    """Gives each backward fusible call that reads a forward pointwise chain's result its own
+    copy of the chain, in place, as Inductor fuses a chain recomputed in the backward into the
+    kernel that reads it: the chain's result then need not be saved, and the copy is part of
+    the backward chain (fusion_groups), whose inner values take no memory.
+
+    A chain is the forward's pointwise calls and views (no random, in-place or multi-output
+    call, at most MAX_COPIED_CHAIN calls) the result is made of, back to its leaves (what those
+    calls read that is not in the chain). It is copied only where no leaf is a new read for the
+    backward: each leaf is a graph input or a value the backward reads anyway (or a view of),
+    so saving the
+    leaves instead of the result never needs more memory. A copy carries the name of the call
+    it copies (meta["remat_copy_of"]): it is counted as a recomputation. Returns the number of
+    reads rewired."""
+    graph = joint_module.graph
+    forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
+    fwd_outputs = set(_compat.joint_outputs(joint_module, num_fwd_outputs)[0])
+    backward = [n for n in graph.nodes if n.op == "call_function" and n.name not in forward]
+    read_by_backward = set()  # what the backward reads, and the storages of the views it reads
+    for i in (i for n in backward for i in n.all_input_nodes):
+        while i not in read_by_backward:
+            read_by_backward.add(i)
+            if i.op == "call_function" and effects.is_view(i) and i.all_input_nodes:
+                i = i.all_input_nodes[0]
+    copies = {}
+    rewired = 0
+    for reader in backward:
+        if not _copyable(reader, forward_call=False):
+            continue
+        for v in reader.all_input_nodes:
+            if v.name not in forward or v in fwd_outputs or not _copyable(v):
+                continue
+            chain = _pointwise_chain(v, forward, read_by_backward)
+            if chain is None:
+                continue
+            with graph.inserting_before(reader):
+                for n in chain:
+                    if n not in copies:
+                        copies[n] = graph.node_copy(n, lambda a: copies.get(a, a))
+                        copies[n].meta["remat_recomputes"] = n.name
+            reader.replace_input_with(v, copies[v])
+            rewired += 1
+    if rewired:
+        graph.lint()
+        joint_module.recompile()
+    return rewired
+
+
+MAX_COPIED_CHAIN = 32
+
+
+def _copyable(n, forward_call=True):
+    """Whether fx call `n` is a pointwise call or a view a compiler fuses with its neighbours and
+    that may run again (not random, writes nothing; one output)."""
+    if n.op != "call_function" or n.target is operator.getitem or not _compat.is_operator(n.target):
+        return False
+    packet = _compat.packet_name(n.target)
+    kind = op_kinds.kind_of(packet, effects.is_view(n))
+    if forward_call and kind not in ("pointwise", "view"):
+        return False
+    return (op_kinds.is_fusible(packet, kind) and not op_kinds.is_random(packet)
+            and not effects.declared_writes(n)
+            and not any(u.target is operator.getitem for u in n.users))
+
+
+def _pointwise_chain(v, forward, read_by_backward):
+    """The forward calls (in graph order) of the pointwise chain making `v`, or None when one of
+    its leaves is a forward call's value the backward does not read or the chain is too long."""
+    chain, stack = {v}, [v]
+    while stack:
+        for i in stack.pop().all_input_nodes:
+            if i in chain or i.op == "placeholder" or i.op == "get_attr":
+                continue
+            if i.name in forward and _copyable(i):
+                chain.add(i)
+                stack.append(i)
+                if len(chain) > MAX_COPIED_CHAIN:
+                    return None
+            elif i not in read_by_backward:
+                return None
+    order = {n: k for k, n in enumerate(v.graph.nodes)}
+    return sorted(chain, key=order.get)
+
+
 def _call_key(n):
     """A hashable key of an fx call (its target and arguments), or None when an argument is
     not hashable."""
@@ -395,9 +488,7 @@ def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
     """Saved values (forward outputs beyond the model's) and recomputed calls of any partition
     (remat's or PyTorch's): a backward call but a view is a recomputation when the forward graph
     has a call of its name (or, for remat's copies, of the name it is a copy of)."""
-    fw_output = next(n for n in fw.graph.nodes if n.op == "output")
-    outputs = _compat.tree_flatten(fw_output.args)[0]
-    saved = [n for n in outputs[num_fwd_outputs:] if isinstance(n, fx.Node)]
+    saved = _saved_outputs(fw, num_fwd_outputs)
     saved_bytes = 0
     for n in saved:
         meta = _compat.node_tensor_meta(n)
@@ -406,12 +497,137 @@ def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
     forward_calls = {n.name for n in fw.graph.nodes if n.op == "call_function"}
     recomputed = [n for n in bw.graph.nodes
                   if n.op == "call_function" and n.target is not operator.getitem
-                  and not effects.is_view(n)
-                  and n.meta.get("remat_copy_of", n.name) in forward_calls]
+                  and not effects.is_view(n) and _original_call(n) in forward_calls]
     stats = PartitionStats([n.name for n in saved], saved_bytes,
-                           [n.meta.get("remat_copy_of", n.name) for n in recomputed], seconds)
+                           [_original_call(n) for n in recomputed], seconds)
     stats.recomputed_flops = sum(node_flops(n) for n in recomputed)
     return stats
+
+
+@dataclasses.dataclass
+class SimulatedPartition:
+    """The simulator's figures of a partition (remat's or another partitioner's) run on the joint
+    graph it partitioned: the activation memory its two graphs need in remat's memory model,
+    beside the default schedule's activation memory (what a fraction budget is of)."""
+
+    activation_bytes: int
+    baseline_activation_bytes: int
+
+
+def simulate_partition(joint_module, fw, bw, num_fwd_outputs):
+    """SimulatedPartition of the forward and backward modules `fw`, `bw` that a partition
+    function made of `joint_module` (the joint graph it partitioned, after its own rewrites: a
+    partitioner that merges common subexpressions in place leaves the merged graph there).
+
+    One model for any partitioner's graphs, as a compiler runs them: each call of fw, then each
+    of bw, is one step (a call whose name, or meta["remat_copy_of"], is a joint call), making
+    values of its own; each graph's fusible chains are fused as the compile path fuses (
+    fusion_groups, within each graph: a forward call recomputed in the backward fuses with the
+    backward calls there), and a value passed only inside a chain takes no memory. Random calls
+    may run again (a partition may recompute one; remat's own plans never do). The simulator
+    gives the peak. Raises Unplannable for a graph remat does not model or a call of fw or bw
+    that is not a joint call."""
+    fused = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=True)
+    calls = JointGraph(joint_module, num_fwd_outputs, backward_start=False, fuse=False)
+    step_of = {members[0].name: step for step, members in enumerate(calls.node_fx)}
+    run = _RunGraph(calls)
+    for side, module in (("forward", fw), ("backward", bw)):
+        for n in module.graph.nodes:
+            if n.op != "call_function" or n.target is operator.getitem:
+                continue
+            name = n.meta.get("remat_copy_of", n.name)
+            if name not in step_of:  # a copy of fuse_pointwise_recomputation's: a rerun here
+                name = n.meta.get("remat_recomputes", name)
+            if name not in step_of:
+                raise Unplannable(f"{name} of the partitioned graphs is not a call of the joint "
+                                  f"graph")
+            run.add(step_of[name], side)
+    graph = run.build(fused.graph.name)
+    evaluation = _evaluate(graph, list(range(graph.num_nodes)))
+    return SimulatedPartition(evaluation.peak_bytes - fused.input_bytes,
+                              remat.baseline(fused.graph)[0] - fused.input_bytes)
+
+
+class _RunGraph:
+    """The steps a partition's two graphs run, as a remat graph whose node i is the i-th call
+    run, with values of its own (a value made again is a new value)."""
+
+    def __init__(self, calls):
+        self.calls = calls
+        self.values = []
+        self.latest = {}  # joint value -> its latest copy here
+        self.steps = []  # (fx call, node dict) per call run
+        self.runs = {}
+        self.copies = {}  # joint value -> how many copies of it were made
+        produced = {v for node in calls.nodes for v in node["outputs"]}
+        for v, value in enumerate(calls.values):
+            if v not in produced:
+                self.latest[v] = self._new_value(value, v)
+
+    def _new_value(self, value, v):
+        entry = dict(value)
+        copies = self.copies[v] = self.copies.get(v, 0) + 1
+        if copies > 1:
+            entry["name"] = f"{value['name']}#{copies}"
+        if "alias_of" in entry:
+            entry["alias_of"] = self.latest[self.calls.value_root[v]]
+        self.values.append(entry)
+        return len(self.values) - 1
+
+    def add(self, step, side):
+        node = self.calls.nodes[step]
+        missing = [self.calls.values[v]["name"] for v in node["inputs"] if v not in self.latest]
+        if missing:
+            raise Unplannable(f"{node['name']} reads {missing[0]} before it is made")
+        self.runs[step] = self.runs.get(step, 0) + 1
+        inputs = [self.latest[v] for v in node["inputs"]]
+        outputs = []
+        for v in node["outputs"]:
+            self.latest[v] = self._new_value(self.calls.values[v], v)
+            outputs.append(self.latest[v])
+        name = node["name"] if self.runs[step] == 1 else f"{node['name']}#{self.runs[step]}"
+        self.steps.append((self.calls.node_fx[step][0], dict(
+            node, name=name, phase=side, inputs=inputs, outputs=outputs, recomputable=True)))
+
+    def build(self, name):
+        """The remat graph, each graph's fused chains' inner values taking no memory."""
+        groups = fusion_groups(self.steps, self.calls._is_fusible)
+        group_of = {i: g for g, members in enumerate(groups) for i in members}
+        outside = set()  # values read outside the chain that makes them
+        producer = {v: i for i, (_, node) in enumerate(self.steps) for v in node["outputs"]}
+        for i, (_, node) in enumerate(self.steps):
+            for v in node["inputs"]:
+                if v in producer and group_of[producer[v]] != group_of[i]:
+                    outside.add(v)
+        for v, value in enumerate(self.values):
+            if "alias_of" in value and v in outside:
+                outside.add(value["alias_of"])
+        for v, i in producer.items():
+            if v not in outside and not self.values[v].get("output") \
+                    and len(groups[group_of[i]]) > 1:
+                self.values[v]["size"] = 0
+        return remat.Graph.build(f"{name} as partitioned", self.values,
+                                 [node for _, node in self.steps])
+
+
+def _evaluate(graph, sequence):
+    evaluation = remat.simulate(graph, sequence)
+    if not evaluation.valid:
+        raise Unplannable(f"the partitioned graphs do not follow a valid schedule "
+                          f"({evaluation.error})")
+    return evaluation
+
+
+def _saved_outputs(fw, num_fwd_outputs):
+    """The fx nodes forward module `fw` returns beyond the model's `num_fwd_outputs`."""
+    fw_output = next(n for n in fw.graph.nodes if n.op == "output")
+    outputs = _compat.tree_flatten(fw_output.args)[0]
+    return [n for n in outputs[num_fwd_outputs:] if isinstance(n, fx.Node)]
+
+
+def _original_call(n):
+    """The name of the joint call a partitioned graph's call `n` runs (again)."""
+    return n.meta.get("remat_recomputes") or n.meta.get("remat_copy_of", n.name)
 
 
 def node_flops(n):
