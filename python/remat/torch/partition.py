@@ -394,38 +394,39 @@ def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None):
 
     A chain is the forward's pointwise calls and views (no random, in-place or multi-output
     call, at most MAX_COPIED_CHAIN calls) the result is made of, back to its leaves (what those
-    calls read that is not in the chain). It is copied only where no leaf is a new read for the
-    backward: each leaf is a graph input or a value the backward reads anyway (or a view of),
-    so saving the
-    leaves instead of the result never needs more memory. A copy carries the name of the call
-    it copies (meta["remat_copy_of"]): it is counted as a recomputation. Returns the number of
-    reads rewired."""
+    calls read that is not in the chain; a value the backward reads anyway is a leaf). A training dropout's output is in a chain too, copied
+    as x * mask * (1 / (1 - p)) from its input and mask, as the CPU kernel computes it (the same
+    bits): the draw is never made again. A chain is copied only where no leaf is a new read for
+    the backward: each leaf is a graph input or a value the backward reads anyway (or a view
+    of), so saving the leaves instead of the result never needs more memory. A copy carries the
+    name of the call it copies (meta["remat_recomputes"]): partition_stats counts it as a
+    recomputation when the forward runs that call. Returns the number of reads rewired."""
     graph = joint_module.graph
     forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
     fwd_outputs = set(_compat.joint_outputs(joint_module, num_fwd_outputs)[0])
     backward = [n for n in graph.nodes if n.op == "call_function" and n.name not in forward]
-    read_by_backward = set()  # what the backward reads, and the storages of the views it reads
-    for i in (i for n in backward for i in n.all_input_nodes):
-        while i not in read_by_backward:
-            read_by_backward.add(i)
+    read = {i for n in backward for i in n.all_input_nodes}  # what the backward reads
+    kept = set()  # ... and the storages of the views it reads: they live into the backward
+    for i in read:
+        while i not in kept:
+            kept.add(i)
             if i.op == "call_function" and effects.is_view(i) and i.all_input_nodes:
                 i = i.all_input_nodes[0]
     copies = {}
     rewired = 0
     for reader in backward:
-        if not _copyable(reader, forward_call=False):
+        if not _fusible_call(reader):
             continue
         for v in reader.all_input_nodes:
             if v.name not in forward or v in fwd_outputs or not _copyable(v):
                 continue
-            chain = _pointwise_chain(v, forward, read_by_backward)
+            chain = _pointwise_chain(v, forward, read, kept)
             if chain is None:
                 continue
             with graph.inserting_before(reader):
                 for n in chain:
                     if n not in copies:
-                        copies[n] = graph.node_copy(n, lambda a: copies.get(a, a))
-                        copies[n].meta["remat_recomputes"] = n.name
+                        copies[n] = _copy_into(graph, n, copies)
             reader.replace_input_with(v, copies[v])
             rewired += 1
     if rewired:
@@ -437,37 +438,88 @@ def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None):
 MAX_COPIED_CHAIN = 32
 
 
-def _copyable(n, forward_call=True):
-    """Whether fx call `n` is a pointwise call or a view a compiler fuses with its neighbours and
-    that may run again (not random, writes nothing; one output)."""
+def _fusible_call(n):
+    """Whether fx call `n` is one a compiler fuses with its pointwise neighbours and that may run
+    again (not random, writes nothing; one output)."""
     if n.op != "call_function" or n.target is operator.getitem or not _compat.is_operator(n.target):
         return False
     packet = _compat.packet_name(n.target)
-    kind = op_kinds.kind_of(packet, effects.is_view(n))
-    if forward_call and kind not in ("pointwise", "view"):
-        return False
-    return (op_kinds.is_fusible(packet, kind) and not op_kinds.is_random(packet)
-            and not effects.declared_writes(n)
+    return (op_kinds.is_fusible(packet, op_kinds.kind_of(packet, effects.is_view(n)))
+            and not op_kinds.is_random(packet) and not effects.declared_writes(n)
             and not any(u.target is operator.getitem for u in n.users))
 
 
-def _pointwise_chain(v, forward, read_by_backward):
-    """The forward calls (in graph order) of the pointwise chain making `v`, or None when one of
-    its leaves is a forward call's value the backward does not read or the chain is too long."""
+def _copyable(n):
+    """Whether forward fx node `n` may be copied into the backward: a pointwise call or a view
+    (_fusible_call, no reduction), or a training dropout's output."""
+    if _dropout_parts(n) is not None:
+        return True
+    return _fusible_call(n) and op_kinds.kind_of(
+        _compat.packet_name(n.target), effects.is_view(n)) in ("pointwise", "view")
+
+
+def _dropout_parts(n):
+    """(input, mask, scale) of fx node `n` when it is the output of native_dropout in training
+    with a float p, else None."""
+    if n.op != "call_function" or n.target is not operator.getitem or n.args[1] != 0:
+        return None
+    dropout = n.args[0]
+    if dropout.target is not torch.ops.aten.native_dropout.default or len(dropout.args) < 3 \
+            or dropout.args[2] is not True or not isinstance(dropout.args[1], float):
+        return None
+    masks = [u for u in dropout.users if u.target is operator.getitem and u.args[1] == 1]
+    if not masks:
+        return None
+    kept = 1.0 - dropout.args[1]
+    return dropout.args[0], masks[0], 0.0 if kept == 0.0 else 1.0 / kept
+
+
+def _chain_inputs(n):
+    parts = _dropout_parts(n)
+    return n.all_input_nodes if parts is None else parts[:2]
+
+
+def _copy_into(graph, n, copies):
+    """A copy of forward node `n` in `graph` (at its insertion point) reading the copies of what
+    it reads; a dropout's output is made from its input and mask."""
+    parts = _dropout_parts(n)
+    if parts is None:
+        made = graph.node_copy(n, lambda a: copies.get(a, a))
+    else:
+        x, mask, scale = parts
+        masked = graph.call_function(torch.ops.aten.mul.Tensor,
+                                     (copies.get(x, x), copies.get(mask, mask)))
+        made = graph.call_function(torch.ops.aten.mul.Tensor, (masked, scale))
+        for node in (masked, made):
+            node.meta.update({k: v for k, v in n.meta.items() if k in ("val", "tensor_meta")})
+        masked.meta["remat_part_of_copy"] = True  # simulate_partition: `made` is the dropout
+        n = n.args[0]
+    made.meta["remat_recomputes"] = n.name
+    return made
+
+
+def _pointwise_chain(v, forward, read, kept):
+    """The forward nodes (in graph order) of the pointwise chain making `v`, back to the values
+    the backward reads anyway (`read`), or None when one of its leaves is a forward call's value
+    that does not live into the backward (`kept`) or the chain is too long."""
     chain, stack = {v}, [v]
     while stack:
-        for i in stack.pop().all_input_nodes:
-            if i in chain or i.op == "placeholder" or i.op == "get_attr":
+        for i in _chain_inputs(stack.pop()):
+            if i in chain or i in read or i.op in ("placeholder", "get_attr"):
                 continue
             if i.name in forward and _copyable(i):
                 chain.add(i)
                 stack.append(i)
                 if len(chain) > MAX_COPIED_CHAIN:
                     return None
-            elif i not in read_by_backward:
+            elif i not in kept:
                 return None
-    order = {n: k for k, n in enumerate(v.graph.nodes)}
-    return sorted(chain, key=order.get)
+    return sorted(chain, key=_position(v.graph))
+
+
+def _position(graph):
+    order = {n: k for k, n in enumerate(graph.nodes)}
+    return order.get
 
 
 def _call_key(n):
@@ -533,7 +585,8 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs):
     run = _RunGraph(calls)
     for side, module in (("forward", fw), ("backward", bw)):
         for n in module.graph.nodes:
-            if n.op != "call_function" or n.target is operator.getitem:
+            if n.op != "call_function" or n.target is operator.getitem \
+                    or n.meta.get("remat_part_of_copy"):
                 continue
             name = n.meta.get("remat_copy_of", n.name)
             if name not in step_of:  # a copy of fuse_pointwise_recomputation's: a rerun here
