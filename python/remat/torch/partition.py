@@ -387,20 +387,21 @@ def merge_common_subexpressions(joint_module):
 
 
 def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None):
-    """Gives each backward fusible call that reads a forward pointwise chain's result its own
-    copy of the chain, in place, as Inductor fuses a chain recomputed in the backward into the
-    kernel that reads it: the chain's result then need not be saved, and the copy is part of
-    the backward chain (fusion_groups), whose inner values take no memory.
+    """Gives the backward its own copy of each forward pointwise chain whose result it reads,
+    in place, as Inductor recomputes such a chain in the backward kernel that reads it (or, for
+    a matmul reading it, in the kernel just before): the result need not be saved, and the copy
+    is part of the backward's chains (fusion_groups), whose inner values take no memory.
 
     A chain is the forward's pointwise calls and views (no random, in-place or multi-output
     call, at most MAX_COPIED_CHAIN calls) the result is made of, back to its leaves (what those
-    calls read that is not in the chain; a value the backward reads anyway is a leaf). A training dropout's output is in a chain too, copied
-    as x * mask * (1 / (1 - p)) from its input and mask, as the CPU kernel computes it (the same
-    bits): the draw is never made again. A chain is copied only where no leaf is a new read for
-    the backward: each leaf is a graph input or a value the backward reads anyway (or a view
-    of), so saving the leaves instead of the result never needs more memory. A copy carries the
-    name of the call it copies (meta["remat_recomputes"]): partition_stats counts it as a
-    recomputation when the forward runs that call. Returns the number of reads rewired."""
+    calls read that is not in the chain; a value the backward reads anyway is a leaf). A
+    training dropout's output is in a chain too, copied as x * mask * (1 / (1 - p)) from its
+    input and mask, as the CPU kernel computes it (the same bits): the draw is never made
+    again. A chain is copied only where every leaf is a graph input or lives into the backward
+    anyway (the backward reads it or a view of it): the copy then lives within the time the
+    saved result would, so no plan needs more memory. A copy carries the name of the call it
+    copies (meta["remat_recomputes"]): partition_stats counts it as a recomputation when the
+    forward runs that call. Returns the number of reads rewired."""
     graph = joint_module.graph
     forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
     fwd_outputs = set(_compat.joint_outputs(joint_module, num_fwd_outputs)[0])
@@ -415,8 +416,6 @@ def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None):
     copies = {}
     rewired = 0
     for reader in backward:
-        if not _fusible_call(reader):
-            continue
         for v in reader.all_input_nodes:
             if v.name not in forward or v in fwd_outputs or not _copyable(v):
                 continue
