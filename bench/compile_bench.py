@@ -10,8 +10,16 @@ Per model and configuration: saved activation bytes and recomputed FLOPs of the 
 (summed over the graphs; cost.py's FLOP model on both sides), the measured peak of one training
 step (forward and backward, gradients set to None before it, so the gradients' storage counts
 too), the median step time of the steps after the compiled one, the compile time (the first
-step), the partition time (summed over the graphs), and the largest difference from eager in
-the loss and the gradients. With --compiler eager every configuration runs its partitioned graphs
+step), the partition time (summed over the graphs), and the largest difference in the loss and
+the gradients from eager and from PyTorch's default partition (Inductor's decompositions change
+the numerics of batch norm, say, for every partition alike; a partition that changes them more
+shows against the default). "sim MB" is the activation memory of the partition in remat's
+simulator, the same model for both partitioners (partition.simulate_partition: the graphs' calls
+in their order, each graph's fusible chains fused, summed over the graphs), and "sim %" its share
+of the default schedule's activation memory (what remat's fraction is of). With
+--equal-peak-solver (default auto), each fraction's rows end with remat planning each graph to
+the simulated bytes a PyTorch budget plan reached there ("remat auto at greedy's sim"): at equal
+memory, who recomputes less. With --compiler eager every configuration runs its partitioned graphs
 as fx modules (Inductor's decompositions, no Inductor compile): plans, recomputed FLOPs and
 gradients are the same as with Inductor, the peak is that of unfused execution, and the compile
 time is tracing and partitioning only; it is the fast mode for the larger models.
@@ -22,7 +30,9 @@ bytes and each free removing them, Inductor's buffers included; the peak above w
 the step starts (remat.torch.measured_peak_bytes). Inductor's caches are off, so every
 configuration partitions and compiles; random ops run eager's kernels
 (torch._inductor.config.fallback_random), so dropout draws as eager does and the gradients of
-every configuration are comparable with eager's.
+every configuration are comparable with eager's. (A PyTorch budget plan that recomputes a
+dropout then draws a new mask in the backward: its gradients differ from eager's. remat never
+draws again; its backward makes a dropout's output from the saved mask.)
 
 A fraction means different things to the two: PyTorch's activation_memory_budget is the share
 of the default partition's saved bytes to keep (between saving everything it would and
@@ -300,8 +310,8 @@ def main():
     lines = [f"compiler {args.compiler}, torch {torch.__version__}, one thread", "",
              "| model | configuration | fraction | saved MB | recomputed MFLOP | sim MB | sim % "
              "| measured peak MB | peak / default | step ms | compile s | partition s "
-             "| max diff vs eager |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| max diff vs eager | vs default |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     print("\n".join(lines), flush=True)
     equal_peak = None if args.equal_peak_solver == "none" else args.equal_peak_solver
     with torch._inductor.config.patch(patches), \
@@ -318,6 +328,7 @@ def main():
                     default = row
                 ratio = row["peak_bytes"] / default["peak_bytes"] if default else None
                 diff = difference(row, eager)
+                diff_default = "-" if default is None else f"{difference(row, default):.1e}"
                 flops = (None if row["recomputed_flops"] is None
                          else f"{row['recomputed_flops'] / 1e6:.1f}")
                 plan_s = "-" if row["partition_s"] is None else f"{row['partition_s']:.1f}"
@@ -327,10 +338,12 @@ def main():
                              f"{mb(row['peak_bytes'])} | "
                              f"{'-' if ratio is None else f'{ratio:.2f}'} | "
                              f"{1e3 * row['step_s']:.1f} | {row['compile_s']:.1f} | {plan_s} | "
-                             f"{diff:.1e} |")
+                             f"{diff:.1e} | {diff_default} |")
                 print(lines[-1], flush=True)
                 records.append({"model": name, "configuration": label, "fraction": fraction,
                                 "compiler": args.compiler, "max_diff_vs_eager": diff,
+                                "max_diff_vs_default": None if default is None
+                                else difference(row, default),
                                 "peak_over_default": ratio,
                                 **{k: v for k, v in row.items()
                                    if k not in ("loss", "grads")}})
