@@ -80,7 +80,10 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     no memory there either; `compiler` (Inductor passes "inductor") neither. With `fuse` (None:
     for every solver but "mincut", which models fusion itself from the op kinds) each chain of
     calls a compiler fuses into one kernel is one remat node (JointGraph): its inner values are
-    not stored, as in the compiled step. `work_limit`: work units, None for remat's default, or a
+    not stored, as in the compiled step; and the backward gets its own copies of the forward's
+    pointwise chains it reads (fuse_pointwise_recomputation), as Inductor recomputes them in
+    the backward's kernels (a fraction budget stays a share of the activation memory without
+    them). `work_limit`: work units, None for remat's default, or a
     function of the remat graph giving them (scaled_work_limit). Other keywords are the solver's
     parameters."""
     start = time.perf_counter()
