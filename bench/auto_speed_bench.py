@@ -2,7 +2,8 @@
 nodes: the default work limit beside larger ones, side by side in one run.
 
     ./scripts/python bench/auto_speed_bench.py [--results] [--remat build/src/remat] \
-        [--budget 50] [--work-limits 60,240] [--graphs NAME,...] [--repeat] [--progress]
+        [--budget 50] [--work-limits 60,240] [--graphs NAME,...] [--repeat] [--progress] \
+        [--search 20 [--fastsa-alone]]
 
 Graphs: tests/data/resnet18_b32_i128.json, tests/data/blocks/{hf_gpt2,hf_llama,hf_t5}.json, and
 `remat gen joint` / `remat gen random-layered` graphs of 1,000, 2,500 and 10,000 nodes (written to
@@ -14,9 +15,12 @@ largest work limit, so every run stops on work or convergence, never on the cloc
 
 Bars (issue: planning speed, time given is time used): CPU ≤ 3 s up to 1,000 nodes and ≤ 20 s at
 10,000 nodes with the default limit; with a larger limit a CI no worse (`ci ≤ default` column).
-`--repeat` runs each larger limit twice and checks the plan is the same (determinism: the same
-graph, options, seed and work limit give the same plan). `--progress` prints `auto`'s best plan
-over the work spent (the plan's `auto_best_*` series) for the largest limit.
+`--fastsa-alone` (with `--search`) runs FastSA alone at its own defaults beside the default `auto`
+and says whether `auto`'s plan is no worse (its cold run has quick settings, so this is measured,
+not guaranteed). `--repeat` runs each larger limit twice and checks the plan is the same
+(determinism: the same graph, options, seed and work limit give the same plan). `--progress`
+prints `auto`'s best plan over the work spent (the plan's `auto_best_*` series) for the largest
+limit.
 """
 
 import argparse
@@ -126,21 +130,32 @@ def speed_bar(nodes):
 
 
 def search_summary(rows, search):
+    alone = any(a is not None for *_, a in rows)
     print(f"\nThe default against a {search:g}-unit search (`anytime=true` at {search:g} units), "
           "per graph: the default's CPU seconds against the bar (3 s up to 1,000 nodes, 20 s up "
-          "to 10,000) and its CI gap to the search (bar: 1 point).\n")
+          "to 10,000) and its CI gap to the search (bar: 1 point)" +
+          ("; beside them FastSA alone at its own defaults and the same work limit, and whether "
+           "`auto`'s plan is no worse than it" if alone else "") + ".\n")
+    extra_head = " FastSA alone CI % | FastSA alone CPU s | auto ≤ FastSA alone |" if alone else ""
     print("| graph | nodes | default CPU s | bar s | default CI % | search CI % | gap (points) "
-          "| bars met |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
-    for name, nodes, default, searched in rows:
+          "| bars met |" + extra_head)
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |" +
+          (" ---: | ---: | --- |" if alone else ""))
+    for name, nodes, default, searched, fastsa in rows:
         if "error" in default or "error" in searched:
-            print(f"| {name} | {nodes} | | | | | | error |")
+            print(f"| {name} | {nodes} | | | | | | error |" + (" | | |" if alone else ""))
             continue
         same = (default["status"] == "over-budget") == (searched["status"] == "over-budget")
         gap = default["ci"] - searched["ci"] if same else float("nan")
         met = default["cpu"] <= speed_bar(nodes) and same and gap <= 1.0
+        extra = ""
+        if fastsa is not None:
+            no_worse = score(default) <= score(fastsa)
+            extra = (f" {cell(fastsa)} | {fastsa['cpu']:.2f} | "
+                     f"{'yes' if no_worse else '**no**'} |")
         print(f"| {name} | {nodes} | {default['cpu']:.2f} | {speed_bar(nodes):g} | "
-              f"{cell(default)} | {cell(searched)} | {gap:+.2f} | {'yes' if met else '**no**'} |")
+              f"{cell(default)} | {cell(searched)} | {gap:+.2f} | {'yes' if met else '**no**'} |"
+              + extra)
 
 
 CURVE_MEMBERS = ("fastsa", "rockmate", "rotor", "mincut", "checkmate")
@@ -214,6 +229,9 @@ def main():
     parser.add_argument("--search", type=float, default=0,
                         help="also run `auto` with anytime=true at this work limit per graph and "
                         "compare the first limit's plan and CPU seconds to it (the issue: 60)")
+    parser.add_argument("--fastsa-alone", action="store_true",
+                        help="with --search: also run FastSA alone at its own defaults and the "
+                        "first work limit, and compare `auto`'s plan to it")
     parser.add_argument("--curve", default="",
                         help="work limits (e.g. 3,30,300): `auto` and each member alone at each, "
                         "on the --curve-graphs")
@@ -268,7 +286,14 @@ def main():
                 r["limit"] = args.search
                 print(row(name, nodes, args.search, r, default).replace(
                     f"| {args.search:g} |", f"| {args.search:g} (search) |", 1), flush=True)
-                searched.append((name, nodes, default, r))
+                alone = None
+                if args.fastsa_alone:
+                    alone = solve(args.remat, path, args.budget, limits[0], time_limit,
+                                  solver="fastsa")
+                    alone["limit"] = limits[0]
+                    print(row(name, nodes, limits[0], alone, None).replace(
+                        f"| {limits[0]:g} |", f"| {limits[0]:g} (fastsa alone) |", 1), flush=True)
+                searched.append((name, nodes, default, r, alone))
         if searched:
             search_summary(searched, args.search)
         if args.repeat:

@@ -10,8 +10,16 @@ Per model and configuration: saved activation bytes and recomputed FLOPs of the 
 (summed over the graphs; cost.py's FLOP model on both sides), the measured peak of one training
 step (forward and backward, gradients set to None before it, so the gradients' storage counts
 too), the median step time of the steps after the compiled one, the compile time (the first
-step), the partition time (summed over the graphs), and the largest difference from eager in
-the loss and the gradients. With --compiler eager every configuration runs its partitioned graphs
+step), the partition time (summed over the graphs), and the largest difference in the loss and
+the gradients from eager and from PyTorch's default partition (Inductor's decompositions change
+the numerics of batch norm, say, for every partition alike; a partition that changes them more
+shows against the default). "sim MB" is the activation memory of the partition in remat's
+simulator, the same model for both partitioners (partition.simulate_partition: the graphs' calls
+in their order, each graph's fusible chains fused, summed over the graphs), and "sim %" its share
+of the default schedule's activation memory (what remat's fraction is of). With
+--equal-peak-solver (default auto), each fraction's rows end with remat planning each graph to
+the simulated bytes a PyTorch budget plan reached there ("remat auto at greedy's sim"): at equal
+memory, who recomputes less. With --compiler eager every configuration runs its partitioned graphs
 as fx modules (Inductor's decompositions, no Inductor compile): plans, recomputed FLOPs and
 gradients are the same as with Inductor, the peak is that of unfused execution, and the compile
 time is tracing and partitioning only; it is the fast mode for the larger models.
@@ -22,7 +30,9 @@ bytes and each free removing them, Inductor's buffers included; the peak above w
 the step starts (remat.torch.measured_peak_bytes). Inductor's caches are off, so every
 configuration partitions and compiles; random ops run eager's kernels
 (torch._inductor.config.fallback_random), so dropout draws as eager does and the gradients of
-every configuration are comparable with eager's.
+every configuration are comparable with eager's. (A PyTorch budget plan that recomputes a
+dropout then draws a new mask in the backward: its gradients differ from eager's. remat never
+draws again; its backward makes a dropout's output from the saved mask.)
 
 A fraction means different things to the two: PyTorch's activation_memory_budget is the share
 of the default partition's saved bytes to keep (between saving everything it would and
@@ -51,7 +61,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "python", "tests"))
 import bench_results  # noqa: E402
 import remat.torch as rt  # noqa: E402
 from remat.torch import _compat  # noqa: E402
-from remat.torch.partition import partition_stats  # noqa: E402
+from remat.torch.compile import CompileBackend, RematPartitioner  # noqa: E402
+from remat.torch.partition import partition_stats, simulate_partition  # noqa: E402
 
 TORCH_SOLVERS = ("greedy", "ilp", "dp")
 
@@ -122,18 +133,60 @@ class RecordingPartition:
     def __call__(self, joint, inputs, **kwargs):
         start = time.perf_counter()
         fw, bw = _compat.min_cut_partition(joint, inputs, **kwargs)
-        self.graphs.append(partition_stats(fw, bw, kwargs["num_fwd_outputs"],
-                                           time.perf_counter() - start))
+        stats = partition_stats(fw, bw, kwargs["num_fwd_outputs"], time.perf_counter() - start)
+        self.graphs.append(simulated(stats, joint, fw, bw, kwargs["num_fwd_outputs"]))
         return fw, bw
 
     def uuid(self):
         return self.label
 
 
-def configurations(fractions, solvers, compiler="inductor"):
+class SimulatingPartition(RematPartitioner):
+    """remat's partition function, recording the simulator's figures of each partition as
+    RecordingPartition does; with `budgets`, graph i gets budgets[i] bytes of activation memory
+    (the figure another partition reached on it)."""
+
+    def __init__(self, budget, solver, budgets=None, **options):
+        super().__init__(budget, solver, **options)
+        self.budgets = budgets
+
+    def __call__(self, joint, inputs=None, **kwargs):
+        fw, bw = super().__call__(joint, inputs, **kwargs)
+        simulated(self.graphs[-1], joint, fw, bw, kwargs["num_fwd_outputs"])
+        return fw, bw
+
+    def _share(self, frame):
+        if self.budgets is None:
+            return super()._share(frame)
+        return self.budgets[len(self.graphs)]
+
+
+def simulated(stats, joint, fw, bw, num_fwd_outputs):
+    """`stats` with the simulator's activation bytes of the partition and the default
+    schedule's (None where the simulator cannot follow it)."""
+    try:
+        figures = simulate_partition(joint, fw, bw, num_fwd_outputs)
+        stats.simulated_activation_bytes = figures.activation_bytes
+        stats.baseline_activation_bytes = figures.baseline_activation_bytes
+    except ValueError as e:
+        print(f"  (simulator: {e})", flush=True)
+        stats.simulated_activation_bytes = None
+    return stats
+
+
+def remat_backend(fraction, solver, compiler, budgets=None):
+    partitioner = SimulatingPartition(fraction, solver, budgets)
+    return CompileBackend(partitioner, compiler)
+
+
+def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=None,
+                   reached=None):
     """(label, fraction, backend maker, functorch config) of every configuration; with compiler
     "eager" the partitioned graphs run as fx modules (AOTAutograd with Inductor's decompositions,
-    as "aot_eager_decomp_partition"), for every configuration alike."""
+    as "aot_eager_decomp_partition"), for every configuration alike. With `equal_peak_solver`,
+    after each fraction's rows, one more remat row per distinct figure PyTorch's budget plans
+    reached at that fraction (`reached`: label -> the simulated activation bytes of each graph,
+    filled in as the rows run), with that figure as each graph's budget."""
     compile_graphs = (_compat.inductor_compile if compiler == "inductor"
                       else _compat.aot_eager_compile)
 
@@ -150,8 +203,17 @@ def configurations(fractions, solvers, compiler="inductor"):
             yield (f"pytorch budget {solver}", f, lambda s=solver, f=f: torch_backend(f"{s}{f}"),
                    {"activation_memory_budget": f, "activation_memory_budget_solver": solver})
         for solver in solvers:
-            yield (f"remat {solver}", f,
-                   lambda s=solver, f=f: rt.compile_backend(f, s, compiler=compiler), {})
+            yield (f"remat {solver}", f, lambda s=solver, f=f: remat_backend(f, s, compiler), {})
+        if equal_peak_solver is None:
+            continue
+        peers = {}  # budgets -> the PyTorch solvers whose plans reached them
+        for solver in TORCH_SOLVERS:
+            budgets = reached.get(f"pytorch budget {solver}", {}).get(f)
+            if budgets and None not in budgets:
+                peers.setdefault(tuple(budgets), []).append(solver)
+        for budgets, names in peers.items():
+            yield (f"remat {equal_peak_solver} at {'/'.join(names)}'s sim", f,
+                   lambda b=list(budgets): remat_backend(1.0, equal_peak_solver, compiler, b), {})
 
 
 def step_fn(model, batch, loss_fn, backend):
@@ -194,6 +256,8 @@ def measure(make, backend_maker, functorch_config, steps):
         "saved_bytes": sum(g.saved_bytes for g in graphs) if graphs else None,
         "recomputed_flops": sum(g.recomputed_flops for g in graphs) if graphs else None,
         "partition_s": sum(g.seconds for g in graphs) if graphs else None,
+        "simulated_bytes": [getattr(g, "simulated_activation_bytes", None) for g in graphs],
+        "simulated_baseline_bytes": [g.baseline_activation_bytes for g in graphs],
         "graphs": len(graphs),
         "plan": [{"solver": g.solver, "status": g.status, "budget_bytes": g.budget_bytes,
                   "planned_activation_bytes": g.planned_activation_bytes,
@@ -208,6 +272,15 @@ def difference(row, eager):
     return max(loss, grads)
 
 
+def simulated_figures(row):
+    """(simulated activation MB, its share of the default schedule's) summed over the graphs,
+    as table text ("-" where a graph's partition could not be simulated)."""
+    sim, base = row["simulated_bytes"], row["simulated_baseline_bytes"]
+    if not sim or None in sim:
+        return "-", "-"
+    return mb(sum(sim)), f"{100.0 * sum(sim) / sum(base):.0f} %"
+
+
 def mb(x):
     return "-" if x is None else f"{x / 1e6:.2f}"
 
@@ -217,6 +290,9 @@ def main():
     p.add_argument("--models", default="gpt,hf-gpt2,hf-llama,resnet50,vit_b_16")
     p.add_argument("--fractions", default="0.8,0.5,0.3,0.1")
     p.add_argument("--solvers", default="fastsa,auto", help="remat solvers")
+    p.add_argument("--equal-peak-solver", default="auto",
+                   help="remat solver planning each graph to the simulated activation memory "
+                   "each PyTorch budget plan reached ('none': no such rows)")
     p.add_argument("--steps", type=int, default=3, help="timed steps after the compiled one")
     p.add_argument("--compiler", choices=("inductor", "eager"), default="inductor",
                    help="eager: the graphs run as fx modules (fast: no Inductor compile; the "
@@ -232,34 +308,42 @@ def main():
     patches = {"fx_graph_cache": False, "fallback_random": True}
     records = []
     lines = [f"compiler {args.compiler}, torch {torch.__version__}, one thread", "",
-             "| model | configuration | fraction | saved MB | recomputed MFLOP | measured peak MB "
-             "| peak / default | step ms | compile s | partition s | max diff vs eager |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "| model | configuration | fraction | saved MB | recomputed MFLOP | sim MB | sim % "
+             "| measured peak MB | peak / default | step ms | compile s | partition s "
+             "| max diff vs eager | vs default |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     print("\n".join(lines), flush=True)
+    equal_peak = None if args.equal_peak_solver == "none" else args.equal_peak_solver
     with torch._inductor.config.patch(patches), \
             torch._functorch.config.patch(enable_autograd_cache=False):
         for name in args.models.split(","):
             eager = default = None
-            for label, fraction, maker, config in configurations(fractions, solvers,
-                                                                 args.compiler):
+            reached = {}
+            for label, fraction, maker, config in configurations(
+                    fractions, solvers, args.compiler, equal_peak, reached):
                 row = measure(MODELS[name], maker, config, args.steps)
+                reached.setdefault(label, {})[fraction] = row["simulated_bytes"]
                 eager = eager or row
                 if label == "pytorch default":
                     default = row
                 ratio = row["peak_bytes"] / default["peak_bytes"] if default else None
                 diff = difference(row, eager)
+                diff_default = "-" if default is None else f"{difference(row, default):.1e}"
                 flops = (None if row["recomputed_flops"] is None
                          else f"{row['recomputed_flops'] / 1e6:.1f}")
                 plan_s = "-" if row["partition_s"] is None else f"{row['partition_s']:.1f}"
+                sim, share = simulated_figures(row)
                 lines.append(f"| {name} | {label} | {fraction or '-'} | "
-                             f"{mb(row['saved_bytes'])} | {flops or '-'} | "
+                             f"{mb(row['saved_bytes'])} | {flops or '-'} | {sim} | {share} | "
                              f"{mb(row['peak_bytes'])} | "
                              f"{'-' if ratio is None else f'{ratio:.2f}'} | "
                              f"{1e3 * row['step_s']:.1f} | {row['compile_s']:.1f} | {plan_s} | "
-                             f"{diff:.1e} |")
+                             f"{diff:.1e} | {diff_default} |")
                 print(lines[-1], flush=True)
                 records.append({"model": name, "configuration": label, "fraction": fraction,
                                 "compiler": args.compiler, "max_diff_vs_eager": diff,
+                                "max_diff_vs_default": None if default is None
+                                else difference(row, default),
                                 "peak_over_default": ratio,
                                 **{k: v for k, v in row.items()
                                    if k not in ("loss", "grads")}})

@@ -6,6 +6,7 @@
 //   ./build/bench/work_unit_bench [--work 2]
 //   ./build/bench/work_unit_bench --deadline-nodes 1000000   # + fastsa at --time-limit 1 on 1M
 //   nodes
+//   ./build/bench/work_unit_bench --fastsa-sizes   # only FastSA's CPU per unit at 1k, 10k, 100k
 #include <fmt/format.h>
 #include <time.h>
 
@@ -97,18 +98,52 @@ void run_deadline(int32_t nodes) {
              cpu_seconds() - cpu0, to_string(r.plan.stats.stop_reason));
 }
 
+// FastSA's CPU seconds per unit by graph size: generated joint graphs at 50 %, the paper's fixed
+// schedule (no convergence stop) cut by work limits 1 and 3; the difference of the two runs'
+// CPU over 2 units leaves the set-up out. A unit should cost about the same at every size
+// (fastsa/anneal.h, move_weight).
+void run_fastsa_sizes() {
+  fmt::print("\nfastsa by graph size (joint, 50 %, schedule=fixed); CPU in seconds\n");
+  fmt::print("{:>8} {:>8} {:>10} {:>10} {:>9}\n", "nodes", "slots", "cpu at 1", "cpu at 3",
+             "cpu/unit");
+  for (const int32_t nodes : {1'000, 10'000, 100'000}) {
+    const Graph g = generate_joint({.num_nodes = nodes, .seed = 1});
+    SolveOptions options;
+    options.budget = parse_budget("50%", baseline(g).peak_bytes);
+    options.time_limit_s = 600;
+    options.params = {{"schedule", "fixed"}};
+    double cpu[2] = {0, 0};
+    double slots = 0;
+    for (int k = 0; k < 2; ++k) {
+      options.work_limit = k == 0 ? 1 : 3;
+      const double cpu0 = cpu_seconds();
+      const SolveResult r = solve(g, "fastsa", options);
+      cpu[k] = cpu_seconds() - cpu0;
+      slots = r.plan.stats.counter("stage2_slots").value_or(0);
+    }
+    fmt::print("{:>8} {:>8} {:>10.2f} {:>10.2f} {:>9.2f}\n", g.num_nodes(), slots, cpu[0], cpu[1],
+               (cpu[1] - cpu[0]) / 2);
+  }
+}
+
 }  // namespace
 }  // namespace remat
 
 int main(int argc, char** argv) {
   return remat::bench::guarded_main(
-      "work_unit_bench", "usage: work_unit_bench [--work 2] [--deadline-nodes N]\n", argc, argv,
-      [&] {
+      "work_unit_bench",
+      "usage: work_unit_bench [--work 2] [--deadline-nodes N] [--fastsa-sizes]\n", argc, argv, [&] {
         using remat::bench::number_argument;
         double work = 2;
         int32_t deadline_nodes = 0;
+        bool fastsa_sizes = false;
         for (int i = 1; i < argc; i += 2) {
           const std::string_view arg = argv[i];
+          if (arg == "--fastsa-sizes") {
+            fastsa_sizes = true;
+            --i;  // a flag: no value
+            continue;
+          }
           if (i + 1 >= argc) throw remat::InputError(fmt::format("'{}' needs a value", arg));
           if (arg == "--work")
             work = number_argument<double>("--work", argv[i + 1]);
@@ -116,6 +151,10 @@ int main(int argc, char** argv) {
             deadline_nodes = number_argument<int32_t>("--deadline-nodes", argv[i + 1]);
           else
             throw remat::InputError(fmt::format("unknown argument '{}'", arg));
+        }
+        if (fastsa_sizes) {
+          remat::run_fastsa_sizes();
+          return 0;
         }
         remat::run_rows(work);
         if (deadline_nodes > 0) remat::run_deadline(deadline_nodes);

@@ -173,7 +173,8 @@ def solve_chain(chain, budget, solver="rotor", *, work_limit=None, time_limit=No
     store-all) through the judged solve, on a `remat.Chain` (from `remat.Chain(...)`,
     `remat.Chain.from_json(text)`, `remat._remat.load_chain(path)`,
     `_remat.extract_chain(graph)["chain"]` or `remat.torch.Checkpointable.chain`) or its remat
-    chain JSON text, under `budget`: bytes, or "P%" of the chain's store-all peak. Returns a dict:
+    chain JSON text, under `budget`: bytes, or text read as the CLI's --budget ("80%" of the chain's
+    store-all peak, "90MB"). Returns a dict:
     ops [(name, stage)], notation, status, feasible, peak_bytes and cost (= makespan, also under
     that name; from the chain simulator), timeline, store-all figures, cost_lower_bound, counters
     and lists."""
@@ -182,11 +183,6 @@ def solve_chain(chain, budget, solver="rotor", *, work_limit=None, time_limit=No
     if not isinstance(chain, Chain):
         raise ValueError(f"solve_chain: chain must be a remat.Chain or remat chain JSON text, "
                          f"got {type(chain).__name__}")
-    if isinstance(budget, str) and budget.strip().endswith("%"):
-        peak = chain.store_all()["peak_bytes"]
-        budget = int(peak * float(budget.strip()[:-1]) / 100)
-    elif not isinstance(budget, int) or isinstance(budget, bool):
-        raise ValueError(f"solve_chain: budget must be bytes (int) or 'P%', got {budget!r}")
     work_limit, time_limit, _, _ = _solve_settings(work_limit, time_limit)
     return _remat.chain_solve(chain, budget, solver, time_limit, params,
                               work_limit=work_limit)

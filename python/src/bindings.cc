@@ -245,16 +245,22 @@ Sequence to_sequence(const Graph& g, const std::vector<int32_t>& ids) {
   return seq;
 }
 
-// A budget is bytes (int) or text ("50%", "90MB").
-Budget to_budget(const Graph& g, const py::object& budget) {
+// A budget is bytes (int) or text ("50%" of `baseline_peak_bytes`, "90MB"), read by the CLI's
+// --budget reader. `baseline_peak_bytes` is called only for a percentage.
+template <typename BaselinePeak>
+Budget to_budget(const py::object& budget, BaselinePeak baseline_peak_bytes) {
   const bool number = !py::isinstance<py::bool_>(budget) &&
                       (py::isinstance<py::int_>(budget) || py::isinstance<py::float_>(budget));
-  // Bytes go through the CLI's --budget reader as the number's text: the same range and exact
-  // integers (2^62 + 1 is refused, not read as 2^62), and nan, inf or -1 refused alike.
+  // Bytes go through the reader as the number's text: the same range and exact integers (2^62 + 1
+  // is refused, not read as 2^62), and nan, inf or -1 refused alike.
   if (number) return parse_budget(py::str(budget).cast<std::string>(), 0);
   if (py::isinstance<py::str>(budget))
-    return parse_budget(budget.cast<std::string>(), baseline(g).peak_bytes);
+    return parse_budget(budget.cast<std::string>(), baseline_peak_bytes());
   throw InputError("python: budget must be bytes (int) or text such as \"50%\" or \"90MB\"");
+}
+
+Budget to_budget(const Graph& g, const py::object& budget) {
+  return to_budget(budget, [&] { return baseline(g).peak_bytes; });
 }
 
 std::string param_text(const py::handle& value) {
@@ -492,12 +498,14 @@ py::list ops_list(std::span<const ChainOp> ops) {
 // The judged solve of the one registry on a chain: the same options as for a graph (seed,
 // threads, progress); the dict has the graph result's field names (cost is the makespan, also
 // under its chain name).
-py::dict chain_solve_py(const py::object& chain_or_text, int64_t budget_bytes,
+// A budget in percent is of the chain's store-all peak.
+py::dict chain_solve_py(const py::object& chain_or_text, const py::object& budget,
                         const std::string& solver, double time_limit, const py::dict& params,
                         uint64_t seed, int threads, const py::object& progress, double work_limit) {
   const Chain chain = chain_arg(chain_or_text);
+  const ChainEvaluation store_all = simulate_chain(chain, store_all_sequence(chain));
   SolveOptions options;
-  options.budget = {budget_bytes};
+  options.budget = to_budget(budget, [&] { return store_all.peak_bytes; });
   options.work_limit = work_limit;
   options.time_limit_s = time_limit;
   options.seed = seed;
@@ -506,7 +514,6 @@ py::dict chain_solve_py(const py::object& chain_or_text, int64_t budget_bytes,
   PythonSide side(progress);
   side.attach(options);
   const ChainSolveResult r = side.run([&] { return solve(chain, solver, options); });
-  const ChainEvaluation store_all = simulate_chain(chain, store_all_sequence(chain));
   py::dict d;
   d["ops"] = ops_list(r.plan.sequence);
   d["notation"] = format_sequence(r.plan.sequence);
@@ -514,7 +521,7 @@ py::dict chain_solve_py(const py::object& chain_or_text, int64_t budget_bytes,
   d["status"] = std::string(to_string(r.plan.stats.status));
   d["feasible"] =
       r.plan.stats.status == SolveStatus::kOptimal || r.plan.stats.status == SolveStatus::kFeasible;
-  d["budget_bytes"] = budget_bytes;
+  d["budget_bytes"] = options.budget.bytes;
   d["peak_bytes"] = r.eval.peak_bytes;
   d["cost"] = r.eval.cost;
   d["makespan"] = r.eval.cost;
@@ -860,6 +867,14 @@ PYBIND11_MODULE(_remat, m) {
       "parse_budget",
       [](const Graph& g, const py::object& budget) { return to_budget(g, budget).bytes; },
       py::arg("graph"), py::arg("budget"));
+  m.def(
+      "budget_bytes",
+      [](const py::object& budget, int64_t baseline_peak_bytes) {
+        return to_budget(budget, [&] { return baseline_peak_bytes; }).bytes;
+      },
+      py::arg("budget"), py::arg("baseline_peak_bytes"),
+      "A budget (bytes, or text such as \"50%\" of baseline_peak_bytes or \"90MB\") in bytes, "
+      "read as the CLI's --budget.");
   m.def("format_bytes", &format_bytes, py::arg("bytes"));
   m.attr("DEFAULT_WORK_LIMIT") = kDefaultWorkLimit;
   m.def("sequence_plan_json", &sequence_plan_json, py::arg("graph"), py::arg("sequence"),
@@ -884,11 +899,11 @@ PYBIND11_MODULE(_remat, m) {
   m.def("solvers", &solver_list, "(name, description) of every registered solver.");
   m.def("solver_rows", &solver_rows,
         "Every registry row as a dict: what it accepts, its parameters and properties.");
-  m.def("chain_solve", &chain_solve_py, py::arg("chain"), py::arg("budget_bytes"),
-        py::arg("solver"), py::arg("time_limit"), py::arg("params"), py::arg("seed") = 1,
-        py::arg("threads") = 1, py::arg("progress") = py::none(),
-        py::arg("work_limit") = kDefaultWorkLimit,
-        "The judged solve of a chain (a Chain, or remat chain JSON text).");
+  m.def("chain_solve", &chain_solve_py, py::arg("chain"), py::arg("budget"), py::arg("solver"),
+        py::arg("time_limit"), py::arg("params"), py::arg("seed") = 1, py::arg("threads") = 1,
+        py::arg("progress") = py::none(), py::arg("work_limit") = kDefaultWorkLimit,
+        "The judged solve of a chain (a Chain, or remat chain JSON text) under a budget: bytes, or "
+        "text such as \"50%\" (of the store-all peak) or \"90MB\".");
   m.def("chain_simulate", &chain_simulate_py, py::arg("chain"), py::arg("ops"),
         "The chain simulator on ops [(name, stage)]; the chain is a Chain or its JSON text.");
   m.def(

@@ -80,3 +80,14 @@ def test_solve_chain_gives_the_same_plan_on_the_chain_and_on_its_text():
     again = chain.simulate(on_chain["ops"])
     assert (again["peak_bytes"], again["cost"]) == (on_chain["peak_bytes"], on_chain["cost"])
     assert chain.simulate(chain.store_all_ops()) == store_all
+
+
+def test_chain_budgets_are_read_as_the_cli_reads_them():
+    chain = toy_from_fields()
+    peak = chain.store_all()["peak_bytes"]
+    assert remat.solve_chain(chain, str(peak), "rotor")["budget_bytes"] == peak
+    assert remat.solve_chain(chain, "1KB", "none")["budget_bytes"] == 1000
+    assert remat.solve_chain(chain, 100.0, "none")["budget_bytes"] == 100
+    for bad in ["fifty%", "-5%", "nan%", True, None]:
+        with pytest.raises(ValueError, match="budget"):
+            remat.solve_chain(chain, bad, "rotor")

@@ -151,3 +151,13 @@ def test_plan_is_deterministic_with_flop_costs():
     assert stages[0]["u_f"] >= 2 * 32 * 16 * 64
     with pytest.raises(ValueError, match="cost must be"):
         rt.Checkpointable(blocks, cost="seconds")
+
+
+def test_a_wrong_budget_is_an_error_when_the_checkpointable_is_built():
+    blocks = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+    for bad in ["half", "-10%", [50]]:
+        with pytest.raises(ValueError, match="Checkpointable: .*budget"):
+            rt.Checkpointable(copy.deepcopy(blocks), budget=bad)
+    ckpt = rt.Checkpointable(copy.deepcopy(blocks), budget="2KB")
+    ckpt(torch.randn(4, 8)).sum().backward()
+    assert ckpt.budget_bytes == 2000

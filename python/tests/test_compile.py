@@ -333,3 +333,92 @@ def test_the_compile_path_plans_with_a_work_limit_that_grows_with_the_graph():
     assert scaled_work_limit(chain(10)) == 1.0
     assert scaled_work_limit(chain(10 * NODES_PER_WORK_UNIT)) == 10.0
     assert scaled_work_limit(chain(100 * NODES_PER_WORK_UNIT)) == remat._remat.DEFAULT_WORK_LIMIT
+
+
+def test_a_forward_pointwise_chain_the_backward_reads_is_copied_into_its_kernel():
+    # Inductor fuses a pointwise chain recomputed in the backward into the kernel reading it, so
+    # its result is stored nowhere: the planner sees the copy, and the least memory drops.
+    from remat.torch.partition import (JointGraph, fuse_pointwise_recomputation,
+                                       merge_common_subexpressions)
+
+    batch = (torch.randn(64, 32), torch.randint(0, 10, (64,)))
+    joint, outputs = joint_graph_of(GeluMLP(), batch, F.cross_entropy)
+    merge_common_subexpressions(joint)  # as partition does: the backward reads the forward's erf
+    rewritten = copy.deepcopy(joint)
+    assert fuse_pointwise_recomputation(rewritten, outputs) > 0
+    copies = [n.meta["remat_recomputes"] for n in rewritten.graph.nodes
+              if "remat_recomputes" in n.meta]
+    assert any(name.startswith("erf") for name in copies)
+    before, after = (JointGraph(m, outputs, backward_start=True, fuse=True)
+                     for m in (joint, rewritten))
+    assert remat.memory_lower_bound(after.graph) < remat.memory_lower_bound(before.graph)
+
+    # A budget under the least the graph without copies needs is met, with eager's gradients.
+    backend = rt.compile_backend(budget=0.75, compiler="eager", **QUICK)
+    got = adamw_steps(GeluMLP(), batch, F.cross_entropy, backend, steps=1)
+    (stats,) = backend.graphs
+    assert stats.budget_bytes + before.input_bytes < remat.memory_lower_bound(before.graph)
+    assert stats.status == "feasible"
+    assert_trains_like(got, adamw_steps(GeluMLP(), batch, F.cross_entropy, DefaultPartition(),
+                                        steps=1))
+
+
+class DropoutMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        # Activations, not weights, are most of the memory; the dropout's output is saved by
+        # the default partition and read by the second layer's weight gradient.
+        self.fc1, self.fc2 = nn.Linear(32, 1024), nn.Linear(1024, 1024)
+        self.fc3 = nn.Linear(1024, 10)
+        self.dropout = nn.Dropout(0.5)
+
+    def forward(self, x):
+        x = self.dropout(torch.tanh(self.fc1(x)))  # tanh's backward reads its output
+        return self.fc3(torch.tanh(self.fc2(x)))
+
+
+def test_the_backward_makes_a_dropout_output_from_its_mask_instead_of_saving_it():
+    # The backward reads the mask and the dropout's input anyway; x * mask * scale is the
+    # kernel's own arithmetic, so the draws and gradients are eager's and the output is not saved.
+    # (fallback_random: dropout stays native_dropout, eager's kernel, as bench/compile_bench.py
+    # runs it.)
+    batch = (torch.randn(256, 32), torch.randint(0, 10, (256,)))
+    backend = rt.compile_backend(budget=0.8, compiler="eager", **QUICK)
+    default = DefaultPartition()
+    with torch._inductor.config.patch(fallback_random=True):
+        got = adamw_steps(DropoutMLP(), batch, F.cross_entropy, backend)
+        expected = adamw_steps(DropoutMLP(), batch, F.cross_entropy, default)
+        joint, _ = joint_graph_of(DropoutMLP(), batch, F.cross_entropy)
+    for a, b in zip(got[0] + got[1], expected[0] + expected[1]):
+        assert torch.equal(a, b)
+    dropout_output = next(u.name for n in joint.graph.nodes if "native_dropout" in str(n.target)
+                          for u in n.users if u.args[1] == 0)
+    assert dropout_output in default.saved[0]
+    (stats,) = backend.graphs
+    assert stats.status == "feasible" and dropout_output not in stats.saved
+
+
+def test_simulate_partition_follows_remat_and_pytorch_partitions_in_one_memory_model():
+    # bench/compile_bench.py compares the two partitioners at equal simulated memory: the model
+    # must reproduce remat's planned peak (within the finer, call-by-call timing of the run) and
+    # follow PyTorch's graphs, whose recomputed calls keep the names of the joint's.
+    from remat.torch.partition import Unplannable, simulate_partition
+
+    batch = (torch.randn(256, 32), torch.randint(0, 10, (256,)))
+    with torch._inductor.config.patch(fallback_random=True):
+        joint, outputs = joint_graph_of(DropoutMLP(), batch, F.cross_entropy)
+    for budget in (None, 0.75):
+        planned = copy.deepcopy(joint)
+        fw, bw = rt.partition(planned, None, budget=budget, num_fwd_outputs=outputs, **QUICK)
+        stats = rt.partition.last
+        figures = simulate_partition(planned, fw, bw, outputs)
+        assert figures.baseline_activation_bytes == stats.baseline_activation_bytes
+        assert 0.98 * stats.planned_activation_bytes <= figures.activation_bytes \
+            <= stats.planned_activation_bytes
+    theirs = copy.deepcopy(joint)
+    fw, bw = _compat.min_cut_partition(theirs, None, num_fwd_outputs=outputs)
+    assert simulate_partition(theirs, fw, bw, outputs).activation_bytes \
+        <= stats.baseline_activation_bytes
+    with pytest.raises(Unplannable, match="before it is made"):
+        simulate_partition(theirs, bw, fw, outputs)  # the backward before the forward

@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "fastsa/anneal.h"
 #include "fastsa/segment_tree.h"
 #include "fastsa/units.h"
 #include "fastsa_test_graphs.h"
@@ -190,6 +191,26 @@ TEST(FastsaSegmentTree, LogAddExpIsASmoothMaximum) {
   EXPECT_NEAR(tree.root(), std::log2(2.0 + 8.0 + 8.0), 1e-12);
   tree.add(0, 1, 2.0);  // 3, 5, 3
   EXPECT_NEAR(tree.root(), std::log2(8.0 + 32.0 + 8.0), 1e-12);
+}
+
+// A work unit is meant to cost about the same CPU on any graph: a move on a state larger than
+// the reference size counts more than one, so the same work limit runs fewer iterations there.
+TEST(FastsaWorkUnits, MovesOnLargeStatesCountMore) {
+  EXPECT_EQ(move_weight(kReferenceSlots), 1.0);
+  EXPECT_EQ(move_weight(1 << 12), 1.0);
+  EXPECT_NEAR(move_weight(kReferenceSlots * 32), std::pow(32.0, 0.4), 1e-12);
+  const Graph g = rich_random_graph({.num_nodes = 40, .seed = 5});
+  const UnitTable units = *node_units(g);
+  for (const int32_t slots : {1 << 12, kReferenceSlots * 4}) {
+    WalkContext context;
+    context.budget_bytes = 0;  // never reached: the stage runs to its moves
+    context.moves_left = 20'000;
+    const StageSettings settings{.iterations = 1'000'000, .slots = slots};
+    const StageResult r = run_stage(units, units.initial_order, settings, "test", context);
+    EXPECT_TRUE(r.work_limit_hit);
+    EXPECT_EQ(r.iterations, static_cast<int64_t>(20'000 / move_weight(slots))) << slots;
+    EXPECT_LT(static_cast<double>(context.moves_left), move_weight(slots)) << slots;
+  }
 }
 
 }  // namespace

@@ -14,7 +14,8 @@ budget always give the same chain and the same plan; "measure" takes the wall cl
 profiled run instead (microseconds; the plan then depends on timing noise). The
 chain (a remat.Chain; `chain_json` is its remat chain JSON text) is solved with a chain solver
 (rotor by default; solver="rockmate" is rk-Rotor with keep-all and keep-nothing per block, which
-is Rotor's DP) under `budget`: bytes, or "P%" of the store-all peak of the chain. The plan then
+is Rotor's DP) under `budget`: bytes, or text read as the CLI's --budget ("50%" of the store-all
+peak of the chain, "90MB"). The plan then
 runs through autograd: a custom autograd Function runs the forward part of the plan (F_ck and F_∅
 without autograd, F_all with it) and, in backward, the rest (recomputations and the B steps,
 torch.autograd.backward through each stage's retained graph), so parameter gradients accumulate
@@ -143,6 +144,7 @@ class Checkpointable(nn.Module):
             raise ValueError("Checkpointable: needs at least one block, each an nn.Module")
         self.blocks = nn.ModuleList(blocks)
         self.budget = budget
+        self._budget_bytes(1)  # a wrong budget is an error here, not in the first forward
         self.solver = solver
         # Rockmate on opaque blocks: a user block is one rk-block whose only runs autograd can
         # replay are keep-all (F_all) and keep-nothing (F_∅, then F_all before B), so rk-Rotor has
@@ -255,13 +257,10 @@ class Checkpointable(nn.Module):
         return groups
 
     def _budget_bytes(self, store_all_peak):
-        b = self.budget
-        if isinstance(b, str) and b.strip().endswith("%"):
-            return int(store_all_peak * float(b.strip()[:-1]) / 100)
-        if isinstance(b, (int, float)) and not isinstance(b, bool):
-            return int(b)
-        raise ValueError(f"Checkpointable: budget must be bytes or 'P%' of the store-all peak, "
-                         f"got {b!r}")
+        try:
+            return _remat.budget_bytes(self.budget, store_all_peak)
+        except ValueError as e:
+            raise ValueError(f"Checkpointable: {e}") from None
 
     def replan(self, x, autocast=None):
         """Profiles the blocks on `x` (in the caller's autocast state unless `autocast`, a

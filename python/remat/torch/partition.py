@@ -23,6 +23,7 @@ higher-order operators, torch.utils.checkpoint regions) raises Unplannable; the 
 (compile.py) then uses PyTorch's partitioner and warns.
 """
 
+import copy
 import dataclasses
 import heapq
 import math
@@ -79,7 +80,10 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     no memory there either; `compiler` (Inductor passes "inductor") neither. With `fuse` (None:
     for every solver but "mincut", which models fusion itself from the op kinds) each chain of
     calls a compiler fuses into one kernel is one remat node (JointGraph): its inner values are
-    not stored, as in the compiled step. `work_limit`: work units, None for remat's default, or a
+    not stored, as in the compiled step; and the backward gets its own copies of the forward's
+    pointwise chains it reads (fuse_pointwise_recomputation), as Inductor recomputes them in
+    the backward's kernels (a fraction budget stays a share of the activation memory without
+    them). `work_limit`: work units, None for remat's default, or a
     function of the remat graph giving them (scaled_work_limit). Other keywords are the solver's
     parameters."""
     start = time.perf_counter()
@@ -87,11 +91,20 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     merge_common_subexpressions(joint_module)
     if fuse is None:
         fuse = solver != "mincut"
-    joint = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=fuse)
+    default = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=fuse)
+    base_peak = remat.baseline(default.graph)[0]
+    planned_module, joint = joint_module, default
+    if fuse:
+        rewritten = copy.deepcopy(joint_module)
+        if fuse_pointwise_recomputation(rewritten, num_fwd_outputs):
+            planned_module = rewritten
+            joint = JointGraph(rewritten, num_fwd_outputs, backward_start=True, fuse=fuse)
     graph = joint.graph
-    base_peak = remat.baseline(graph)[0]
     lower = remat.memory_lower_bound(graph)
-    asked = activation_budget_bytes(graph, budget, joint.input_bytes)
+    # A fraction is of the default schedule's activation memory (nothing recomputed).
+    asked = activation_budget_bytes(default.graph, budget, joint.input_bytes)
+    if isinstance(budget, str) and budget.strip().lower() == "min":
+        asked = lower - joint.input_bytes
     solve_budget = max(1, sum(graph.value(v)["size"] for v in range(graph.num_values)))
     if asked is not None:
         solve_budget = max(asked + joint.input_bytes, lower)
@@ -100,11 +113,13 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         work_limit = work_limit(graph)
     result = remat.solve(graph, solve_budget, solver, work_limit=work_limit, time_limit=limit,
                          seed=seed, **params)
-    fw, bw, executed = lower_plan(joint_module, joint, list(result.sequence))
+    fw, bw, executed = lower_plan(planned_module, joint, list(result.sequence))
     peak = _simulated_peak(graph, executed)
-    if peak >= base_peak and executed != remat.default_schedule(graph):
+    if peak >= base_peak and (joint is not default
+                              or executed != remat.default_schedule(graph)):
         # Never worse than the default schedule, and no recomputation that lowers no peak.
-        fw, bw, executed = lower_plan(joint_module, joint, remat.default_schedule(graph))
+        graph = default.graph
+        fw, bw, executed = lower_plan(joint_module, default, remat.default_schedule(graph))
         peak = _simulated_peak(graph, executed)
     stats = partition_stats(fw, bw, len(joint.fwd_outputs), time.perf_counter() - start)
     stats.solver = result.solver
@@ -128,10 +143,7 @@ partition.last = None
 def _simulated_peak(graph, sequence):
     """The simulator's peak of the sequence the lowered graphs run; Unplannable if it is not a
     valid schedule (a lowering the simulator cannot follow is not run)."""
-    evaluation = remat.simulate(graph, sequence)
-    if not evaluation.valid:
-        raise Unplannable(f"the lowered graphs do not follow a valid schedule ({evaluation.error})")
-    return evaluation.peak_bytes
+    return _evaluate(graph, sequence).peak_bytes
 
 
 def scaled_work_limit(graph):
@@ -377,6 +389,141 @@ def merge_common_subexpressions(joint_module):
     return merged
 
 
+def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None):
+    """Gives the backward its own copy of each forward pointwise chain whose result it reads,
+    in place, as Inductor recomputes such a chain in the backward kernel that reads it (or, for
+    a matmul reading it, in the kernel just before): the result need not be saved, and the copy
+    is part of the backward's chains (fusion_groups), whose inner values take no memory.
+
+    A chain is the forward's pointwise calls and views (no random, in-place or multi-output
+    call, at most MAX_COPIED_CHAIN calls) the result is made of, back to its leaves (what those
+    calls read that is not in the chain; a value the backward reads anyway is a leaf). A
+    training dropout's output is in a chain too, copied as x * mask * (1 / (1 - p)) from its
+    input and mask, as the CPU kernel computes it (the same bits): the draw is never made
+    again. A chain is copied only where every leaf is a graph input or lives into the backward
+    anyway (the backward reads it or a view of it): the copy then lives within the time the
+    saved result would, so no plan needs more memory. A copy carries the name of the call it
+    copies (meta["remat_recomputes"]): partition_stats counts it as a recomputation when the
+    forward runs that call. Returns the number of reads rewired."""
+    graph = joint_module.graph
+    forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
+    fwd_outputs = set(_compat.joint_outputs(joint_module, num_fwd_outputs)[0])
+    backward = [n for n in graph.nodes if n.op == "call_function" and n.name not in forward]
+    read = {i for n in backward for i in n.all_input_nodes}  # what the backward reads
+    kept = set()  # ... and the storages of the views it reads: they live into the backward
+    for i in read:
+        while i not in kept:
+            kept.add(i)
+            if i.op == "call_function" and effects.is_view(i) and i.all_input_nodes:
+                i = i.all_input_nodes[0]
+    copies = {}
+    rewired = 0
+    for reader in backward:
+        for v in reader.all_input_nodes:
+            if v.name not in forward or v in fwd_outputs or not _copyable(v):
+                continue
+            chain = _pointwise_chain(v, forward, read, kept)
+            if chain is None:
+                continue
+            with graph.inserting_before(reader):
+                for n in chain:
+                    if n not in copies:
+                        copies[n] = _copy_into(graph, n, copies)
+            reader.replace_input_with(v, copies[v])
+            rewired += 1
+    if rewired:
+        graph.lint()
+        joint_module.recompile()
+    return rewired
+
+
+MAX_COPIED_CHAIN = 32
+
+
+def _fusible_call(n):
+    """Whether fx call `n` is one a compiler fuses with its pointwise neighbours and that may run
+    again (not random, writes nothing; one output)."""
+    if n.op != "call_function" or n.target is operator.getitem or not _compat.is_operator(n.target):
+        return False
+    packet = _compat.packet_name(n.target)
+    return (op_kinds.is_fusible(packet, op_kinds.kind_of(packet, effects.is_view(n)))
+            and not op_kinds.is_random(packet) and not effects.declared_writes(n)
+            and not any(u.target is operator.getitem for u in n.users))
+
+
+def _copyable(n):
+    """Whether forward fx node `n` may be copied into the backward: a pointwise call or a view
+    (_fusible_call, no reduction), or a training dropout's output."""
+    if _dropout_parts(n) is not None:
+        return True
+    return _fusible_call(n) and op_kinds.kind_of(
+        _compat.packet_name(n.target), effects.is_view(n)) in ("pointwise", "view")
+
+
+def _dropout_parts(n):
+    """(input, mask, scale) of fx node `n` when it is the output of native_dropout in training
+    with a float p, else None."""
+    if n.op != "call_function" or n.target is not operator.getitem or n.args[1] != 0:
+        return None
+    dropout = n.args[0]
+    if dropout.target is not torch.ops.aten.native_dropout.default or len(dropout.args) < 3 \
+            or dropout.args[2] is not True or not isinstance(dropout.args[1], float):
+        return None
+    masks = [u for u in dropout.users if u.target is operator.getitem and u.args[1] == 1]
+    if not masks:
+        return None
+    kept = 1.0 - dropout.args[1]
+    return dropout.args[0], masks[0], 0.0 if kept == 0.0 else 1.0 / kept
+
+
+def _chain_inputs(n):
+    parts = _dropout_parts(n)
+    return n.all_input_nodes if parts is None else parts[:2]
+
+
+def _copy_into(graph, n, copies):
+    """A copy of forward node `n` in `graph` (at its insertion point) reading the copies of what
+    it reads; a dropout's output is made from its input and mask."""
+    parts = _dropout_parts(n)
+    if parts is None:
+        made = graph.node_copy(n, lambda a: copies.get(a, a))
+    else:
+        x, mask, scale = parts
+        masked = graph.call_function(torch.ops.aten.mul.Tensor,
+                                     (copies.get(x, x), copies.get(mask, mask)))
+        made = graph.call_function(torch.ops.aten.mul.Tensor, (masked, scale))
+        for node in (masked, made):
+            node.meta.update({k: v for k, v in n.meta.items() if k in ("val", "tensor_meta")})
+        masked.meta["remat_part_of_copy"] = True  # simulate_partition: `made` is the dropout
+        n = n.args[0]
+    made.meta["remat_recomputes"] = n.name
+    return made
+
+
+def _pointwise_chain(v, forward, read, kept):
+    """The forward nodes (in graph order) of the pointwise chain making `v`, back to the values
+    the backward reads anyway (`read`), or None when one of its leaves is a forward call's value
+    that does not live into the backward (`kept`) or the chain is too long."""
+    chain, stack = {v}, [v]
+    while stack:
+        for i in _chain_inputs(stack.pop()):
+            if i in chain or i in read or i.op in ("placeholder", "get_attr"):
+                continue
+            if i.name in forward and _copyable(i):
+                chain.add(i)
+                stack.append(i)
+                if len(chain) > MAX_COPIED_CHAIN:
+                    return None
+            elif i not in kept:
+                return None
+    return sorted(chain, key=_position(v.graph))
+
+
+def _position(graph):
+    order = {n: k for k, n in enumerate(graph.nodes)}
+    return order.get
+
+
 def _call_key(n):
     """A hashable key of an fx call (its target and arguments), or None when an argument is
     not hashable."""
@@ -395,9 +542,7 @@ def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
     """Saved values (forward outputs beyond the model's) and recomputed calls of any partition
     (remat's or PyTorch's): a backward call but a view is a recomputation when the forward graph
     has a call of its name (or, for remat's copies, of the name it is a copy of)."""
-    fw_output = next(n for n in fw.graph.nodes if n.op == "output")
-    outputs = _compat.tree_flatten(fw_output.args)[0]
-    saved = [n for n in outputs[num_fwd_outputs:] if isinstance(n, fx.Node)]
+    saved = _saved_outputs(fw, num_fwd_outputs)
     saved_bytes = 0
     for n in saved:
         meta = _compat.node_tensor_meta(n)
@@ -406,12 +551,138 @@ def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
     forward_calls = {n.name for n in fw.graph.nodes if n.op == "call_function"}
     recomputed = [n for n in bw.graph.nodes
                   if n.op == "call_function" and n.target is not operator.getitem
-                  and not effects.is_view(n)
-                  and n.meta.get("remat_copy_of", n.name) in forward_calls]
+                  and not effects.is_view(n) and _original_call(n) in forward_calls]
     stats = PartitionStats([n.name for n in saved], saved_bytes,
-                           [n.meta.get("remat_copy_of", n.name) for n in recomputed], seconds)
+                           [_original_call(n) for n in recomputed], seconds)
     stats.recomputed_flops = sum(node_flops(n) for n in recomputed)
     return stats
+
+
+@dataclasses.dataclass
+class SimulatedPartition:
+    """The simulator's figures of a partition (remat's or another partitioner's) run on the joint
+    graph it partitioned: the activation memory its two graphs need in remat's memory model,
+    beside the default schedule's activation memory (what a fraction budget is of)."""
+
+    activation_bytes: int
+    baseline_activation_bytes: int
+
+
+def simulate_partition(joint_module, fw, bw, num_fwd_outputs):
+    """SimulatedPartition of the forward and backward modules `fw`, `bw` that a partition
+    function made of `joint_module` (the joint graph it partitioned, after its own rewrites: a
+    partitioner that merges common subexpressions in place leaves the merged graph there).
+
+    One model for any partitioner's graphs, as a compiler runs them: each call of fw, then each
+    of bw, is one step (a call whose name, or meta["remat_copy_of"], is a joint call), making
+    values of its own; each graph's fusible chains are fused as the compile path fuses (
+    fusion_groups, within each graph: a forward call recomputed in the backward fuses with the
+    backward calls there), and a value passed only inside a chain takes no memory. Random calls
+    may run again (a partition may recompute one; remat's own plans never do). The simulator
+    gives the peak. Raises Unplannable for a graph remat does not model or a call of fw or bw
+    that is not a joint call."""
+    fused = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=True)
+    calls = JointGraph(joint_module, num_fwd_outputs, backward_start=False, fuse=False)
+    step_of = {members[0].name: step for step, members in enumerate(calls.node_fx)}
+    run = _RunGraph(calls)
+    for side, module in (("forward", fw), ("backward", bw)):
+        for n in module.graph.nodes:
+            if n.op != "call_function" or n.target is operator.getitem \
+                    or n.meta.get("remat_part_of_copy"):
+                continue
+            name = n.meta.get("remat_copy_of", n.name)
+            if name not in step_of:  # a copy of fuse_pointwise_recomputation's: a rerun here
+                name = n.meta.get("remat_recomputes", name)
+            if name not in step_of:
+                raise Unplannable(f"{name} of the partitioned graphs is not a call of the joint "
+                                  f"graph")
+            run.add(step_of[name], side)
+    graph = run.build(fused.graph.name)
+    evaluation = _evaluate(graph, list(range(graph.num_nodes)))
+    return SimulatedPartition(evaluation.peak_bytes - fused.input_bytes,
+                              remat.baseline(fused.graph)[0] - fused.input_bytes)
+
+
+class _RunGraph:
+    """The steps a partition's two graphs run, as a remat graph whose node i is the i-th call
+    run, with values of its own (a value made again is a new value)."""
+
+    def __init__(self, calls):
+        self.calls = calls
+        self.values = []
+        self.latest = {}  # joint value -> its latest copy here
+        self.steps = []  # (fx call, node dict) per call run
+        self.runs = {}
+        self.copies = {}  # joint value -> how many copies of it were made
+        produced = {v for node in calls.nodes for v in node["outputs"]}
+        for v, value in enumerate(calls.values):
+            if v not in produced:
+                self.latest[v] = self._new_value(value, v)
+
+    def _new_value(self, value, v):
+        entry = dict(value)
+        copies = self.copies[v] = self.copies.get(v, 0) + 1
+        if copies > 1:
+            entry["name"] = f"{value['name']}#{copies}"
+        if "alias_of" in entry:
+            entry["alias_of"] = self.latest[self.calls.value_root[v]]
+        self.values.append(entry)
+        return len(self.values) - 1
+
+    def add(self, step, side):
+        node = self.calls.nodes[step]
+        missing = [self.calls.values[v]["name"] for v in node["inputs"] if v not in self.latest]
+        if missing:
+            raise Unplannable(f"{node['name']} reads {missing[0]} before it is made")
+        self.runs[step] = self.runs.get(step, 0) + 1
+        inputs = [self.latest[v] for v in node["inputs"]]
+        outputs = []
+        for v in node["outputs"]:
+            self.latest[v] = self._new_value(self.calls.values[v], v)
+            outputs.append(self.latest[v])
+        name = node["name"] if self.runs[step] == 1 else f"{node['name']}#{self.runs[step]}"
+        self.steps.append((self.calls.node_fx[step][0], dict(
+            node, name=name, phase=side, inputs=inputs, outputs=outputs, recomputable=True)))
+
+    def build(self, name):
+        """The remat graph, each graph's fused chains' inner values taking no memory."""
+        groups = fusion_groups(self.steps, self.calls._is_fusible)
+        group_of = {i: g for g, members in enumerate(groups) for i in members}
+        outside = set()  # values read outside the chain that makes them
+        producer = {v: i for i, (_, node) in enumerate(self.steps) for v in node["outputs"]}
+        for i, (_, node) in enumerate(self.steps):
+            for v in node["inputs"]:
+                if v in producer and group_of[producer[v]] != group_of[i]:
+                    outside.add(v)
+        for v, value in enumerate(self.values):
+            if "alias_of" in value and v in outside:
+                outside.add(value["alias_of"])
+        for v, i in producer.items():
+            if v not in outside and not self.values[v].get("output") \
+                    and len(groups[group_of[i]]) > 1:
+                self.values[v]["size"] = 0
+        return remat.Graph.build(f"{name} as partitioned", self.values,
+                                 [node for _, node in self.steps])
+
+
+def _evaluate(graph, sequence):
+    evaluation = remat.simulate(graph, sequence)
+    if not evaluation.valid:
+        raise Unplannable(f"the partitioned graphs do not follow a valid schedule "
+                          f"({evaluation.error})")
+    return evaluation
+
+
+def _saved_outputs(fw, num_fwd_outputs):
+    """The fx nodes forward module `fw` returns beyond the model's `num_fwd_outputs`."""
+    fw_output = next(n for n in fw.graph.nodes if n.op == "output")
+    outputs = _compat.tree_flatten(fw_output.args)[0]
+    return [n for n in outputs[num_fwd_outputs:] if isinstance(n, fx.Node)]
+
+
+def _original_call(n):
+    """The name of the joint call a partitioned graph's call `n` runs (again)."""
+    return n.meta.get("remat_recomputes") or n.meta.get("remat_copy_of", n.name)
 
 
 def node_flops(n):

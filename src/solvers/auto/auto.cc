@@ -84,10 +84,11 @@ const ParamTable<AutoParams>& auto_param_table() {
             "on graphs with at most this many nodes (0: never)"},
            integer(&AutoParams::anytime_milp_max_nodes, 0)},
           {{"quick", "`true`", "",
-            "the members' runs before the anytime rounds (FastSA's cold run aside) stop sooner "
-            "than the members' own defaults: FastSA's convergence window 2,000 x nodes within "
-            "[25,000, 250,000], or 50 x nodes when more, rockmate's grid 5x5 of MILPs of at most "
-            "300 iterations (MEMBER.KEY=VALUE overrides each); `false`: the members' defaults"},
+            "the members' runs before the anytime rounds (FastSA's cold run included) stop "
+            "sooner than the members' own defaults: FastSA's convergence window 2,000 x nodes "
+            "within [25,000, 250,000], or 50 x nodes when more, rockmate's grid 3x3 of MILPs of "
+            "at most 100 iterations (MEMBER.KEY=VALUE overrides each); `false`: the members' "
+            "defaults"},
            flag(&AutoParams::quick)},
       });
   return table;
@@ -149,18 +150,19 @@ int64_t quick_fastsa_window(int64_t nodes) {
   return std::max({std::min<int64_t>(250'000, 2'000 * nodes), int64_t{25'000}, 50 * nodes});
 }
 
-// The settings `auto` gives a member's runs before the anytime rounds (FastSA's cold run aside),
+// The settings `auto` gives a member's runs before the anytime rounds (FastSA's cold run too),
 // where `given` (the user's MEMBER.KEY=VALUE) names none: the portfolio's first plan in seconds,
 // more work to the rounds. FastSA stops a stage after a shorter convergence window (it still
-// cools to its final temperature first); rockmate's option grid has a quarter of its MILPs, each
-// capped lower. bench/auto_speed_bench.py measures the portfolio against a 60-unit search.
+// cools to its final temperature first); rockmate's option grid has a ninth of its MILPs, each
+// capped lower (tighter grids matter at budgets near the lower bound, little at half the peak).
+// bench/auto_speed_bench.py measures the portfolio against a 60-unit search.
 ParamMap quick_settings(std::string_view member, const Graph& g, const ParamMap& given) {
   ParamMap out;
   if (member == "fastsa" && !given.contains("schedule") && !given.contains("convergence_window"))
     out["convergence_window"] = std::to_string(quick_fastsa_window(g.num_nodes()));
   if (member == "rockmate") {
-    out["budgets"] = "5x5";
-    out["milp_iterations"] = "300";
+    out["budgets"] = "3x3";
+    out["milp_iterations"] = "100";
   }
   for (const auto& [key, value] : given) out[key] = value;
   return out;
@@ -301,9 +303,12 @@ class Portfolio {
     const bool nothing_fits = !fits(*best_);
     // Nothing fits: the cold run is the likeliest to fit, so it gets the larger share (random
     // layered graphs of thousands of nodes at 70 % spend half the work in FastSA's memory pass).
-    // The cold run with FastSA's own settings: its plan is then FastSA's alone (its slice is
-    // larger than its schedule), so `auto` is never worse than FastSA run alone.
-    own_settings_ = true;
+    // By default the cold run has the quick settings too: with FastSA's own window it often runs
+    // its whole schedule, most of the portfolio's time, for a plan that the warm runs mostly
+    // match. So the default `auto` is not always as good as FastSA alone at its defaults
+    // (bench/auto_speed_bench.py --fastsa-alone measures the two side by side). Given more work
+    // (anytime), the cold run has FastSA's own settings: that plan is then FastSA's alone.
+    own_settings_ = anytime();
     run_member(finisher, name, !starts.empty() ? 0.5 : nothing_fits ? 0.75 : 1.0, {});
     own_settings_ = false;
     if (finished(cost_floor)) return;
@@ -594,7 +599,7 @@ class Portfolio {
   std::vector<Fitting> fitting_;  // plans of the members (kMember) within budget
   std::optional<double> lower_bound_;
   StopReason stopped_ = StopReason::kConverged;  // the members' stop reasons, the worst
-  bool own_settings_ = false;  // the run ahead: no quick_settings (FastSA's cold run, the rounds)
+  bool own_settings_ = false;  // the run ahead: no quick_settings (anytime: cold run, rounds)
   bool whole_slice_ = false;   // the run ahead: its share is of all the work left (anytime MILP)
   std::vector<std::string> outcomes_;
   std::vector<std::pair<std::string, double>> counters_;

@@ -117,7 +117,8 @@ class Annealer {
     const int64_t window = settings_.convergence_window;
     // The work limit cuts the schedule short; it does not shorten it (the temperatures fall as
     // over the whole schedule).
-    const int64_t last = std::min(settings_.iterations, std::max<int64_t>(0, context_.moves_left));
+    const double weight = move_weight(settings_.slots);
+    const int64_t last = std::min(settings_.iterations, affordable_iterations(weight));
     for (; it < last && !done; ++it) {
       if ((it & 1023) == 0 && it > 0) {
         if (context_.deadline != nullptr && context_.deadline->expired()) {
@@ -167,7 +168,7 @@ class Annealer {
     r.iterations = it;
     r.work_limit_hit =
         !done && !r.time_limit_hit && !r.converged && last < settings_.iterations && it == last;
-    context_.moves_left -= it;
+    context_.moves_left -= weighted_moves(it, weight);
     context_.work_limit_hit |= r.work_limit_hit;
     context_.time_limit_hit |= r.time_limit_hit;
     r.at_least_cost = at_least_cost();
@@ -184,6 +185,18 @@ class Annealer {
   }
 
  private:
+  // The iterations the walk's moves left pay for at `weight` moves each.
+  int64_t affordable_iterations(double weight) const {
+    const int64_t left = std::max<int64_t>(0, context_.moves_left);
+    if (weight == 1) return left;
+    const double iterations = static_cast<double>(left) / weight;
+    return iterations >= 0x1p62 ? int64_t{1} << 62 : static_cast<int64_t>(iterations);
+  }
+  static int64_t weighted_moves(int64_t iterations, double weight) {
+    return weight == 1 ? iterations
+                       : static_cast<int64_t>(std::ceil(static_cast<double>(iterations) * weight));
+  }
+
   double objective() const {
     const double peak =
         settings_.soft_peak_scale > 0 ? state_.soft_peak() : static_cast<double>(state_.peak());
@@ -358,6 +371,12 @@ double ObjectiveFunction::operator()(double peak, double cost) const {
       return peak;
   }
   return peak;
+}
+
+double move_weight(int32_t slots) {
+  return slots <= kReferenceSlots
+             ? 1.0
+             : std::pow(static_cast<double>(slots) / static_cast<double>(kReferenceSlots), 0.4);
 }
 
 StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,

@@ -75,6 +75,12 @@ struct StageSettings {
 // the plan (grouped stage 1's exact peak checks) counts kMovesPerSimulatedStep per step.
 inline constexpr double kMovesPerUnit = 4e6;
 inline constexpr double kMovesPerSimulatedStep = 0.25;
+// A move on a state of more slots than this costs more CPU (its trees and slot arrays leave the
+// caches): it counts move_weight(slots) moves, so that a unit is about the same CPU time on a
+// graph of 100,000 nodes as on one of 1,000 (work_unit_bench --fastsa-sizes measures it).
+inline constexpr int32_t kReferenceSlots = 1 << 16;
+// (slots / kReferenceSlots)^0.4, at least 1.
+double move_weight(int32_t slots);
 
 // Shared by the stages of one walk.
 struct WalkContext {

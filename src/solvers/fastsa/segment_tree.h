@@ -52,19 +52,33 @@ class RangeAddTree {
     if (first > last) return;
     int32_t l = first + size_, r = last + size_ + 1;
     pending_.push_back(l);
-    pending_.push_back(r - 1);
+    if (r - 1 != l) pending_.push_back(r - 1);
+    // Branch-free: the parities of random ranges are coin flips, so every node on both borders
+    // gets an add, of zero where the range does not cover it (r - 1 is covered when r is odd).
     while (l < r) {
-      if (l & 1) apply(l++, x);
-      if (r & 1) apply(--r, x);
-      l >>= 1;
-      r >>= 1;
+      const int32_t take_l = l & 1, take_r = r & 1;
+      apply(l, take_l ? x : T{});
+      apply(r - 1, take_r ? x : T{});
+      l = (l + take_l) >> 1;
+      r = (r - take_r) >> 1;
     }
   }
 
   void rebuild() {
     if (pending_.empty()) return;
     // Parents of a sorted list are sorted, so one sort and then adjacent duplicates per level.
-    std::sort(pending_.begin(), pending_.end());
+    // A mutation usually leaves a handful of end leaves: insertion sort, unless a unit with many
+    // inputs left many.
+    if (pending_.size() > 32) {
+      std::sort(pending_.begin(), pending_.end());
+    } else {
+      for (size_t i = 1; i < pending_.size(); ++i) {
+        const int32_t x = pending_[i];
+        size_t j = i;
+        for (; j > 0 && pending_[j - 1] > x; --j) pending_[j] = pending_[j - 1];
+        pending_[j] = x;
+      }
+    }
     size_t count = pending_.size();
     while (pending_[0] > 1) {
       size_t kept = 0;
@@ -89,13 +103,14 @@ class RangeAddTree {
  private:
   struct Node {
     T value{};    // combine(children) + pending; the leaf value for leaves
-    T pending{};  // add applied to the whole subtree (internal nodes only)
+    T pending{};  // add applied to the whole subtree (read for internal nodes only)
   };
 
+  // A leaf's pending add is never read (leaf() and pull() read internal nodes' only).
   void apply(int32_t i, T x) {
     Node& n = nodes_[static_cast<size_t>(i)];
     n.value += x;
-    if (i < size_) n.pending += x;
+    n.pending += x;
   }
   void pull(int32_t i) {
     Node& n = nodes_[static_cast<size_t>(i)];
