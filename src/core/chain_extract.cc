@@ -164,12 +164,22 @@ class Extractor {
   // of the stage whose values they read, and read nothing for the forward: whichever tracer
   // placed them, they do not change the cuts. The backward list becomes the helpers, then the
   // backward nodes, each in graph order (helpers read only forward values and other helpers).
+  // Where the forward's result is no graph output (MOCCASIN's graphs: the loss feeds only the
+  // backward), the rule makes the loss a helper, and then every node before it: the forward's last
+  // node then stays in the forward.
   void find_helpers() {
+    std::vector<NodeId> helpers = mark_helpers(kNoNode);
+    if (helpers.size() == forward_.size()) helpers = mark_helpers(forward_.back());
+    backward_.insert(backward_.begin(), helpers.rbegin(), helpers.rend());
+  }
+
+  // The helpers, last first, with `pinned` kept in the forward.
+  std::vector<NodeId> mark_helpers(NodeId pinned) {
     out_.backward_helper.assign(static_cast<size_t>(g_.num_nodes()), 0);
     std::vector<NodeId> helpers;
     for (auto it = forward_.rbegin(); it != forward_.rend(); ++it) {
       const Node& node = g_.node(*it);
-      if (!node.recomputable || node.outputs.empty()) continue;
+      if (*it == pinned || !node.recomputable || node.outputs.empty()) continue;
       bool only_helps = true, used = false;
       for (ValueId y : node.outputs) {
         only_helps &= !g_.value(y).is_output;
@@ -182,7 +192,7 @@ class Extractor {
       out_.backward_helper[*it] = 1;
       helpers.push_back(*it);
     }
-    backward_.insert(backward_.begin(), helpers.rbegin(), helpers.rend());
+    return helpers;
   }
 
   // The other forward nodes (the core), their last forward reads and the activation bytes made.

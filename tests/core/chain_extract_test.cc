@@ -1,6 +1,7 @@
 // Graph → chain extraction and lowering (remat/lower.h) on generated joint graphs and on
 // hand-built layered ones in other tracers' shapes (late helper views, values every layer reads);
 // the traced PyTorch models are covered by python/tests/test_graph_chain.py.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "remat/error.h"
@@ -200,6 +201,61 @@ TEST(ChainExtract, CorpusGraphsFromOtherTracersAreBoundByTheirChains) {
       expect_chain_bounds_the_graph(g, gc);
     }
   }
+}
+
+// A training graph in the Checkmate/MOCCASIN data sets' format: a chain of four layers and a loss
+// that is no graph output, read only by the first backward node.
+std::string chain_in_networkx_format() {
+  std::string nodes, links;
+  const auto node = [&](int id, const std::string& name, bool backward) {
+    nodes += fmt::format(R"({}{{"id": {}, "name": "{}", "backward": {}, "cost_cpu": 10, )"
+                         R"("cost_ram": 1000}})",
+                         nodes.empty() ? "" : ", ", id, name, backward ? "true" : "false");
+  };
+  const auto link = [&](int from, int to) {
+    links +=
+        fmt::format(R"({}{{"source": {}, "target": {}}})", links.empty() ? "" : ", ", from, to);
+  };
+  for (int i = 0; i < 5; ++i) node(i, i < 4 ? fmt::format("layer{}", i) : "loss", false);
+  for (int i = 0; i < 5; ++i) node(5 + i, fmt::format("grad{}", 4 - i), true);
+  for (int i = 0; i < 4; ++i) link(i, i + 1);      // the forward chain
+  for (int i = 0; i < 4; ++i) link(5 + i, 6 + i);  // the backward chain
+  for (int i = 0; i < 4; ++i) link(3 - i, 6 + i);  // each gradient reads its layer's input
+  link(4, 5);                                      // the loss's gradient reads the loss
+  return fmt::format(R"({{"directed": true, "multigraph": false, "graph": {{}}, "nodes": [{}], )"
+                     R"("links": [{}]}})",
+                     nodes, links);
+}
+
+TEST(ChainExtract, ALossThatIsNoGraphOutputStaysInTheForward) {
+  // A forward node that only the backward reads is backward work; applied to a loss that is no
+  // graph output it took every node before the loss along, and the extraction then read an empty
+  // forward.
+  const Graph g = import_networkx_json(chain_in_networkx_format(), "chain.json");
+  const GraphChain gc = extract_chain(g);
+  EXPECT_GE(gc.chain.stages.size(), 4u);
+  expect_chain_bounds_the_graph(g, gc);
+}
+
+TEST(ChainExtract, DataSetTrainingGraphsGiveAChainOrSayWhyNot) {
+  const auto dir = testing::bench_data_dir();
+  if (!dir) GTEST_SKIP() << "benchmark data not found";
+  int chains = 0;
+  for (const char* prefix :
+       {"MobileNet_512_224_224_3_train", "ResNet50_256_224_224_3_train",
+        "VGG16_256_224_224_3_train", "VGG19_256_224_224_3_train", "fcn_8_vgg_32_416_608_3_train",
+        "segnet_32_416_608_3_train", "vgg_unet_32_416_608_3_train"}) {
+    SCOPED_TRACE(prefix);
+    const Graph g = read_graph_file(testing::bench_file(*dir, prefix));
+    try {
+      const GraphChain gc = extract_chain(g);
+      expect_chain_bounds_the_graph(g, gc);
+      ++chains;
+    } catch (const UnsupportedGraph& e) {
+      EXPECT_NE(std::string(e.what()).find("chain structure"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_GE(chains, 6);
 }
 
 TEST(ChainExtract, FewLayersWithALargeCrossingValueHaveNoNote) {
