@@ -10,7 +10,8 @@ Per model and configuration: saved activation bytes and recomputed FLOPs of the 
 (summed over the graphs; cost.py's FLOP model on both sides), the measured peak of one training
 step (forward and backward, gradients set to None before it, so the gradients' storage counts
 too), the median step time of the steps after the compiled one, the compile time (the first
-step), the partition time (summed over the graphs), and the largest difference in the loss and
+step; each model's rows follow one compiled step that is not counted, so the process's one-time
+costs land on no row), the partition time (summed over the graphs), and the largest difference in the loss and
 the gradients from eager and from PyTorch's default partition (Inductor's decompositions change
 the numerics of batch norm, say, for every partition alike; a partition that changes them more
 shows against the default). "sim MB" is the activation memory of the partition in remat's
@@ -266,6 +267,16 @@ def measure(make, backend_maker, functorch_config, steps):
     }
 
 
+def warm_up(make, compiler):
+    """One compiled step with PyTorch's default partition, its figures dropped: the process's
+    one-time costs (Inductor's imports, its compile workers, the first C++ build) would
+    otherwise land on whichever row compiles first, the default's."""
+    compile_graphs = (_compat.inductor_compile if compiler == "inductor"
+                      else _compat.aot_eager_compile)
+    partitioner = RecordingPartition("warm-up")
+    measure(make, lambda: lambda gm, inputs: compile_graphs(gm, inputs, partitioner), {}, 1)
+
+
 def difference(row, eager):
     loss = abs(row["loss"] - eager["loss"]).item()
     grads = max((a - b).abs().max().item() for a, b in zip(row["grads"], eager["grads"]))
@@ -317,6 +328,7 @@ def main():
     with torch._inductor.config.patch(patches), \
             torch._functorch.config.patch(enable_autograd_cache=False):
         for name in args.models.split(","):
+            warm_up(MODELS[name], args.compiler)
             eager = default = None
             reached = {}
             for label, fraction, maker, config in configurations(
