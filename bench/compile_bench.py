@@ -190,8 +190,7 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
     after each fraction's rows, one more remat row per distinct figure PyTorch's budget plans
     reached at that fraction (`reached`: label -> the simulated activation bytes of each graph,
     filled in as the rows run), with that figure as each graph's budget."""
-    compile_graphs = (_compat.inductor_compile if compiler == "inductor"
-                      else _compat.aot_eager_compile)
+    compile_graphs = graph_compiler(compiler)
 
     def torch_backend(label):
         partitioner = RecordingPartition(label)
@@ -276,10 +275,14 @@ def warm_up(make, compiler):
     """One compiled step with PyTorch's default partition, its figures dropped: the process's
     one-time costs (Inductor's imports, its compile workers) would otherwise land on whichever
     row compiles first, the default's."""
-    compile_graphs = (_compat.inductor_compile if compiler == "inductor"
-                      else _compat.aot_eager_compile)
+    compile_graphs = graph_compiler(compiler)
     partitioner = RecordingPartition("warm-up")
     measure(make, lambda: lambda gm, inputs: compile_graphs(gm, inputs, partitioner), {}, 1)
+
+
+def graph_compiler(compiler):
+    """compile(gm, example inputs, partition function) of `compiler` ("inductor" or "eager")."""
+    return _compat.inductor_compile if compiler == "inductor" else _compat.aot_eager_compile
 
 
 def difference(row, eager):
