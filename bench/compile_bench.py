@@ -10,7 +10,9 @@ Per model and configuration: saved activation bytes and recomputed FLOPs of the 
 (summed over the graphs; cost.py's FLOP model on both sides), the measured peak of one training
 step (forward and backward, gradients set to None before it, so the gradients' storage counts
 too), the median step time of the steps after the compiled one, the compile time (the first
-step), the partition time (summed over the graphs), and the largest difference in the loss and
+step, with an empty kernel cache: each row compiles its own kernels; each model's rows follow
+one compiled step that is not counted, so the process's one-time costs land on no row), the
+partition time (summed over the graphs), and the largest difference in the loss and
 the gradients from eager and from PyTorch's default partition (Inductor's decompositions change
 the numerics of batch norm, say, for every partition alike; a partition that changes them more
 shows against the default). "sim MB" is the activation memory of the partition in remat's
@@ -53,6 +55,7 @@ import warnings
 
 import torch
 import torch.nn as nn
+from torch._inductor.utils import fresh_cache
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
@@ -187,8 +190,7 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
     after each fraction's rows, one more remat row per distinct figure PyTorch's budget plans
     reached at that fraction (`reached`: label -> the simulated activation bytes of each graph,
     filled in as the rows run), with that figure as each graph's budget."""
-    compile_graphs = (_compat.inductor_compile if compiler == "inductor"
-                      else _compat.aot_eager_compile)
+    compile_graphs = graph_compiler(compiler)
 
     def torch_backend(label):
         partitioner = RecordingPartition(label)
@@ -238,17 +240,20 @@ def measure(make, backend_maker, functorch_config, steps):
         loss.backward()
         return loss.detach()
 
-    start = time.perf_counter()
-    with torch._functorch.config.patch(functorch_config):
-        loss = train_step()
-    compile_s = time.perf_counter() - start
-    grads = [p.grad.clone() for p in model.parameters()]
-    times = []
-    for _ in range(steps):
+    # An empty kernel cache for each row: every row compiles its kernels (C++ for Inductor),
+    # none reuses those an earlier row or run compiled.
+    with fresh_cache():
         start = time.perf_counter()
-        train_step()
-        times.append(time.perf_counter() - start)
-    _, peak = rt.measured_peak_bytes(train_step)
+        with torch._functorch.config.patch(functorch_config):
+            loss = train_step()
+        compile_s = time.perf_counter() - start
+        grads = [p.grad.clone() for p in model.parameters()]
+        times = []
+        for _ in range(steps):
+            start = time.perf_counter()
+            train_step()
+            times.append(time.perf_counter() - start)
+        _, peak = rt.measured_peak_bytes(train_step)
     graphs = getattr(backend, "graphs", [])
     return {
         "loss": loss, "grads": grads, "peak_bytes": peak,
@@ -264,6 +269,20 @@ def measure(make, backend_maker, functorch_config, steps):
                   "baseline_activation_bytes": g.baseline_activation_bytes}
                  for g in graphs if g.solver],
     }
+
+
+def warm_up(make, compiler):
+    """One compiled step with PyTorch's default partition, its figures dropped: the process's
+    one-time costs (Inductor's imports, its compile workers) would otherwise land on whichever
+    row compiles first, the default's."""
+    compile_graphs = graph_compiler(compiler)
+    partitioner = RecordingPartition("warm-up")
+    measure(make, lambda: lambda gm, inputs: compile_graphs(gm, inputs, partitioner), {}, 1)
+
+
+def graph_compiler(compiler):
+    """compile(gm, example inputs, partition function) of `compiler` ("inductor" or "eager")."""
+    return _compat.inductor_compile if compiler == "inductor" else _compat.aot_eager_compile
 
 
 def difference(row, eager):
@@ -317,6 +336,7 @@ def main():
     with torch._inductor.config.patch(patches), \
             torch._functorch.config.patch(enable_autograd_cache=False):
         for name in args.models.split(","):
+            warm_up(MODELS[name], args.compiler)
             eager = default = None
             reached = {}
             for label, fraction, maker, config in configurations(

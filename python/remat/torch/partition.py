@@ -25,6 +25,7 @@ higher-order operators, torch.utils.checkpoint regions) raises Unplannable; the 
 
 import copy
 import dataclasses
+import functools
 import heapq
 import math
 import operator
@@ -695,9 +696,7 @@ def node_flops(n):
 
     def meta_tensor(node):
         meta = _compat.node_tensor_meta(node)
-        if meta is None:
-            return None
-        return torch.empty(meta[0], dtype=meta[1], device="meta")
+        return None if meta is None else _meta_tensor(*meta)
 
     args = tuple(meta_tensor(a) if isinstance(a, fx.Node) else a for a in n.args)
     result = (tuple(meta_tensor(g) for g in getitems) if getitems else meta_tensor(n))
@@ -708,10 +707,18 @@ def node_flops(n):
         return 1.0
 
 
+@functools.lru_cache(maxsize=4096)
+def _meta_tensor(shape, dtype):
+    """A meta tensor of `shape` and `dtype`, shared by every call asking for it (the FLOP model
+    reads shapes only; making one per argument was most of a joint graph's build time)."""
+    return torch.empty(shape, dtype=dtype, device="meta")
+
+
 def _bytes(shape, dtype):
     return math.prod(shape) * _element_size(dtype)
 
 
+@functools.lru_cache(maxsize=None)
 def _element_size(dtype):
     return torch.empty((), dtype=dtype).element_size()
 
