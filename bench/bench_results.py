@@ -25,11 +25,20 @@ def default_path(name):
     return os.path.join(RESULTS_DIR, f"{name}.md")
 
 
+def _git(*args):
+    out = subprocess.run(["git", "-C", HERE, *args], capture_output=True, text=True, timeout=10)
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
 def _commit():
+    """The commit that ran, "-dirty" when code differs from it: changes under bench/results (the
+    files benches write, often during the run itself) do not count."""
     try:
-        out = subprocess.run(["git", "-C", HERE, "describe", "--always", "--dirty"],
-                             capture_output=True, text=True, timeout=10)
-        return out.stdout.strip() or "unknown"
+        head = _git("rev-parse", "--short", "HEAD")
+        if not head:
+            return "unknown"
+        changed = _git("status", "--porcelain", "--", ":/", ":(exclude,top)bench/results")
+        return head + ("-dirty" if changed else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
