@@ -199,6 +199,10 @@ ProgressBar::~ProgressBar() {
 void ProgressBar::update(const Progress& p) {
   if (!enabled_) return;
   std::lock_guard<std::mutex> lock(mutex_);
+  if (p.best_peak_bytes >= 0) {
+    best_peak_bytes_ = p.best_peak_bytes;
+    best_cost_ = p.best_cost;
+  }
   const auto now = std::chrono::steady_clock::now();
   if (now - start_ < std::chrono::seconds(1) || now - last_draw_ < std::chrono::milliseconds(100))
     return;
@@ -212,6 +216,9 @@ void ProgressBar::update(const Progress& p) {
   }
   if (p.iterations > 0) line += fmt::format(" it {}", p.iterations);
   if (p.best_objective >= 0) line += fmt::format(" best {:.6g}", p.best_objective);
+  if (best_peak_bytes_ >= 0)
+    line += fmt::format(" | best plan: peak {}, cost {:.6g}", format_bytes(best_peak_bytes_),
+                        best_cost_);
   line += fmt::format(" {:.1f}s", std::chrono::duration<double>(now - start_).count());
   std::fprintf(stderr, "\r\033[K%s", line.c_str());
   std::fflush(stderr);

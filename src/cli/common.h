@@ -85,6 +85,10 @@ class ProgressBar {
   bool drawn_ = false;
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_;
+  // The last best plan reported (auto's portfolio reports each new one once): kept for every
+  // later line, as reports between two draws are not drawn.
+  int64_t best_peak_bytes_ = -1;
+  double best_cost_ = -1;
   std::mutex mutex_;
 };
 
