@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -36,6 +37,11 @@ Evaluation simulate(const Graph& graph, std::span<const NodeId> sequence,
 
 // The default schedule: every node once, in array order.
 Sequence default_schedule(const Graph& graph);
+
+// The nodes in the order `sequence` first runs them, when it runs every node and that order is
+// not the default schedule's; nullopt otherwise. A fixed-order model (Checkmate's) built over
+// this order holds the sequence's first computations as they are.
+std::optional<Sequence> first_run_reordering(const Graph& graph, std::span<const NodeId> sequence);
 
 // Nodes that every valid sequence must run at least once: ancestors of the graph outputs and
 // non-recomputable nodes (with their ancestors).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 namespace remat {
 namespace {
@@ -116,6 +117,17 @@ Sequence default_schedule(const Graph& g) {
   seq.reserve(static_cast<size_t>(g.num_nodes()));
   for (int32_t n = 0; n < g.num_nodes(); ++n) seq.push_back(NodeId{n});
   return seq;
+}
+
+std::optional<Sequence> first_run_reordering(const Graph& g, std::span<const NodeId> sequence) {
+  std::vector<char> seen(static_cast<size_t>(g.num_nodes()), 0);
+  Sequence order;
+  for (NodeId n : sequence)
+    if (!std::exchange(seen[static_cast<size_t>(n.value())], 1)) order.push_back(n);
+  if (order.size() != seen.size()) return std::nullopt;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (order[i].value() != static_cast<int32_t>(i)) return order;
+  return std::nullopt;
 }
 
 std::vector<bool> required_nodes(const Graph& g) {

@@ -39,6 +39,15 @@ TEST(Simulate, DefaultScheduleByHand) {
   EXPECT_DOUBLE_EQ(e.cost, 10);
 }
 
+TEST(Simulate, FirstRunReorderingIsTheOrderOfFirstRunsWhenNotTheDefault) {
+  const Graph g = late_use_graph();
+  EXPECT_FALSE(first_run_reordering(g, default_schedule(g)));
+  EXPECT_FALSE(first_run_reordering(g, seq(g, {"f", "g", "h", "f", "k"})));  // reruns only
+  EXPECT_FALSE(first_run_reordering(g, seq(g, {"f", "h", "k"})));            // g never runs
+  EXPECT_EQ(first_run_reordering(g, seq(g, {"f", "h", "g", "f", "k"})),
+            seq(g, {"f", "h", "g", "k"}));
+}
+
 TEST(Simulate, RecomputationLowersPeakByHand) {
   // f g h f k: the first a dies after g, the second lives [3,4]: mem = 10, 20, 20, 20, 21.
   const Graph g = late_use_graph();

@@ -10,6 +10,7 @@
 
 #include "auto/two_pass.h"
 #include "remat/error.h"
+#include "remat/simulate.h"
 #include "remat/toolkit.h"
 
 namespace remat::auto_solver {
@@ -407,7 +408,7 @@ class Portfolio {
     }
     const double work = kAnytimeMilpShare * limits_.left(), spent_before = limits_.spent();
     whole_slice_ = true;
-    if (!first_computations_in_default_order(best_->plan.sequence)) {
+    if (first_run_reordering(g_, best_->plan.sequence)) {
       run_member(*milp, label + "_start_order", work / 2 / limits_.left(),
                  WarmStart{best_->plan.sequence, best_name_, options_.budget}, {},
                  {{"order", "start"}});
@@ -418,17 +419,6 @@ class Portfolio {
                  WarmStart{best_->plan.sequence, best_name_, options_.budget}, {},
                  {{"order", "default"}});
     whole_slice_ = false;
-  }
-
-  // Whether `sequence` first computes the nodes in the default order (checkmate's model then
-  // holds it as it is).
-  bool first_computations_in_default_order(const Sequence& sequence) const {
-    int32_t next = 0;
-    for (NodeId n : sequence) {
-      if (n.value() > next) return false;
-      if (n.value() == next) ++next;
-    }
-    return true;
   }
 
   // Each new best plan, at the work spent when it was found (series auto_best_*), and to the

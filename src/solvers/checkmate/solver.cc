@@ -203,19 +203,6 @@ void spend(Limits& limits, const milp::MilpModel& model, const milp::MilpResult&
 // search from the better of them; the MILP gets the rest.
 constexpr double kAnnealShare = 0.25, kRepairShare = 0.2, kImproveShare = 0.2;
 
-// The nodes in the order `start` first computes them; nullopt when that is the default order or
-// the start leaves a node out.
-std::optional<std::vector<NodeId>> start_order(const Graph& g, const Sequence& start) {
-  std::vector<char> seen(static_cast<size_t>(g.num_nodes()), 0);
-  std::vector<NodeId> order;
-  for (NodeId n : start)
-    if (!std::exchange(seen[static_cast<size_t>(n.value())], 1)) order.push_back(n);
-  if (order.size() != seen.size()) return std::nullopt;
-  for (size_t i = 0; i < order.size(); ++i)
-    if (order[i].value() != static_cast<int32_t>(i)) return order;
-  return std::nullopt;
-}
-
 // `g` with its nodes in `order` (a topological order), the values as they are.
 Graph in_order(const Graph& g, std::span<const NodeId> order) {
   GraphSpec spec;
@@ -235,7 +222,7 @@ class MilpSolver : public Solver {
   Plan solve(const Graph& g, const SolveOptions& options) override {
     const CheckmateParams params = milp_table().parse(options.params);
     const std::optional<std::vector<NodeId>> order =
-        params.start_order ? start_order(g, options.start) : std::nullopt;
+        params.start_order ? first_run_reordering(g, options.start) : std::nullopt;
     if (!order) return solve_in_order(g, options);
     const Graph reordered = in_order(g, *order);
     IdVector<NodeId, NodeId> position(static_cast<size_t>(g.num_nodes()));
