@@ -473,9 +473,9 @@ class Portfolio {
 
   // The plans of the members that fit the budget (the default schedule aside), the cheapest
   // first, at most two; the second only when it costs at most kSecondStartCostRatio times the
-  // first: a plan that recomputes most of the graph (mincut's, often at +1,000 % and more) makes
-  // every FastSA move as many times dearer (its sequence is that much longer) and is rarely the
-  // better start (on a 7,000-node Llama at 25 %, 200 s against 30 s from rockmate's plan).
+  // first: a plan that recomputes most of the graph (mincut's often does) makes every FastSA move
+  // as many times dearer (its sequence is that much longer) and is rarely the better start
+  // (bench/scale_bench.py's Llama-style models at 25 %).
   std::vector<WarmStart> fitting_starts() const {
     std::vector<const Fitting*> order;
     for (const Fitting& f : fitting_) order.push_back(&f);

@@ -143,9 +143,9 @@ int64_t repair_evaluations(int32_t nodes) {
 
 // The set-up of one MILP (Clp's presolve, the model's copies and scaling), which no simplex
 // iteration counts, in work units: this many per entry of its model (rows + columns + nonzeros).
-// On the blocks of a 10,000-node generated joint graph (models of 14,000 to 415,000 nonzeros, at
-// most 300 iterations each) the presolve took most of the MILPs' time, about a microsecond per
-// entry, where their iterations counted a tenth of it.
+// On the large blocks of generated joint graphs of thousands of nodes the presolve takes most of
+// the MILPs' time, where their iterations count a small part of it; bench/scale_bench.py prints
+// the CPU seconds of a plan at its work limit.
 constexpr double kMilpSetupUnitsPerEntry = 8e-7;
 
 double milp_setup_units(const milp::MilpModel& model) {
