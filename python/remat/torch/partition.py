@@ -649,12 +649,8 @@ class _RunGraph:
         """The remat graph, each graph's fused chains' inner values taking no memory."""
         groups = fusion_groups(self.steps, self.calls._is_fusible)
         group_of = {i: g for g, members in enumerate(groups) for i in members}
-        outside = set()  # values read outside the chain that makes them
+        outside = _read_outside_their_group(self.steps, group_of)
         producer = {v: i for i, (_, node) in enumerate(self.steps) for v in node["outputs"]}
-        for i, (_, node) in enumerate(self.steps):
-            for v in node["inputs"]:
-                if v in producer and group_of[producer[v]] != group_of[i]:
-                    outside.add(v)
         for v, value in enumerate(self.values):
             if "alias_of" in value and v in outside:
                 outside.add(value["alias_of"])
@@ -809,13 +805,10 @@ class JointGraph:
         read outside it (or is a graph output, or the storage of such a view); the values only
         its calls read become size-0 values that no node makes."""
         groups = fusion_groups(calls, self._is_fusible)
-        group_of = {i: g for g, members in enumerate(groups) for i in members}
-        readers = {}
-        for i, (_, node) in enumerate(calls):
-            for v in node["inputs"]:
-                readers.setdefault(v, set()).add(group_of[i])
+        outside = _read_outside_their_group(
+            calls, {i: g for g, members in enumerate(groups) for i in members})
         steps = []
-        for g, members in enumerate(groups):
+        for members in groups:
             if len(members) == 1:
                 n, node = calls[members[0]]
                 steps.append(((n,) if n is not None else (), node))
@@ -823,8 +816,7 @@ class JointGraph:
             made = [v for i in members for v in calls[i][1]["outputs"]]
             inputs = list(dict.fromkeys(v for i in members for v in calls[i][1]["inputs"]
                                         if v not in made))
-            outputs = [v for v in made if self.values[v].get("output")
-                       or readers.get(v, set()) - {g}]
+            outputs = [v for v in made if self.values[v].get("output") or v in outside]
             outputs += [r for r in dict.fromkeys(self.value_root[v] for v in outputs)
                         if r in made and r not in outputs]
             for v in made:
@@ -975,6 +967,14 @@ class JointGraph:
             for v in node["outputs"]:
                 forward_copy[v] = n != self.backward_start and in_forward
         return saved
+
+
+def _read_outside_their_group(calls, group_of):
+    """The values of `calls` [(fx call or None, node dict)] that a call of another fusion group
+    (group_of: call index -> group) than the one making them reads: those a fused step makes."""
+    producer = {v: i for i, (_, node) in enumerate(calls) for v in node["outputs"]}
+    return {v for i, (_, node) in enumerate(calls) for v in node["inputs"]
+            if v in producer and group_of[producer[v]] != group_of[i]}
 
 
 def fusion_groups(calls, is_fusible):
