@@ -243,16 +243,19 @@ def main():
     parser.add_argument("--results", nargs="?", const=bench_results.default_path(
         "auto_speed_bench"), default=None, help="write the figures to bench/results/")
     args = parser.parse_args()
+    extra = {}
+    for item in filter(None, args.extra.split(",")):
+        if "=" not in item:
+            parser.error(f"--extra: '{item}' is not NAME=PATH")
+        name, path = item.split("=", 1)
+        extra[name] = path
     limits = [float(x) for x in args.work_limits.split(",")]
     wanted = [g for g in args.graphs.split(",") if g]
     time_limit = 10 * max(limits) + 10
 
     with tempfile.TemporaryDirectory() as tmp, \
             bench_results.recorded("auto_speed_bench", args.results):
-        paths = graph_paths(args.remat, tmp, wanted)
-        for item in filter(None, args.extra.split(",")):
-            name, path = item.split("=", 1)
-            paths[name] = path
+        paths = graph_paths(args.remat, tmp, wanted) | extra
         if wanted == ["none"]:  # the curve alone
             paths = {}
         curve_names = [g for g in args.curve_graphs.split(",") if g]
@@ -306,10 +309,7 @@ def main():
             for name, r in progress:
                 print_progress(name, r)
         if args.curve:
-            every = graph_paths(args.remat, tmp, curve_names)
-            for item in filter(None, args.extra.split(",")):
-                name, path = item.split("=", 1)
-                every[name] = path
+            every = graph_paths(args.remat, tmp, curve_names) | extra
             curve(args.remat, every, curve_names, args.budget,
                   [float(x) for x in args.curve.split(",")], args.curve_time_cap)
 
