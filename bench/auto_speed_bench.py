@@ -136,7 +136,8 @@ def search_summary(rows, search):
           "to 10,000) and its CI gap to the search (bar: 1 point)" +
           ("; beside them FastSA alone at its own defaults and the same work limit, and whether "
            "`auto`'s plan is no worse than it" if alone else "") + ".\n")
-    extra_head = " FastSA alone CI % | FastSA alone CPU s | auto ≤ FastSA alone |" if alone else ""
+    extra_head = (" FastSA alone CI % | FastSA alone CPU s | auto ≤ FastSA alone |" if alone
+                  else "")
     print("| graph | nodes | default CPU s | bar s | default CI % | search CI % | gap (points) "
           "| bars met |" + extra_head)
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |" +
