@@ -226,9 +226,10 @@ def step_fn(model, batch, loss_fn, backend):
     return step if backend is None else torch.compile(step, backend=backend)
 
 
-def measure(make, backend_maker, functorch_config, steps):
+def measure(make, backend_maker, functorch_config, steps, device="cpu"):
     model, batch, loss_fn = make()
-    model = copy.deepcopy(model).train()
+    model = copy.deepcopy(model).train().to(device)
+    batch = tuple(x.to(device) for x in batch)
     torch._dynamo.reset()
     backend = backend_maker() if backend_maker else None
     step = step_fn(model, batch, loss_fn, backend)
@@ -252,8 +253,9 @@ def measure(make, backend_maker, functorch_config, steps):
         for _ in range(steps):
             start = time.perf_counter()
             train_step()
+            synchronize(device)
             times.append(time.perf_counter() - start)
-        _, peak = rt.measured_peak_bytes(train_step)
+        peak = step_peak_bytes(train_step, device)
     graphs = getattr(backend, "graphs", [])
     return {
         "loss": loss, "grads": grads, "peak_bytes": peak,
@@ -271,13 +273,32 @@ def measure(make, backend_maker, functorch_config, steps):
     }
 
 
-def warm_up(make, compiler):
+def synchronize(device):
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def step_peak_bytes(train_step, device):
+    """The peak bytes allocated while one training step runs above those allocated when it
+    starts: CPU live-storage accounting, or on a GPU torch.cuda's max_memory_allocated."""
+    if torch.device(device).type != "cuda":
+        return rt.measured_peak_bytes(train_step)[1]
+    synchronize(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    start = torch.cuda.memory_allocated(device)
+    train_step()
+    synchronize(device)
+    return torch.cuda.max_memory_allocated(device) - start
+
+
+def warm_up(make, compiler, device):
     """One compiled step with PyTorch's default partition, its figures dropped: the process's
     one-time costs (Inductor's imports, its compile workers) would otherwise land on whichever
     row compiles first, the default's."""
     compile_graphs = graph_compiler(compiler)
     partitioner = RecordingPartition("warm-up")
-    measure(make, lambda: lambda gm, inputs: compile_graphs(gm, inputs, partitioner), {}, 1)
+    measure(make, lambda: lambda gm, inputs: compile_graphs(gm, inputs, partitioner), {}, 1,
+            device)
 
 
 def graph_compiler(compiler):
@@ -300,6 +321,12 @@ def simulated_figures(row):
     return mb(sum(sim)), f"{100.0 * sum(sim) / sum(base):.0f} %"
 
 
+def device_name(device):
+    if torch.device(device).type == "cuda":
+        return f"{device} ({torch.cuda.get_device_name(device)})"
+    return device
+
+
 def mb(x):
     return "-" if x is None else f"{x / 1e6:.2f}"
 
@@ -316,6 +343,9 @@ def main():
     p.add_argument("--compiler", choices=("inductor", "eager"), default="inductor",
                    help="eager: the graphs run as fx modules (fast: no Inductor compile; the "
                    "peak is then unfused execution's, compile time is tracing and partitioning)")
+    p.add_argument("--device", default="cpu",
+                   help="cpu, or cuda: the peak is then torch.cuda.max_memory_allocated over the "
+                   "step above what is allocated when it starts")
     p.add_argument("--append", action="store_true",
                    help="add the rows to --out instead of replacing it (one file, several runs)")
     p.add_argument("--out", default=os.path.join(HERE, "results", "compile_bench.json"))
@@ -326,7 +356,8 @@ def main():
     warnings.simplefilter("ignore")
     patches = {"fx_graph_cache": False, "fallback_random": True}
     records = []
-    lines = [f"compiler {args.compiler}, torch {torch.__version__}, one thread", "",
+    lines = [f"compiler {args.compiler}, torch {torch.__version__}, one thread, device "
+             f"{device_name(args.device)}", "",
              "| model | configuration | fraction | saved MB | recomputed MFLOP | sim MB | sim % "
              "| measured peak MB | peak / default | step ms | compile s | partition s "
              "| max diff vs eager | vs default |",
@@ -336,12 +367,12 @@ def main():
     with torch._inductor.config.patch(patches), \
             torch._functorch.config.patch(enable_autograd_cache=False):
         for name in args.models.split(","):
-            warm_up(MODELS[name], args.compiler)
+            warm_up(MODELS[name], args.compiler, args.device)
             eager = default = None
             reached = {}
             for label, fraction, maker, config in configurations(
                     fractions, solvers, args.compiler, equal_peak, reached):
-                row = measure(MODELS[name], maker, config, args.steps)
+                row = measure(MODELS[name], maker, config, args.steps, args.device)
                 reached.setdefault(label, {})[fraction] = row["simulated_bytes"]
                 eager = eager or row
                 if label == "pytorch default":
