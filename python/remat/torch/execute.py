@@ -253,6 +253,12 @@ class _LiveBytes(fx.Interpreter):
         return result
 
 
+def storage_bytes(values):
+    """The bytes of the tensor storages in `values` (nested lists, tuples and dicts), each storage
+    once however many views of it there are."""
+    return sum(_storages(values, {}).values())
+
+
 def _storages(values, into):
     stack = list(values)
     while stack:

@@ -9,7 +9,8 @@
     step.baseline_peak_bytes, step.planned_peak_bytes   # from the simulator
 
 Gradients accumulate into `.grad` as loss.backward() does. Buffers (batch-norm statistics) are
-updated in place as in eager training. On a GPU every call measures torch.cuda's peak; on the CPU
+updated in place as in eager training. On a GPU every call measures torch.cuda's peak (above what
+is allocated when the call starts, plus the step's inputs: what the simulator counts); on the CPU
 a measured call runs the plan in an interpreter that counts the bytes of live tensor storages.
 
 Each call checks, cheaply, that the model is still the one traced: the same trainable
@@ -36,7 +37,8 @@ import remat
 from remat import _remat
 from remat.torch import _compat, distributed
 from remat.torch.capture import trainable
-from remat.torch.execute import DataDependentSizeError, plan_module, run_measured
+from remat.torch.execute import (DataDependentSizeError, plan_module, run_measured,
+                                  storage_bytes)
 from remat.torch.memory import memory_split, outside_graph_bytes
 from remat.torch.trace import TracedStep, trace, training_modes
 
@@ -234,6 +236,7 @@ class Step:
         if on_cuda:
             torch.cuda.synchronize()
             torch.cuda.reset_peak_memory_stats()
+            held = torch.cuda.memory_allocated()
         if measure and not on_cuda:
             outputs, self.measured_peak_bytes = run_measured(self.module, inputs)
         else:
@@ -242,8 +245,12 @@ class Step:
             with torch.no_grad(), _compat.autocast(()):
                 outputs = self.module(*inputs)
         if on_cuda:
+            # What the simulator counts: the step's inputs and what it allocates. Memory held
+            # before the step by other tensors and by the CUDA libraries' workspaces (cuBLAS keeps
+            # its own between calls) is the caller's, as on the CPU.
             torch.cuda.synchronize()
-            self.measured_peak_bytes = torch.cuda.max_memory_allocated()
+            self.measured_peak_bytes = (torch.cuda.max_memory_allocated() - held
+                                        + storage_bytes(inputs))
         return outputs
 
     def _accumulate_grads(self, grads):
