@@ -339,7 +339,9 @@ class Portfolio {
     run_member(finisher, name + "_restart", 0.6, {}, derive_seed(options_.seed, 1));
     if (finished(cost_floor) || fits(*best_)) return;
     if (params_.two_pass) {
-      run_two_pass(finisher);
+      const std::string label = name + "_two_pass";
+      run_two_pass(finisher, label);
+      two_pass_fits_ = best_name_ == label && fits(*best_);
       if (finished(cost_floor) || fits(*best_)) return;
     }
     // Nothing fits: the plan returned is the lowest peak found, whatever its cost (mincut's
@@ -361,22 +363,30 @@ class Portfolio {
   // finish a stage on a large graph) or the best plan has the least possible cost. Within
   // budget, each round anneals the best plan again from a hot start (stage 2 from it); over it,
   // a cold run (its grouped stage 1 reaches lower peaks than moves from a plan) alternates with
-  // a polish of the best plan at its own peak. The rounds run on work, so the plan is the same
-  // for the same work limit and seed on any machine.
+  // a polish of the best plan at its own peak. Where only a two-pass plan fits, every other round
+  // plans the two passes again instead, with the round's seed and the quick settings (more
+  // tries): the first pass decides most of their cost, and a restart from the best plan cannot
+  // change its first pass much (counter fastsa_improve_two_pass_rounds). The rounds run on work,
+  // so the plan is the same for the same work limit and seed on any machine.
   void improve(const SolverEntry& finisher, double cost_floor) {
     run_anytime_milp(cost_floor);
     const std::string name = std::string(finisher.name) + "_improve";
     const double smallest_round = options_.work_limit / 100;
     const double work_before = limits_.spent();
     own_settings_ = true;  // each round may take longer to converge
-    int rounds = 0, improved = 0;
+    int rounds = 0, improved = 0, two_pass_rounds = 0;
     while (!finished(cost_floor) && limits_.left() / 2 >= smallest_round) {
       ++rounds;
       const std::string label = fmt::format("{}_{}", name, rounds);
       const uint64_t seed = derive_seed(options_.seed, 100 + static_cast<uint64_t>(rounds));
       const size_t outcomes = outcomes_.size(), counters = counters_.size();
       const std::string best_before = best_name_;
-      if (fits(*best_))
+      if (two_pass_fits_ && rounds % 2 == 1) {
+        own_settings_ = false;
+        run_two_pass(finisher, label, seed);
+        own_settings_ = true;
+        ++two_pass_rounds;
+      } else if (fits(*best_))
         run_member(finisher, label, 0.5,
                    WarmStart{best_->plan.sequence, best_name_, options_.budget}, seed);
       else if (rounds % 2 == 1)
@@ -395,6 +405,7 @@ class Portfolio {
     }
     skip(name, fmt::format("{} rounds, {} found a better plan, {:.3f} units", rounds, improved,
                            limits_.spent() - work_before));
+    if (two_pass_fits_) counters_.emplace_back(name + "_two_pass_rounds", two_pass_rounds);
   }
 
   // The anytime rounds' MILP: on graphs of at most anytime_checkmate_max_nodes nodes, checkmate
@@ -454,9 +465,10 @@ class Portfolio {
   // them in a second pass may fit (two_pass.h; ResNet-18 at 50 %: one pass 56.3 %, two passes
   // within budget). FastSA plans the first pass on the graph without them (half the time left),
   // and then runs on the whole graph from that plan followed by the second pass.
-  void run_two_pass(const SolverEntry& finisher) {
-    const std::string label = std::string(finisher.name) + "_two_pass";
-    const std::optional<DeferredOutputs> d = defer_outputs(g_, options_.budget.bytes);
+  void run_two_pass(const SolverEntry& finisher, const std::string& label,
+                    std::optional<uint64_t> seed = {}) {
+    if (!deferred_) deferred_ = defer_outputs(g_, options_.budget.bytes);
+    const std::optional<DeferredOutputs>& d = *deferred_;
     if (!d) {
       const double floor = static_cast<double>(estimate_first_pass_floor(g_, {}));
       skip(label, floor <= static_cast<double>(options_.budget.bytes)
@@ -466,7 +478,7 @@ class Portfolio {
                         "step over budget");
       return;
     }
-    const SolveResult first = solve_first_pass(finisher, d->first_pass);
+    const SolveResult first = solve_first_pass(finisher, d->first_pass, seed);
     counters_.emplace_back(label + "_deferred_outputs", static_cast<double>(d->deferred.size()));
     counters_.emplace_back(label + "_first_pass_seconds", first.plan.stats.wall_time_s);
     const double first_peak = percent_of_baseline_peak(first.eval.peak_bytes);
@@ -481,19 +493,21 @@ class Portfolio {
                          fmt::format("two passes: {} outputs deferred, first pass {:.1f}% in "
                                      "{:.3f} s",
                                      d->deferred.size(), first_peak, first.plan.stats.wall_time_s),
-                         options_.budget});
+                         options_.budget},
+               seed);
   }
 
   // A two-pass plan's first pass: `finisher` on `first_pass` with first_pass_settings and half
   // of its slice; when that plan is over the budget, again with the settings of its other runs
   // (half of what is then left), and the better of the two. Its wall time sums both runs.
-  SolveResult solve_first_pass(const SolverEntry& finisher, const Graph& first_pass) {
-    SolveOptions o = member_options(finisher, 0.5);
+  SolveResult solve_first_pass(const SolverEntry& finisher, const Graph& first_pass,
+                               std::optional<uint64_t> seed) {
+    SolveOptions o = member_options(finisher, 0.5, seed);
     const ParamMap usual = o.params;
     o.params = first_pass_settings(finisher.name, usual);
     SolveResult first = solve_part(first_pass, finisher, o);
     if (fits(first) || o.params == usual || limits_.stop()) return first;
-    SolveResult again = solve_part(first_pass, finisher, member_options(finisher, 0.5));
+    SolveResult again = solve_part(first_pass, finisher, member_options(finisher, 0.5, seed));
     const double seconds = first.plan.stats.wall_time_s + again.plan.stats.wall_time_s;
     SolveResult& chosen = better(again.eval, first.eval, options_.budget.bytes) ? again : first;
     chosen.plan.stats.wall_time_s = seconds;
@@ -629,6 +643,9 @@ class Portfolio {
   StopReason stopped_ = StopReason::kConverged;  // the members' stop reasons, the worst
   bool own_settings_ = false;  // the run ahead: no quick_settings (anytime: cold run, rounds)
   bool whole_slice_ = false;   // the run ahead: its share is of all the work left (anytime MILP)
+  // defer_outputs for the user's budget, once asked (run_two_pass).
+  std::optional<std::optional<DeferredOutputs>> deferred_;
+  bool two_pass_fits_ = false;  // the finisher's two-pass plan fits: the rounds plan it again
   std::vector<std::string> outcomes_;
   std::vector<std::pair<std::string, double>> counters_;
   std::vector<std::pair<std::string, std::vector<double>>> best_series_ = {
