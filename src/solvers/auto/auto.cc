@@ -463,8 +463,9 @@ class Portfolio {
   // Nothing fits after FastSA's cold run and restart. Where the graph outputs made early (a
   // training graph's weight gradients) fill the memory that later steps need, a plan that makes
   // them in a second pass may fit (two_pass.h; ResNet-18 at 50 %: one pass 56.3 %, two passes
-  // within budget). FastSA plans the first pass on the graph without them (half the time left),
-  // and then runs on the whole graph from that plan followed by the second pass.
+  // within budget). FastSA plans the first pass on the graph without them (solve_first_pass),
+  // and then runs on the whole graph from that plan followed by the second pass; `seed`, when
+  // given (an anytime round), is both runs' seed and the first pass's only one.
   void run_two_pass(const SolverEntry& finisher, const std::string& label,
                     std::optional<uint64_t> seed = {}) {
     if (!deferred_) deferred_ = defer_outputs(g_, options_.budget.bytes);
@@ -513,16 +514,16 @@ class Portfolio {
       seconds += r.plan.stats.wall_time_s;
       if (!best || better(r.eval, best->eval, options_.budget.bytes)) best = std::move(r);
     };
-    bool own_settings_differ = false;
+    bool tuned = false;  // first_pass_settings changed something
     for (uint64_t seed : seeds) {
       if (best && limits_.stop()) break;
       SolveOptions o = member_options(finisher, 0.5, seed);
       const ParamMap usual = o.params;
       o.params = first_pass_settings(finisher.name, usual);
-      own_settings_differ = o.params != usual;
+      tuned = o.params != usual;
       keep(solve_part(first_pass, finisher, o));
     }
-    if (!fits(*best) && own_settings_differ && !limits_.stop())
+    if (!fits(*best) && tuned && !limits_.stop())
       keep(solve_part(first_pass, finisher, member_options(finisher, 0.5, seeds.front())));
     best->plan.stats.wall_time_s = seconds;
     return std::move(*best);
