@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,21 @@ TEST(TwoPass, AutoFitsResNet18AtHalfItsPeakOnlyWithTwoPasses) {
   ASSERT_NE(winner, with.plan.stats.lists.end());
   EXPECT_EQ(winner->second, std::vector<std::string>{"fastsa_two_pass"});
   EXPECT_GT(*with.plan.stats.counter("fastsa_two_pass_deferred_outputs"), 0);
+}
+
+// Time given is time used where only a two-pass plan fits: the anytime rounds plan the two
+// passes again with new seeds (besides restarts from the best plan), and the plan still fits.
+TEST(TwoPass, AnytimeRoundsPlanTheTwoPassesAgain) {
+  const Graph g =
+      read_graph_file(std::string(REMAT_SOURCE_DIR) + "/tests/data/resnet18_b32_i128.json");
+  const int64_t budget = baseline(g).peak_bytes / 2;
+  const ParamMap params = {
+      {"members", "none,fastsa"}, {"fastsa.iterations_scale", "0.05"}, {"anytime", "true"}};
+  const SolveResult r = solve_and_check(g, budget, "auto", params, 1, 1.3);
+  EXPECT_LE(r.eval.peak_bytes, budget);
+  const std::optional<double> rounds = r.plan.stats.counter("fastsa_improve_two_pass_rounds");
+  ASSERT_TRUE(rounds.has_value());
+  EXPECT_GE(*rounds, 1);
 }
 
 }  // namespace

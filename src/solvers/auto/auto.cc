@@ -169,6 +169,22 @@ ParamMap quick_settings(std::string_view member, const Graph& g, const ParamMap&
   return out;
 }
 
+// The settings of a two-pass plan's first pass (run_two_pass) where `given` (the user's
+// MEMBER.KEY=VALUE and the quick settings) names none. Its budget sits close to its own floor
+// (defer_outputs defers the fewest outputs that reach it), so the first plan that fits, where
+// FastSA's stage 1 stops by default, recomputes far more than it must, and stage 2 can barely
+// change it within the budget. Stage 1 annealed to its end, from ten times the default initial
+// temperature, finds cheaper first passes for less work (bench/auto_speed_bench.py: ResNet-18 at
+// 50 %); when its plan is over the budget, the first pass runs again with the member's settings.
+ParamMap first_pass_settings(std::string_view member, const ParamMap& given) {
+  ParamMap out = given;
+  if (member == "fastsa") {
+    out.try_emplace("stop_at_budget", "false");
+    out.try_emplace("initial_temperature_pct", "1");
+  }
+  return out;
+}
+
 // The anytime rounds' MILP and its share of the work left after the finisher's runs: most of it,
 // the FastSA rounds after it the rest (bench/auto_speed_bench.py --curve measures the rounds
 // against each member alone).
@@ -323,7 +339,9 @@ class Portfolio {
     run_member(finisher, name + "_restart", 0.6, {}, derive_seed(options_.seed, 1));
     if (finished(cost_floor) || fits(*best_)) return;
     if (params_.two_pass) {
-      run_two_pass(finisher);
+      const std::string label = name + "_two_pass";
+      run_two_pass(finisher, label);
+      two_pass_fits_ = best_name_ == label && fits(*best_);
       if (finished(cost_floor) || fits(*best_)) return;
     }
     // Nothing fits: the plan returned is the lowest peak found, whatever its cost (mincut's
@@ -345,22 +363,30 @@ class Portfolio {
   // finish a stage on a large graph) or the best plan has the least possible cost. Within
   // budget, each round anneals the best plan again from a hot start (stage 2 from it); over it,
   // a cold run (its grouped stage 1 reaches lower peaks than moves from a plan) alternates with
-  // a polish of the best plan at its own peak. The rounds run on work, so the plan is the same
-  // for the same work limit and seed on any machine.
+  // a polish of the best plan at its own peak. Where only a two-pass plan fits, every other round
+  // plans the two passes again instead, with the round's seed and the quick settings (more
+  // tries): the first pass decides most of their cost, and a restart from the best plan cannot
+  // change its first pass much (counter fastsa_improve_two_pass_rounds). The rounds run on work,
+  // so the plan is the same for the same work limit and seed on any machine.
   void improve(const SolverEntry& finisher, double cost_floor) {
     run_anytime_milp(cost_floor);
     const std::string name = std::string(finisher.name) + "_improve";
     const double smallest_round = options_.work_limit / 100;
     const double work_before = limits_.spent();
     own_settings_ = true;  // each round may take longer to converge
-    int rounds = 0, improved = 0;
+    int rounds = 0, improved = 0, two_pass_rounds = 0;
     while (!finished(cost_floor) && limits_.left() / 2 >= smallest_round) {
       ++rounds;
       const std::string label = fmt::format("{}_{}", name, rounds);
       const uint64_t seed = derive_seed(options_.seed, 100 + static_cast<uint64_t>(rounds));
       const size_t outcomes = outcomes_.size(), counters = counters_.size();
       const std::string best_before = best_name_;
-      if (fits(*best_))
+      if (two_pass_fits_ && rounds % 2 == 1) {
+        own_settings_ = false;
+        run_two_pass(finisher, label, seed);
+        own_settings_ = true;
+        ++two_pass_rounds;
+      } else if (fits(*best_))
         run_member(finisher, label, 0.5,
                    WarmStart{best_->plan.sequence, best_name_, options_.budget}, seed);
       else if (rounds % 2 == 1)
@@ -379,6 +405,7 @@ class Portfolio {
     }
     skip(name, fmt::format("{} rounds, {} found a better plan, {:.3f} units", rounds, improved,
                            limits_.spent() - work_before));
+    if (two_pass_fits_) counters_.emplace_back(name + "_two_pass_rounds", two_pass_rounds);
   }
 
   // The anytime rounds' MILP: on graphs of at most anytime_checkmate_max_nodes nodes, checkmate
@@ -436,11 +463,13 @@ class Portfolio {
   // Nothing fits after FastSA's cold run and restart. Where the graph outputs made early (a
   // training graph's weight gradients) fill the memory that later steps need, a plan that makes
   // them in a second pass may fit (two_pass.h; ResNet-18 at 50 %: one pass 56.3 %, two passes
-  // within budget). FastSA plans the first pass on the graph without them (half the time left),
-  // and then runs on the whole graph from that plan followed by the second pass.
-  void run_two_pass(const SolverEntry& finisher) {
-    const std::string label = std::string(finisher.name) + "_two_pass";
-    const std::optional<DeferredOutputs> d = defer_outputs(g_, options_.budget.bytes);
+  // within budget). FastSA plans the first pass on the graph without them (solve_first_pass),
+  // and then runs on the whole graph from that plan followed by the second pass; `seed`, when
+  // given (an anytime round), is both runs' seed and the first pass's only one.
+  void run_two_pass(const SolverEntry& finisher, const std::string& label,
+                    std::optional<uint64_t> seed = {}) {
+    if (!deferred_) deferred_ = defer_outputs(g_, options_.budget.bytes);
+    const std::optional<DeferredOutputs>& d = *deferred_;
     if (!d) {
       const double floor = static_cast<double>(estimate_first_pass_floor(g_, {}));
       skip(label, floor <= static_cast<double>(options_.budget.bytes)
@@ -450,10 +479,12 @@ class Portfolio {
                         "step over budget");
       return;
     }
-    SolveOptions o = member_options(finisher, 0.5);
-    const SolveResult first = others_.solve(d->first_pass, finisher.name, o);
-    limits_.spend(first.plan.stats.work);
-    stopped_ = std::max(stopped_, first.plan.stats.stop_reason);
+    // The finisher's first pass tries two seeds: its cost varies with the seed more than any
+    // later run can make up (bench/auto_speed_bench.py); each anytime round tries its own.
+    const std::vector<uint64_t> seeds =
+        seed ? std::vector<uint64_t>{*seed}
+             : std::vector<uint64_t>{options_.seed, derive_seed(options_.seed, 2)};
+    const SolveResult first = solve_first_pass(finisher, d->first_pass, seeds);
     counters_.emplace_back(label + "_deferred_outputs", static_cast<double>(d->deferred.size()));
     counters_.emplace_back(label + "_first_pass_seconds", first.plan.stats.wall_time_s);
     const double first_peak = percent_of_baseline_peak(first.eval.peak_bytes);
@@ -468,7 +499,43 @@ class Portfolio {
                          fmt::format("two passes: {} outputs deferred, first pass {:.1f}% in "
                                      "{:.3f} s",
                                      d->deferred.size(), first_peak, first.plan.stats.wall_time_s),
-                         options_.budget});
+                         options_.budget},
+               seed);
+  }
+
+  // A two-pass plan's first pass: `finisher` on `first_pass` with first_pass_settings, once with
+  // each seed of `seeds` (each run half of the work left), the best plan kept; when that is over
+  // the budget, once more with the settings of its other runs. Its wall time sums the runs.
+  SolveResult solve_first_pass(const SolverEntry& finisher, const Graph& first_pass,
+                               std::span<const uint64_t> seeds) {
+    std::optional<SolveResult> best;
+    double seconds = 0;
+    auto keep = [&](SolveResult r) {
+      seconds += r.plan.stats.wall_time_s;
+      if (!best || better(r.eval, best->eval, options_.budget.bytes)) best = std::move(r);
+    };
+    bool tuned = false;  // first_pass_settings changed something
+    for (uint64_t seed : seeds) {
+      if (best && limits_.stop()) break;
+      SolveOptions o = member_options(finisher, 0.5, seed);
+      const ParamMap usual = o.params;
+      o.params = first_pass_settings(finisher.name, usual);
+      tuned = o.params != usual;
+      keep(solve_part(first_pass, finisher, o));
+    }
+    if (!fits(*best) && tuned && !limits_.stop())
+      keep(solve_part(first_pass, finisher, member_options(finisher, 0.5, seeds.front())));
+    best->plan.stats.wall_time_s = seconds;
+    return std::move(*best);
+  }
+
+  // A run of `member` on a graph other than the user's (a first pass), its work and stop reason
+  // counted as the portfolio's.
+  SolveResult solve_part(const Graph& g, const SolverEntry& member, const SolveOptions& o) {
+    SolveResult r = others_.solve(g, member.name, o);
+    limits_.spend(r.plan.stats.work);
+    stopped_ = std::max(stopped_, r.plan.stats.stop_reason);
+    return r;
   }
 
   // The plans of the members that fit the budget (the default schedule aside), the cheapest
@@ -591,6 +658,9 @@ class Portfolio {
   StopReason stopped_ = StopReason::kConverged;  // the members' stop reasons, the worst
   bool own_settings_ = false;  // the run ahead: no quick_settings (anytime: cold run, rounds)
   bool whole_slice_ = false;   // the run ahead: its share is of all the work left (anytime MILP)
+  // defer_outputs for the user's budget, once asked (run_two_pass).
+  std::optional<std::optional<DeferredOutputs>> deferred_;
+  bool two_pass_fits_ = false;  // the finisher's two-pass plan fits: the rounds plan it again
   std::vector<std::string> outcomes_;
   std::vector<std::pair<std::string, double>> counters_;
   std::vector<std::pair<std::string, std::vector<double>>> best_series_ = {
