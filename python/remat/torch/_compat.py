@@ -354,11 +354,54 @@ def hash_of_files(paths):
 def inductor_compile(gm, example_inputs, partitioner):
     """Inductor's torch.compile backend with `partitioner` (a partition function with a
     `uuid()`, Inductor's cache key) in place of its min-cut partition, after its joint-graph
-    passes."""
+    passes; the graphs it planned run their kernels in the plan's order (keep_planned_order)."""
     from torch._inductor.compile_fx import compile_fx
 
-    return compile_fx(gm, example_inputs,
-                      config_patches={"custom_partitioner_fn": _inductor_partitioner(partitioner)})
+    return compile_fx(gm, example_inputs, config_patches={
+        "custom_partitioner_fn": _inductor_partitioner(partitioner),
+        "_post_fusion_custom_pass": keep_planned_order})
+
+
+# fx meta key of the calls of a graph whose order is a plan's (remat.torch.partition's lowering).
+PLANNED_CALL = "remat_planned"
+
+
+def keep_planned_order(nodes):
+    """Inductor's post-fusion scheduler pass: the kernels of a graph remat planned, in the plan's
+    order. Inductor places each fused kernel at its earliest call and runs what it reads before
+    it, depth first (Scheduler.topological_sort_schedule): a kernel fusing a call near the end of
+    the backward with one near its start (two reads of one saved value) drags every call the late
+    one needs to the start, and the values those calls make live from there: the plan's peak is
+    not the compiled graph's. Here each kernel is placed at its latest call instead (with what it
+    reads before it, depth first): no call runs before its place in the plan but to feed a kernel
+    that must. The kernels of graphs remat did not plan keep Inductor's order."""
+    from torch._inductor.virtualized import V
+
+    module = getattr(V.graph, "module", None)
+    if module is None or not any(n.meta.get(PLANNED_CALL) for n in module.graph.nodes):
+        return nodes
+    producer = {name: node for node in nodes for name in node.get_buffer_names()}
+    placed, order = set(), []
+
+    def place(node):
+        stack = [(node, False)]
+        while stack:
+            n, inputs_placed = stack.pop()
+            if inputs_placed:
+                order.append(n)
+                continue
+            if n in placed:
+                continue
+            placed.add(n)
+            stack.append((n, True))
+            reads = [producer.get(d.name) for d in n.unmet_dependencies]
+            for p in sorted({p for p in reads if p is not None and p is not n},
+                            key=lambda p: p.max_order, reverse=True):
+                stack.append((p, False))
+
+    for node in sorted(nodes, key=lambda n: n.max_order):
+        place(node)
+    return order
 
 
 def _inductor_partitioner(partitioner):

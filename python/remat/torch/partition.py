@@ -335,6 +335,8 @@ class _Lowering:
             new_output.meta["desc"] = list(output.meta["desc"])[:len(results)]
         self.graph.eliminate_dead_code()
         self.graph.lint()
+        for n in self.graph.nodes:
+            n.meta[_compat.PLANNED_CALL] = True  # the compiler keeps the order of such calls
         lowered = fx.GraphModule(self.joint_module, self.graph)
         # A fused step's calls may enclose a view made again for one of them: each emission of a
         # step ran where its last surviving call is (after what it encloses).
