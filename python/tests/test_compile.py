@@ -229,14 +229,25 @@ def test_bad_options_are_refused_when_the_backend_is_made(options, error):
 def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     # Inductor's caches off: a hit (the same graphs and partitioner, say from an earlier run)
     # reuses the compiled plan without calling the partitioner.
+    # The planned graphs' kernels are scheduled by keep_planned_order (each graph's own).
     model, batch, loss_fn = mlp()
     backend = rt.compile_backend(budget="50%", **QUICK)
     no_caches = {"fx_graph_cache": False, "autotune_local_cache": False}
+    reordered = []
+
+    def spy(nodes):
+        order = keep_planned_order(nodes)
+        reordered.append(order is not nodes)
+        return order
+
+    keep_planned_order = _compat.keep_planned_order
     with torch._inductor.config.patch(no_caches), \
             torch._functorch.config.patch(enable_autograd_cache=False), \
-            warnings.catch_warnings():
+            warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_compat, "keep_planned_order", spy)
         warnings.simplefilter("ignore", RematBudgetWarning)
         got = adamw_steps(model, batch, loss_fn, backend, steps=2)
+    assert reordered == [True, True]  # the forward and the backward
     eager = copy.deepcopy(model)
     optimizer = torch.optim.AdamW(eager.parameters(), lr=1e-3)
     losses = []
@@ -249,6 +260,36 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     assert_trains_like(got, (losses, [p.detach() for p in eager.parameters()]))
     (stats,) = backend.graphs
     assert stats.solver == "fastsa" and stats.recomputed
+
+
+class Kernel:
+    """A stand-in for an Inductor scheduler node: its first and last call in the graph's order,
+    the buffers it makes and those it reads."""
+
+    def __init__(self, name, first, last=None, reads=()):
+        self.name, self.min_order = name, first
+        self.max_order = first if last is None else last
+        self.unmet_dependencies = [type("Dep", (), {"name": r})() for r in reads]
+
+    def get_buffer_names(self):
+        return [self.name]
+
+    def __repr__(self):
+        return self.name
+
+
+def test_a_kernel_fusing_an_early_and_a_late_call_runs_where_the_plan_puts_the_late_one():
+    # A kernel fusing calls 1 and 10 (two reads of one saved value) reads what call 9 makes.
+    # Inductor's order (earliest call first, what a kernel reads before it) runs 9 and the
+    # kernel before 2..8, so their inputs live from there; the plan's order runs them last.
+    start = Kernel("start", 0)
+    middle = [Kernel(f"k{i}", i, reads=["start"]) for i in range(2, 9)]
+    late = Kernel("late", 9, reads=["k8"])
+    fused = Kernel("fused", 1, 10, reads=["start", "late"])
+    nodes = [start, fused, *middle, late]
+    assert _compat.in_plan_order(nodes) == [start, *middle, late, fused]
+    by_first_call = sorted(nodes, key=lambda n: n.min_order)
+    assert _compat.in_plan_order(by_first_call) == [start, *middle, late, fused]
 
 
 class GeluMLP(nn.Module):
@@ -397,6 +438,36 @@ def test_the_backward_makes_a_dropout_output_from_its_mask_instead_of_saving_it(
     assert dropout_output in default.saved[0]
     (stats,) = backend.graphs
     assert stats.status == "feasible" and dropout_output not in stats.saved
+
+
+def test_simulate_partition_reads_the_saved_value_a_call_reads_though_it_was_made_again():
+    # A backward that makes a saved value again for some calls (remat's copies into its kernels)
+    # may still read the saved one in others: it lives until those read it. Reading the latest
+    # copy instead freed it after the forward, so one more call lowered the simulated peak.
+    from remat.torch.partition import simulate_partition
+
+    batch = (torch.randn(256, 32), torch.randint(0, 10, (256,)))
+    joint, outputs = joint_graph_of(GeluMLP(), batch, F.cross_entropy)
+    planned = copy.deepcopy(joint)
+    fw, bw = rt.partition(planned, None, budget=None, num_fwd_outputs=outputs, **QUICK)
+    before = simulate_partition(planned, fw, bw, outputs).activation_bytes
+    joint_calls = {n.name: n for n in planned.graph.nodes}
+    inputs = {n.name: n for n in bw.graph.nodes if n.op == "placeholder"}
+    saved = next(n for n in inputs if joint_calls[n].op == "call_function"
+                 and joint_calls[n].target is torch.ops.aten.add.Tensor)  # GELU's erf + 1
+    chain = []  # the saved value's calls back to a value the backward has
+    n = joint_calls[saved]
+    while n.name not in inputs or n.name == saved:
+        chain.insert(0, n)
+        n = n.all_input_nodes[0]
+    copies = {}
+    with bw.graph.inserting_before(next(n for n in bw.graph.nodes if n.op == "call_function")):
+        for n in chain:
+            copies[n] = bw.graph.node_copy(n, lambda a: copies.get(a, inputs.get(a.name)))
+            copies[n].meta["remat_copy_of"] = n.name
+    assert len(inputs[saved].users) == 1  # still read, after the copy
+    bw.recompile()
+    assert simulate_partition(planned, fw, bw, outputs).activation_bytes >= before
 
 
 def test_simulate_partition_follows_remat_and_pytorch_partitions_in_one_memory_model():

@@ -380,6 +380,13 @@ def keep_planned_order(nodes):
     module = getattr(V.graph, "module", None)
     if module is None or not any(n.meta.get(PLANNED_CALL) for n in module.graph.nodes):
         return nodes
+    return in_plan_order(nodes)
+
+
+def in_plan_order(nodes):
+    """Inductor's scheduler nodes (fused or not) ordered by their latest call in the graph
+    (`max_order`), each after the nodes making what it reads (`unmet_dependencies`, buffers
+    named as `get_buffer_names` gives them), placed depth first, earliest latest call first."""
     producer = {name: node for node in nodes for name in node.get_buffer_names()}
     placed, order = set(), []
 
@@ -394,14 +401,20 @@ def keep_planned_order(nodes):
                 continue
             placed.add(n)
             stack.append((n, True))
-            reads = [producer.get(d.name) for d in n.unmet_dependencies]
-            for p in sorted({p for p in reads if p is not None and p is not n},
-                            key=lambda p: p.max_order, reverse=True):
+            reads = dict.fromkeys(producer.get(name) for name in
+                                  sorted(d.name for d in n.unmet_dependencies))
+            reads.pop(None, None)
+            reads.pop(n, None)
+            for p in sorted(reads, key=_plan_position, reverse=True):
                 stack.append((p, False))
 
-    for node in sorted(nodes, key=lambda n: n.max_order):
+    for node in sorted(nodes, key=_plan_position):
         place(node)
     return order
+
+
+def _plan_position(node):
+    return node.max_order, node.min_order
 
 
 def _inductor_partitioner(partitioner):
