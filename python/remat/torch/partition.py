@@ -652,12 +652,12 @@ class _RunGraph:
         if v is not None and v in self.latest:
             self.run_value[placeholder] = self.latest[v]
 
-    def add(self, step, side, call=None):
+    def add(self, step, side, call):
         """Runs joint step `step` as fx call `call` of a partitioned graph (reading the copies
         its arguments are) on `side` ("forward" or "backward")."""
         node = self.calls.nodes[step]
         read = {}
-        for arg in call.all_input_nodes if call is not None else ():
+        for arg in call.all_input_nodes:
             if arg in self.run_value:
                 copy = self.run_value[arg]
                 read[self.joint_value[copy]] = copy
@@ -671,23 +671,21 @@ class _RunGraph:
         for v in node["outputs"]:
             self.latest[v] = self._new_value(self.calls.values[v], v)
             outputs.append(self.latest[v])
-        if call is not None:
-            self._name_outputs(call, node, outputs)
+        self._name_outputs(call, step, outputs)
         name = node["name"] if self.runs[step] == 1 else f"{node['name']}#{self.runs[step]}"
         self.steps.append((self.calls.node_fx[step][0], dict(
             node, name=name, phase=side, inputs=inputs, outputs=outputs, recomputable=True)))
 
-    def _name_outputs(self, call, node, outputs):
-        """Records the run values partitioned call `call` (and its getitems) made."""
-        joint_call = self.calls.node_fx[self.calls.producer_step[node["outputs"][0]]][0] \
-            if node["outputs"] else None
-        items = self.calls.getitems.get(joint_call) or []
+    def _name_outputs(self, call, step, outputs):
+        """Records the run values partitioned call `call` (and its getitems) made as `outputs`,
+        the copies of joint step `step`'s outputs."""
+        items = self.calls.getitems.get(self.calls.node_fx[step][0]) or []
         if not items:
             if outputs:
                 self.run_value[call] = outputs[0]
             return
         by_index = {item.args[1]: self.calls.value_of.get(item) for item in items}
-        copies = dict(zip(node["outputs"], outputs))
+        copies = dict(zip(self.calls.nodes[step]["outputs"], outputs))
         for user in call.users:
             if user.target is operator.getitem and by_index.get(user.args[1]) in copies:
                 self.run_value[user] = copies[by_index[user.args[1]]]
