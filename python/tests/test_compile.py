@@ -229,25 +229,31 @@ def test_bad_options_are_refused_when_the_backend_is_made(options, error):
 def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     # Inductor's caches off: a hit (the same graphs and partitioner, say from an earlier run)
     # reuses the compiled plan without calling the partitioner.
-    # The planned graphs' kernels are scheduled by keep_planned_order (each graph's own).
+    # Each planned graph's kernels run in the plan's order or Inductor's, whichever Inductor
+    # estimates the lower peak of.
     model, batch, loss_fn = mlp()
     backend = rt.compile_backend(budget="50%", **QUICK)
     no_caches = {"fx_graph_cache": False, "autotune_local_cache": False}
-    reordered = []
+    chosen = []
 
     def spy(nodes):
         order = keep_planned_order(nodes)
-        reordered.append(order is not nodes)
+        chosen.append((order is not nodes, estimates[-1]))
         return order
 
-    keep_planned_order = _compat.keep_planned_order
+    keep_planned_order, estimate = _compat.keep_planned_order, _compat.inductor_peak_estimates
+    estimates = []
     with torch._inductor.config.patch(no_caches), \
             torch._functorch.config.patch(enable_autograd_cache=False), \
             warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
         patch.setattr(_compat, "keep_planned_order", spy)
+        patch.setattr(_compat, "inductor_peak_estimates",
+                      lambda orders: estimates.append(estimate(orders)) or estimates[-1])
         warnings.simplefilter("ignore", RematBudgetWarning)
         got = adamw_steps(model, batch, loss_fn, backend, steps=2)
-    assert reordered == [True, True]  # the forward and the backward
+    assert len(chosen) == 2  # the forward and the backward
+    for planned, (ours, theirs) in chosen:
+        assert planned == (ours <= theirs) and ours > 0
     eager = copy.deepcopy(model)
     optimizer = torch.optim.AdamW(eager.parameters(), lr=1e-3)
     losses = []

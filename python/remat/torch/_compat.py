@@ -374,13 +374,36 @@ def keep_planned_order(nodes):
     one needs to the start, and the values those calls make live from there: the plan's peak is
     not the compiled graph's. Here each kernel is placed at its latest call instead (with what it
     reads before it, depth first): no call runs before its place in the plan but to feed a kernel
-    that must. The kernels of graphs remat did not plan keep Inductor's order."""
+    that must. Inductor's kernels are not the plan's steps (a kernel may join calls of several
+    steps, and its buffers are not the plan's values), so this order is kept only where Inductor's
+    own estimate of its peak is not above that of Inductor's order; Inductor's memory pass
+    (reorder_for_peak_memory) then starts from it. The kernels of graphs remat did not plan keep
+    Inductor's order."""
     from torch._inductor.virtualized import V
 
     module = getattr(V.graph, "module", None)
-    if module is None or not any(n.meta.get(PLANNED_CALL) for n in module.graph.nodes):
+    if not nodes or module is None \
+            or not any(n.meta.get(PLANNED_CALL) for n in module.graph.nodes):
         return nodes
-    return in_plan_order(nodes)
+    planned = in_plan_order(nodes)
+    ours, theirs = inductor_peak_estimates([planned, nodes])
+    return planned if ours <= theirs else nodes
+
+
+def inductor_peak_estimates(orders):
+    """Inductor's estimate of the peak memory of each order (a list of its scheduler nodes) of
+    the graph it is scheduling (torch._inductor.memory: buffer sizes and lifetimes, kernel by
+    kernel)."""
+    from torch._inductor import memory
+    from torch._inductor.virtualized import V
+    from torch.utils._ordered_set import OrderedSet
+
+    scheduler = orders[0][0].scheduler
+    outputs = OrderedSet(V.graph.get_output_names())
+    _, freeable = memory.prepare_planning_info(
+        orders[0], scheduler.name_to_buf, scheduler.name_to_fused_node,
+        OrderedSet(V.graph.graph_inputs.keys()), outputs)
+    return [memory.estimate_peak_memory(order, freeable, outputs)[0] for order in orders]
 
 
 def in_plan_order(nodes):
