@@ -345,6 +345,14 @@ def min_cut_partition(joint_module, joint_inputs, **kwargs):
 
 # -- torch.compile (remat.torch.compile) -------------------------------------------------------
 
+def default_partition_config():
+    """torch._functorch.config as PyTorch's default partition runs: no activation memory
+    budget."""
+    import torch._functorch.config as functorch_config
+
+    return functorch_config.patch(activation_memory_budget=1.0)
+
+
 def hash_of_files(paths):
     from torch._inductor.custom_graph_pass import get_hash_for_files
 
