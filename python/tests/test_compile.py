@@ -124,7 +124,11 @@ def test_hf_gpt2_with_dropout_trains_like_the_default_partition():
         got = adamw_steps(Wrapped(), (ids, ids), loss_fn, backend, steps=2)
     expected = adamw_steps(Wrapped(), (ids, ids), loss_fn, DefaultPartition(), steps=2)
     assert_trains_like(got, expected)
-    assert backend.graphs and all(s.solver == "fastsa" for s in backend.graphs)
+    # A graph whose plan is worse than PyTorch's default partition gets the default (one test
+    # below): the others are planned.
+    assert any(s.solver == "fastsa" for s in backend.graphs)
+    assert all(s.solver == "fastsa" or s.status.startswith("fallback: its plan needs")
+               for s in backend.graphs)
 
 
 class Broken(nn.Module):
@@ -148,6 +152,7 @@ def test_graph_breaks_share_a_byte_budget_and_fractions_apply_to_each_graph():
     backend = rt.compile_backend(budget=step_bytes, compiler="eager", **QUICK)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RematBudgetWarning)
+        warnings.simplefilter("ignore", RematFallbackWarning)  # a plan worse than the default's
         got = adamw_steps(model, batch, F.cross_entropy, backend)
     assert_trains_like(got, adamw_steps(model, batch, F.cross_entropy, DefaultPartition()))
     # Dynamo makes a graph before the break and one after it in each frame the break splits.
@@ -159,6 +164,7 @@ def test_graph_breaks_share_a_byte_budget_and_fractions_apply_to_each_graph():
     halves = rt.compile_backend(budget=0.5, compiler="eager", **QUICK)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RematBudgetWarning)
+        warnings.simplefilter("ignore", RematFallbackWarning)
         adamw_steps(model, batch, F.cross_entropy, halves, steps=1)
     assert [s.budget_bytes for s in halves.graphs] == [
         s.baseline_activation_bytes // 2 for s in halves.graphs]
@@ -188,6 +194,20 @@ def test_a_graph_remat_cannot_plan_falls_back_with_one_warning_and_trains():
     assert len(fallbacks) == 1 and "checkpoint" in str(fallbacks[0].message)
     assert backend.graphs[0].solver == "pytorch-min-cut"
     assert_trains_like(got, adamw_steps(model, batch, F.cross_entropy, DefaultPartition()))
+
+
+def test_a_plan_worse_than_the_default_partition_falls_back_with_one_warning():
+    # At the whole budget remat keeps the default schedule; PyTorch's default partition
+    # recomputes cheap calls instead of saving them and needs less: the step gets PyTorch's.
+    model, batch, loss_fn = transformer()
+    backend = rt.compile_backend(budget=1.0, compiler="eager", **QUICK)
+    with pytest.warns(RematFallbackWarning, match="more than PyTorch's default partition") \
+            as record:
+        got = adamw_steps(model, batch, loss_fn, backend)
+    assert len([w for w in record if issubclass(w.category, RematFallbackWarning)]) == 1
+    (stats,) = backend.graphs
+    assert stats.solver == "pytorch-min-cut" and stats.status.startswith("fallback: its plan")
+    assert_trains_like(got, adamw_steps(model, batch, loss_fn, DefaultPartition()))
 
 
 def test_partition_fn_under_aot_function_gives_eager_gradients():
@@ -229,14 +249,31 @@ def test_bad_options_are_refused_when_the_backend_is_made(options, error):
 def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     # Inductor's caches off: a hit (the same graphs and partitioner, say from an earlier run)
     # reuses the compiled plan without calling the partitioner.
+    # Each planned graph's kernels run in the plan's order or Inductor's, whichever Inductor
+    # estimates the lower peak of.
     model, batch, loss_fn = mlp()
     backend = rt.compile_backend(budget="50%", **QUICK)
     no_caches = {"fx_graph_cache": False, "autotune_local_cache": False}
+    chosen = []
+
+    def spy(nodes):
+        order = keep_planned_order(nodes)
+        chosen.append((order is not nodes, estimates[-1]))
+        return order
+
+    keep_planned_order, estimate = _compat.keep_planned_order, _compat.inductor_peak_estimates
+    estimates = []
     with torch._inductor.config.patch(no_caches), \
             torch._functorch.config.patch(enable_autograd_cache=False), \
-            warnings.catch_warnings():
+            warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_compat, "keep_planned_order", spy)
+        patch.setattr(_compat, "inductor_peak_estimates",
+                      lambda orders: estimates.append(estimate(orders)) or estimates[-1])
         warnings.simplefilter("ignore", RematBudgetWarning)
         got = adamw_steps(model, batch, loss_fn, backend, steps=2)
+    assert len(chosen) == 2  # the forward and the backward
+    for planned, (ours, theirs) in chosen:
+        assert planned == (ours <= theirs) and ours > 0
     eager = copy.deepcopy(model)
     optimizer = torch.optim.AdamW(eager.parameters(), lr=1e-3)
     losses = []
@@ -249,6 +286,36 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     assert_trains_like(got, (losses, [p.detach() for p in eager.parameters()]))
     (stats,) = backend.graphs
     assert stats.solver == "fastsa" and stats.recomputed
+
+
+class Kernel:
+    """A stand-in for an Inductor scheduler node: its first and last call in the graph's order,
+    the buffers it makes and those it reads."""
+
+    def __init__(self, name, first, last=None, reads=()):
+        self.name, self.min_order = name, first
+        self.max_order = first if last is None else last
+        self.unmet_dependencies = [type("Dep", (), {"name": r})() for r in reads]
+
+    def get_buffer_names(self):
+        return [self.name]
+
+    def __repr__(self):
+        return self.name
+
+
+def test_a_kernel_fusing_an_early_and_a_late_call_runs_where_the_plan_puts_the_late_one():
+    # A kernel fusing calls 1 and 10 (two reads of one saved value) reads what call 9 makes.
+    # Inductor's order (earliest call first, what a kernel reads before it) runs 9 and the
+    # kernel before 2..8, so their inputs live from there; the plan's order runs them last.
+    start = Kernel("start", 0)
+    middle = [Kernel(f"k{i}", i, reads=["start"]) for i in range(2, 9)]
+    late = Kernel("late", 9, reads=["k8"])
+    fused = Kernel("fused", 1, 10, reads=["start", "late"])
+    nodes = [start, fused, *middle, late]
+    assert _compat.in_plan_order(nodes) == [start, *middle, late, fused]
+    by_first_call = sorted(nodes, key=lambda n: n.min_order)
+    assert _compat.in_plan_order(by_first_call) == [start, *middle, late, fused]
 
 
 class GeluMLP(nn.Module):
@@ -397,6 +464,36 @@ def test_the_backward_makes_a_dropout_output_from_its_mask_instead_of_saving_it(
     assert dropout_output in default.saved[0]
     (stats,) = backend.graphs
     assert stats.status == "feasible" and dropout_output not in stats.saved
+
+
+def test_simulate_partition_reads_the_saved_value_a_call_reads_though_it_was_made_again():
+    # A backward that makes a saved value again for some calls (remat's copies into its kernels)
+    # may still read the saved one in others: it lives until those read it. Reading the latest
+    # copy instead freed it after the forward, so one more call lowered the simulated peak.
+    from remat.torch.partition import simulate_partition
+
+    batch = (torch.randn(256, 32), torch.randint(0, 10, (256,)))
+    joint, outputs = joint_graph_of(GeluMLP(), batch, F.cross_entropy)
+    planned = copy.deepcopy(joint)
+    fw, bw = rt.partition(planned, None, budget=None, num_fwd_outputs=outputs, **QUICK)
+    before = simulate_partition(planned, fw, bw, outputs).activation_bytes
+    joint_calls = {n.name: n for n in planned.graph.nodes}
+    inputs = {n.name: n for n in bw.graph.nodes if n.op == "placeholder"}
+    saved = next(n for n in inputs if joint_calls[n].op == "call_function"
+                 and joint_calls[n].target is torch.ops.aten.add.Tensor)  # GELU's erf + 1
+    chain = []  # the saved value's calls back to a value the backward has
+    n = joint_calls[saved]
+    while n.name not in inputs or n.name == saved:
+        chain.insert(0, n)
+        n = n.all_input_nodes[0]
+    copies = {}
+    with bw.graph.inserting_before(next(n for n in bw.graph.nodes if n.op == "call_function")):
+        for n in chain:
+            copies[n] = bw.graph.node_copy(n, lambda a: copies.get(a, inputs.get(a.name)))
+            copies[n].meta["remat_copy_of"] = n.name
+    assert len(inputs[saved].users) == 1  # still read, after the copy
+    bw.recompile()
+    assert simulate_partition(planned, fw, bw, outputs).activation_bytes >= before
 
 
 def test_simulate_partition_follows_remat_and_pytorch_partitions_in_one_memory_model():

@@ -345,6 +345,14 @@ def min_cut_partition(joint_module, joint_inputs, **kwargs):
 
 # -- torch.compile (remat.torch.compile) -------------------------------------------------------
 
+def default_partition_config():
+    """torch._functorch.config as PyTorch's default partition runs: no activation memory
+    budget."""
+    import torch._functorch.config as functorch_config
+
+    return functorch_config.patch(activation_memory_budget=1.0)
+
+
 def hash_of_files(paths):
     from torch._inductor.custom_graph_pass import get_hash_for_files
 
@@ -354,11 +362,90 @@ def hash_of_files(paths):
 def inductor_compile(gm, example_inputs, partitioner):
     """Inductor's torch.compile backend with `partitioner` (a partition function with a
     `uuid()`, Inductor's cache key) in place of its min-cut partition, after its joint-graph
-    passes."""
+    passes; the graphs it planned run their kernels in the plan's order (keep_planned_order)."""
     from torch._inductor.compile_fx import compile_fx
 
-    return compile_fx(gm, example_inputs,
-                      config_patches={"custom_partitioner_fn": _inductor_partitioner(partitioner)})
+    return compile_fx(gm, example_inputs, config_patches={
+        "custom_partitioner_fn": _inductor_partitioner(partitioner),
+        "_post_fusion_custom_pass": keep_planned_order})
+
+
+# fx meta key of the calls of a graph whose order is a plan's (remat.torch.partition's lowering).
+PLANNED_CALL = "remat_planned"
+
+
+def keep_planned_order(nodes):
+    """Inductor's post-fusion scheduler pass: the kernels of a graph remat planned, in the plan's
+    order. Inductor places each fused kernel at its earliest call and runs what it reads before
+    it, depth first (Scheduler.topological_sort_schedule): a kernel fusing a call near the end of
+    the backward with one near its start (two reads of one saved value) drags every call the late
+    one needs to the start, and the values those calls make live from there: the plan's peak is
+    not the compiled graph's. Here each kernel is placed at its latest call instead (with what it
+    reads before it, depth first): no call runs before its place in the plan but to feed a kernel
+    that must. Inductor's kernels are not the plan's steps (a kernel may join calls of several
+    steps, and its buffers are not the plan's values), so this order is kept only where Inductor's
+    own estimate of its peak is not above that of Inductor's order; Inductor's memory pass
+    (reorder_for_peak_memory) then starts from it. The kernels of graphs remat did not plan keep
+    Inductor's order."""
+    from torch._inductor.virtualized import V
+
+    module = getattr(V.graph, "module", None)
+    if not nodes or module is None \
+            or not any(n.meta.get(PLANNED_CALL) for n in module.graph.nodes):
+        return nodes
+    planned = in_plan_order(nodes)
+    ours, theirs = inductor_peak_estimates([planned, nodes])
+    return planned if ours <= theirs else nodes
+
+
+def inductor_peak_estimates(orders):
+    """Inductor's estimate of the peak memory of each order (a list of its scheduler nodes) of
+    the graph it is scheduling (torch._inductor.memory: buffer sizes and lifetimes, kernel by
+    kernel)."""
+    from torch._inductor import memory
+    from torch._inductor.virtualized import V
+    from torch.utils._ordered_set import OrderedSet
+
+    scheduler = orders[0][0].scheduler
+    outputs = OrderedSet(V.graph.get_output_names())
+    _, freeable = memory.prepare_planning_info(
+        orders[0], scheduler.name_to_buf, scheduler.name_to_fused_node,
+        OrderedSet(V.graph.graph_inputs.keys()), outputs)
+    return [memory.estimate_peak_memory(order, freeable, outputs)[0] for order in orders]
+
+
+def in_plan_order(nodes):
+    """Inductor's scheduler nodes (fused or not) ordered by their latest call in the graph
+    (`max_order`), each after the nodes making what it reads (`unmet_dependencies`, buffers
+    named as `get_buffer_names` gives them), placed depth first, earliest latest call first."""
+    producer = {name: node for node in nodes for name in node.get_buffer_names()}
+    placed, order = set(), []
+
+    def place(node):
+        stack = [(node, False)]
+        while stack:
+            n, inputs_placed = stack.pop()
+            if inputs_placed:
+                order.append(n)
+                continue
+            if n in placed:
+                continue
+            placed.add(n)
+            stack.append((n, True))
+            reads = dict.fromkeys(producer.get(name) for name in
+                                  sorted(d.name for d in n.unmet_dependencies))
+            reads.pop(None, None)
+            reads.pop(n, None)
+            for p in sorted(reads, key=_plan_position, reverse=True):
+                stack.append((p, False))
+
+    for node in sorted(nodes, key=_plan_position):
+        place(node)
+    return order
+
+
+def _plan_position(node):
+    return node.max_order, node.min_order
 
 
 def _inductor_partitioner(partitioner):

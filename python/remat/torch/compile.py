@@ -12,18 +12,21 @@ Dynamo captures each graph, AOTAutograd traces its joint forward+backward graph,
 `backend.partition_fn` (a RematPartitioner) plans it with remat.torch.partition under the budget
 (activation memory, see partition.activation_budget_bytes). Inductor then compiles the two graphs
 (with `compiler="eager"` they run as they are, after Inductor's decompositions, as
-"aot_eager_decomp_partition" does). A graph remat cannot plan goes to PyTorch's min-cut
-partitioner with one warning (RematFallbackWarning) naming why; a plan over the budget warns with
-its figures.
+"aot_eager_decomp_partition" does). A graph remat cannot plan, or whose plan needs more
+activation memory than PyTorch's default partition of it (simulate_partition, one model for
+both), goes to PyTorch's min-cut partitioner with one warning (RematFallbackWarning) naming why;
+a plan over the budget warns with its figures. Under Inductor the planned graphs' kernels run in
+the plan's order where Inductor estimates that order no worse (_compat.keep_planned_order).
 """
 
+import copy
 import os
 import warnings
 
 import remat
 from remat.torch import _compat
 from remat.torch.partition import (Unplannable, activation_budget_bytes, check_budget, partition,
-                                   partition_stats, scaled_work_limit)
+                                   partition_stats, scaled_work_limit, simulate_partition)
 
 # Planning of each graph stops at the first of the solver's own end and this limit
 # (bench/compile_bench.py prints the compile times it gives).
@@ -102,22 +105,30 @@ class RematPartitioner:
     def __call__(self, joint_module, joint_inputs=None, **kwargs):
         frame = _compat.compile_frame_id()
         budget = self._share(frame)
+        num_fwd_outputs = kwargs.get("num_fwd_outputs")
+        if num_fwd_outputs is None:
+            num_fwd_outputs = len(_compat.joint_outputs(joint_module)[0])
+        untouched = copy.deepcopy(joint_module)  # PyTorch's partition of it, to compare
+        planned = None
         try:
             fw, bw = partition(joint_module, joint_inputs, solver=self.solver, budget=budget,
                                work_limit=self._solve_work_limit, time_limit=self.time_limit,
                                seed=self.seed, fuse=self.fuse, **self.params, **kwargs)
-            stats = partition.last
+            stats = planned = partition.last
+            reason = _worse_than_default(joint_module, fw, bw, untouched, joint_inputs, kwargs,
+                                         num_fwd_outputs)
         except Exception as e:  # noqa: BLE001 - any failure to plan falls back, with its reason
-            reason = str(e) if isinstance(e, Unplannable) else f"{type(e).__name__}: {e}"
-            warnings.warn(f"remat: cannot plan graph {len(self.graphs)} ({reason}); it is "
-                          f"partitioned by PyTorch's min-cut partitioner", RematFallbackWarning,
-                          stacklevel=2)
-            fw, bw = _compat.min_cut_partition(joint_module, joint_inputs, **kwargs)
-            num_fwd_outputs = kwargs.get("num_fwd_outputs")
-            if num_fwd_outputs is None:
-                num_fwd_outputs = len(_compat.joint_outputs(joint_module)[0])
+            detail = str(e) if isinstance(e, Unplannable) else f"{type(e).__name__}: {e}"
+            reason = f"cannot plan it ({detail})"
+        if reason is not None:
+            warnings.warn(f"remat: graph {len(self.graphs)}: {reason}; it is partitioned by "
+                          f"PyTorch's min-cut partitioner", RematFallbackWarning, stacklevel=2)
+            fw, bw = _compat.min_cut_partition(untouched, joint_inputs, **kwargs)
             stats = partition_stats(fw, bw, num_fwd_outputs)
             stats.solver, stats.status = "pytorch-min-cut", f"fallback: {reason}"
+            if planned is not None:  # what the graph was asked for (a byte budget's share)
+                for figure in ("input_bytes", "budget_bytes", "baseline_activation_bytes"):
+                    setattr(stats, figure, getattr(planned, figure))
         if stats.status == "over-budget":
             warnings.warn(_over_budget_message(len(self.graphs), stats), RematBudgetWarning,
                           stacklevel=2)
@@ -145,6 +156,27 @@ class RematPartitioner:
         return (f"RematPartitioner({self.budget!r}, {self.solver!r}, work_limit="
                 f"{self.work_limit!r}, time_limit={self.time_limit!r}, seed={self.seed!r}, "
                 f"fuse={self.fuse!r}{options})")
+
+
+def _worse_than_default(joint_module, fw, bw, untouched, joint_inputs, kwargs,
+                        num_fwd_outputs):
+    """Why remat's partition `fw`, `bw` of `joint_module` is worse than PyTorch's default
+    partition of the same graph (`untouched`, a copy from before remat's rewrites): its activation
+    memory in one model for both (simulate_partition) is above the default's; None when it is
+    not, or when the default's cannot be simulated."""
+    ours = simulate_partition(joint_module, fw, bw, num_fwd_outputs).activation_bytes
+    theirs_joint = copy.deepcopy(untouched)
+    with _compat.default_partition_config():
+        their_fw, their_bw = _compat.min_cut_partition(theirs_joint, joint_inputs, **kwargs)
+    try:
+        theirs = simulate_partition(theirs_joint, their_fw, their_bw,
+                                    num_fwd_outputs).activation_bytes
+    except Unplannable:
+        return None
+    if ours <= theirs:
+        return None
+    return (f"its plan needs {remat.format_bytes(ours)} of activation memory, more than "
+            f"PyTorch's default partition's {remat.format_bytes(theirs)} in remat's simulator")
 
 
 def measured_peak_bytes(fn):

@@ -335,6 +335,8 @@ class _Lowering:
             new_output.meta["desc"] = list(output.meta["desc"])[:len(results)]
         self.graph.eliminate_dead_code()
         self.graph.lint()
+        for n in self.graph.nodes:
+            n.meta[_compat.PLANNED_CALL] = True  # the compiler keeps the order of such calls
         lowered = fx.GraphModule(self.joint_module, self.graph)
         # A fused step's calls may enclose a view made again for one of them: each emission of a
         # step ran where its last surviving call is (after what it encloses).
@@ -586,8 +588,11 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs):
     calls = JointGraph(joint_module, num_fwd_outputs, backward_start=False, fuse=False)
     step_of = {members[0].name: step for step, members in enumerate(calls.node_fx)}
     run = _RunGraph(calls)
+    saved = {n.name: n for n in _saved_outputs(fw, num_fwd_outputs)}
     for side, module in (("forward", fw), ("backward", bw)):
         for n in module.graph.nodes:
+            if n.op == "placeholder":
+                run.name_input(n, saved.get(n.name))
             if n.op != "call_function" or n.target is operator.getitem \
                     or n.meta.get("remat_part_of_copy"):
                 continue
@@ -597,7 +602,7 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs):
             if name not in step_of:
                 raise Unplannable(f"{name} of the partitioned graphs is not a call of the joint "
                                   f"graph")
-            run.add(step_of[name], side)
+            run.add(step_of[name], side, n)
     graph = run.build(fused.graph.name)
     evaluation = _evaluate(graph, list(range(graph.num_nodes)))
     return SimulatedPartition(evaluation.peak_bytes - fused.input_bytes,
@@ -606,7 +611,9 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs):
 
 class _RunGraph:
     """The steps a partition's two graphs run, as a remat graph whose node i is the i-th call
-    run, with values of its own (a value made again is a new value)."""
+    run, with values of its own (a value made again is a new value). A call reads the copy its
+    graph's argument is (a saved value, though the backward made it again for other calls), or
+    for an argument the run does not know, the latest copy."""
 
     def __init__(self, calls):
         self.calls = calls
@@ -615,6 +622,9 @@ class _RunGraph:
         self.steps = []  # (fx call, node dict) per call run
         self.runs = {}
         self.copies = {}  # joint value -> how many copies of it were made
+        self.joint_value = []  # run value -> the joint value it is a copy of
+        self.run_value = {}  # fx node of the partitioned graphs -> the run value it is
+        self.by_name = {n.name: n for n in calls.module.graph.nodes}
         produced = {v for node in calls.nodes for v in node["outputs"]}
         for v, value in enumerate(calls.values):
             if v not in produced:
@@ -628,22 +638,57 @@ class _RunGraph:
         if "alias_of" in entry:
             entry["alias_of"] = self.latest[self.calls.value_root[v]]
         self.values.append(entry)
+        self.joint_value.append(v)
         return len(self.values) - 1
 
-    def add(self, step, side):
+    def name_input(self, placeholder, saved):
+        """Records the run value a graph input is: the forward's copy of a saved value
+        (`saved`: the forward's node returning it), or a graph input of the joint graph."""
+        if saved is not None and saved in self.run_value:
+            self.run_value[placeholder] = self.run_value[saved]
+            return
+        joint = self.by_name.get(placeholder.name)
+        v = self.calls.value_of.get(joint)
+        if v is not None and v in self.latest:
+            self.run_value[placeholder] = self.latest[v]
+
+    def add(self, step, side, call):
+        """Runs joint step `step` as fx call `call` of a partitioned graph (reading the copies
+        its arguments are) on `side` ("forward" or "backward")."""
         node = self.calls.nodes[step]
-        missing = [self.calls.values[v]["name"] for v in node["inputs"] if v not in self.latest]
+        read = {}
+        for arg in call.all_input_nodes:
+            if arg in self.run_value:
+                copy = self.run_value[arg]
+                read[self.joint_value[copy]] = copy
+        missing = [self.calls.values[v]["name"] for v in node["inputs"]
+                   if v not in read and v not in self.latest]
         if missing:
             raise Unplannable(f"{node['name']} reads {missing[0]} before it is made")
         self.runs[step] = self.runs.get(step, 0) + 1
-        inputs = [self.latest[v] for v in node["inputs"]]
+        inputs = [read.get(v, self.latest.get(v)) for v in node["inputs"]]
         outputs = []
         for v in node["outputs"]:
             self.latest[v] = self._new_value(self.calls.values[v], v)
             outputs.append(self.latest[v])
+        self._name_outputs(call, step, outputs)
         name = node["name"] if self.runs[step] == 1 else f"{node['name']}#{self.runs[step]}"
         self.steps.append((self.calls.node_fx[step][0], dict(
             node, name=name, phase=side, inputs=inputs, outputs=outputs, recomputable=True)))
+
+    def _name_outputs(self, call, step, outputs):
+        """Records the run values partitioned call `call` (and its getitems) made as `outputs`,
+        the copies of joint step `step`'s outputs."""
+        items = self.calls.getitems.get(self.calls.node_fx[step][0]) or []
+        if not items:
+            if outputs:
+                self.run_value[call] = outputs[0]
+            return
+        by_index = {item.args[1]: self.calls.value_of.get(item) for item in items}
+        copies = dict(zip(self.calls.nodes[step]["outputs"], outputs))
+        for user in call.users:
+            if user.target is operator.getitem and by_index.get(user.args[1]) in copies:
+                self.run_value[user] = copies[by_index[user.args[1]]]
 
     def build(self, name):
         """The remat graph, each graph's fused chains' inner values taking no memory."""
