@@ -384,7 +384,10 @@ def main():
                          else f"{row['recomputed_flops'] / 1e6:.1f}")
                 plan_s = "-" if row["partition_s"] is None else f"{row['partition_s']:.1f}"
                 sim, share = simulated_figures(row)
-                lines.append(f"| {name} | {label} | {fraction or '-'} | "
+                fell_back = sum(p["status"].startswith("fallback") for p in row["plan"])
+                shown = label + (f" (fell back: {fell_back} of {row['graphs']} graphs)"
+                                 if fell_back else "")
+                lines.append(f"| {name} | {shown} | {fraction or '-'} | "
                              f"{mb(row['saved_bytes'])} | {flops or '-'} | {sim} | {share} | "
                              f"{mb(row['peak_bytes'])} | "
                              f"{'-' if ratio is None else f'{ratio:.2f}'} | "
