@@ -70,7 +70,8 @@ unpack_and_build() {
   build "$root" || { echo "device_check: the build failed" >&2; return 1; }
   echo "device_check: unpacking and build took $((SECONDS - start)) s"
   export PYTHONPATH=$PWD/build-device/python:$PWD/python PYTHONUNBUFFERED=1
-  python3 -c "import remat; print('remat solvers:', remat.solvers())"
+  python3 -c "import remat; print('remat solvers:', remat.solvers())" || return 1
+  echo "device_check: to use this build: export LD_LIBRARY_PATH=$LD_LIBRARY_PATH PYTHONPATH=$PYTHONPATH"
 }
 
 run() {
