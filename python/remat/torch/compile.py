@@ -109,21 +109,21 @@ class RematPartitioner:
         if num_fwd_outputs is None:
             num_fwd_outputs = len(_compat.joint_outputs(joint_module)[0])
         untouched = copy.deepcopy(joint_module)  # PyTorch's partition of it, to compare
-        planned = None
+        planned = default = None
         try:
             fw, bw = partition(joint_module, joint_inputs, solver=self.solver, budget=budget,
                                work_limit=self._solve_work_limit, time_limit=self.time_limit,
                                seed=self.seed, fuse=self.fuse, **self.params, **kwargs)
             stats = planned = partition.last
-            reason = _worse_than_default(joint_module, fw, bw, untouched, joint_inputs, kwargs,
-                                         num_fwd_outputs)
+            reason, default = _worse_than_default(joint_module, fw, bw, untouched, joint_inputs,
+                                                  kwargs, num_fwd_outputs)
         except Exception as e:  # noqa: BLE001 - any failure to plan falls back, with its reason
             detail = str(e) if isinstance(e, Unplannable) else f"{type(e).__name__}: {e}"
             reason = f"cannot plan it ({detail})"
         if reason is not None:
             warnings.warn(f"remat: graph {len(self.graphs)}: {reason}; it is partitioned by "
                           f"PyTorch's min-cut partitioner", RematFallbackWarning, stacklevel=2)
-            fw, bw = _compat.min_cut_partition(untouched, joint_inputs, **kwargs)
+            fw, bw = default or _compat.min_cut_partition(untouched, joint_inputs, **kwargs)
             stats = partition_stats(fw, bw, num_fwd_outputs)
             stats.solver, stats.status = "pytorch-min-cut", f"fallback: {reason}"
             if planned is not None:  # what the graph was asked for (a byte budget's share)
@@ -160,10 +160,10 @@ class RematPartitioner:
 
 def _worse_than_default(joint_module, fw, bw, untouched, joint_inputs, kwargs,
                         num_fwd_outputs):
-    """Why remat's partition `fw`, `bw` of `joint_module` is worse than PyTorch's default
-    partition of the same graph (`untouched`, a copy from before remat's rewrites): its activation
-    memory in one model for both (simulate_partition) is above the default's; None when it is
-    not, or when the default's cannot be simulated."""
+    """(why, the default partition) where remat's partition `fw`, `bw` of `joint_module` is worse
+    than PyTorch's default partition of the same graph (`untouched`, a copy from before remat's
+    rewrites): its activation memory in one model for both (simulate_partition) is above the
+    default's; (None, None) when it is not, or when the default's cannot be simulated."""
     ours = simulate_partition(joint_module, fw, bw, num_fwd_outputs).activation_bytes
     theirs_joint = copy.deepcopy(untouched)
     with _compat.default_partition_config():
@@ -172,11 +172,12 @@ def _worse_than_default(joint_module, fw, bw, untouched, joint_inputs, kwargs,
         theirs = simulate_partition(theirs_joint, their_fw, their_bw,
                                     num_fwd_outputs).activation_bytes
     except Unplannable:
-        return None
+        return None, None
     if ours <= theirs:
-        return None
+        return None, None
     return (f"its plan needs {remat.format_bytes(ours)} of activation memory, more than "
-            f"PyTorch's default partition's {remat.format_bytes(theirs)} in remat's simulator")
+            f"PyTorch's default partition's {remat.format_bytes(theirs)} in remat's simulator",
+            (their_fw, their_bw))
 
 
 def measured_peak_bytes(fn):
