@@ -529,8 +529,8 @@ class Portfolio {
     return std::move(*best);
   }
 
-  // A run of `member` on a graph other than the user's (a first pass), its work and stop reason
-  // counted as the portfolio's.
+  // A run of `member` on `g` (the user's graph, or a first pass), its work and stop reason counted
+  // as the portfolio's.
   SolveResult solve_part(const Graph& g, const SolverEntry& member, const SolveOptions& o) {
     SolveResult r = others_.solve(g, member.name, o);
     limits_.spend(r.plan.stats.work);
@@ -595,15 +595,13 @@ class Portfolio {
     }
     SolveResult r;
     try {
-      r = others_.solve(g_, member.name, o);
+      r = solve_part(g_, member, o);
     } catch (const InputError& e) {
       // With parameters the user gave this member, its error is most likely theirs to fix.
       if (given_params(member)) throw;
       skip(label, fmt::format("not applicable: {}", e.what()));
       return;
     }
-    limits_.spend(r.plan.stats.work);
-    stopped_ = std::max(stopped_, r.plan.stats.stop_reason);
     // A polish ran at its start's peak: its status is the user's budget's.
     if (warm && warm->budget.bytes != options_.budget.bytes)
       r.plan.stats.status = fits(r) ? SolveStatus::kFeasible : SolveStatus::kOverBudget;
