@@ -185,6 +185,19 @@ ParamMap first_pass_settings(std::string_view member, const ParamMap& given) {
   return out;
 }
 
+// The settings of a FastSA run from the best plan that fits before the anytime rounds (the
+// cheapest member's, or FastSA's own), where the user's parameters name none: stage 2 starts at a
+// thirtieth of FastSA's initial temperature (0.1 % of the start's objective), a re-anneal near
+// the start rather than a restart. From FastSA's own temperature, the quick convergence window
+// ends the run before it has cooled back to plans as good as the start, so the start's structure
+// is lost for the cost of the run (bench/auto_speed_bench.py: joint_1000 at 50 %, from rockmate's
+// plan). From a plan far above the best one, a cool run descends for long (the second start keeps
+// FastSA's own temperature: joint_10000 at 50 %, from rotor's +14 % plan, 8 units).
+ParamMap warm_start_settings(std::string_view member) {
+  if (member == "fastsa") return {{"initial_temperature_pct", "0.003"}};
+  return {};
+}
+
 // The anytime rounds' MILP and its share of the work left after the finisher's runs: most of it,
 // the FastSA rounds after it the rest (bench/auto_speed_bench.py --curve measures the rounds
 // against each member alone).
@@ -302,14 +315,17 @@ class Portfolio {
 
   // The finisher (FastSA), last, with the time left. Cold (its own grouped stage 1) always; then:
   //  - when other members' plans fit the budget (not the default schedule), warm from the
-  //    cheapest and then from the second cheapest of another member: stage 2 from that plan.
+  //    cheapest (with warm_start_settings) and then from the second cheapest of another member:
+  //    stage 2 from that plan.
   //    Neither cold nor warm always wins, nor does the cheaper start: ResNet-50 at 50 %, warm
   //    from rockmate's plan (+9.2 %) +7.0 %, from rotor's (+14.5 %) +5.4 % (docs/solvers/auto.md).
   //    Over the budget FastSA never starts from another solver's plan: grouped stage 1 reaches
   //    lower peaks than single-node moves from it (measured when dropout masks were pinned, GPT-4
   //    at 50 %: 51.7 % cold, 59.3 % from mincut's 60.3 %).
+  //  - when no member's plan fits but the cold run's does, a warm run from it (refine).
   //  - when nothing fits after the cold run, a restart with another seed: the annealing is a
-  //    random search and one chain may miss what another finds (docs/solvers/auto.md).
+  //    random search and one chain may miss what another finds (docs/solvers/auto.md); when its
+  //    plan fits, a warm run from it (refine).
   //  - when still nothing fits, a plan in two passes (run_two_pass, unless two_pass=false),
   //  - and then a polish of the lowest-peak plan (below).
   // Runs usually stop on convergence, so the shares are caps.
@@ -330,14 +346,21 @@ class Portfolio {
     own_settings_ = false;
     if (finished(cost_floor)) return;
     if (!starts.empty()) {
-      run_member(finisher, name + "_warm", starts.size() > 1 ? 0.5 : 1.0, starts[0]);
+      run_warm(finisher, name + "_warm", starts.size() > 1 ? 0.5 : 1.0, starts[0]);
       if (starts.size() > 1 && !finished(cost_floor))
         run_member(finisher, name + "_warm_2", 1.0, starts[1]);
       return;
     }
-    if (fits(*best_)) return;
+    if (fits(*best_)) {
+      refine(finisher, cost_floor);
+      return;
+    }
     run_member(finisher, name + "_restart", 0.6, {}, derive_seed(options_.seed, 1));
-    if (finished(cost_floor) || fits(*best_)) return;
+    if (finished(cost_floor)) return;
+    if (fits(*best_)) {
+      refine(finisher, cost_floor);
+      return;
+    }
     if (params_.two_pass) {
       const std::string label = name + "_two_pass";
       run_two_pass(finisher, label);
@@ -350,6 +373,21 @@ class Portfolio {
     // plan, with its peak as the budget, removes recomputation without raising the peak.
     run_member(finisher, name + "_polish", 1.0,
                WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}});
+  }
+
+  // A run of the finisher from `start`, a plan within the budget, with warm_start_settings.
+  void run_warm(const SolverEntry& finisher, const std::string& label, double share,
+                const WarmStart& start) {
+    run_member(finisher, label, share, start, {}, warm_start_settings(finisher.name));
+  }
+
+  // Only FastSA's own plan (its cold run's or restart's) fits: a warm run from it with the rest of
+  // the slice (fastsa_refine). Its quick window often ends the cold run's stage 2 in a plan that a
+  // re-anneal near it still improves (bench/auto_speed_bench.py --curve: ResNet-18 at 60 %).
+  void refine(const SolverEntry& finisher, double cost_floor) {
+    if (finished(cost_floor)) return;
+    run_warm(finisher, std::string(finisher.name) + "_refine", 1.0,
+             WarmStart{best_->plan.sequence, best_name_, options_.budget});
   }
 
   bool anytime() const {
