@@ -13,6 +13,7 @@
 #include "remat/error.h"
 #include "remat/generate.h"
 #include "remat/io.h"
+#include "remat/registry.h"
 #include "remat/simulate.h"
 #include "testing/testing.h"
 
@@ -298,6 +299,87 @@ TEST(Auto, StopsOnWorkOnlyWhenItsOwnWorkRanOut) {
   options.work_limit = 1e-3;
   const SolveResult tiny = solve(g, "auto", options);
   EXPECT_EQ(tiny.plan.stats.stop_reason, StopReason::kWorkLimit);
+}
+
+// Runs each solve `auto` asks of it through the registry, recording the member, its parameters and
+// whether it started from a plan.
+class RecordingDirectory final : public SolverDirectory {
+ public:
+  struct Run {
+    std::string solver;
+    ParamMap params;
+    bool from_start = false;
+  };
+  std::span<const SolverEntry> rows() const override { return registry_directory().rows(); }
+  SolveResult solve(const Graph& graph, std::string_view solver,
+                    const SolveOptions& options) const override {
+    runs.push_back({std::string(solver), options.params, !options.start.empty()});
+    return registry_directory().solve(graph, solver, options);
+  }
+  ChainSolveResult solve(const Chain& chain, std::string_view solver,
+                         const SolveOptions& options) const override {
+    return registry_directory().solve(chain, solver, options);
+  }
+  mutable std::vector<Run> runs;
+};
+
+// `auto` on `graph` with its members run through `members`.
+Plan auto_through(const SolverDirectory& members, const Graph& graph, const SolveOptions& options) {
+  return solver_entry("auto").make(members)->solve(graph, options);
+}
+
+// FastSA's run from the cheapest member's plan that fits re-anneals near it: it starts cooler than
+// FastSA's own initial temperature (a hot restart loses the start's structure before the quick
+// window ends it), while the user's own setting for FastSA still wins; the run from the second,
+// dearer plan keeps FastSA's own temperature.
+TEST(Auto, WarmRunFromTheCheapestMembersPlanStartsCool) {
+  const Graph g = generate_joint({.num_nodes = 100, .seed = 2});
+  SolveOptions options;
+  options.budget = {baseline(g).peak_bytes * 6 / 10};
+  options.params = kQuickAuto;
+  for (const char* given : {"", "0.05"}) {
+    if (*given) options.params["fastsa.initial_temperature_pct"] = given;
+    RecordingDirectory members;
+    const Plan plan = auto_through(members, g, options);
+    std::vector<const RecordingDirectory::Run*> warm;
+    for (const RecordingDirectory::Run& run : members.runs)
+      if (run.solver == "fastsa" && run.from_start) warm.push_back(&run);
+    const std::string lines =
+        fmt::format("{}", fmt::join(list_of(plan.stats, "auto_members"), "\n"));
+    ASSERT_EQ(warm.size(), 2u) << lines;
+    const auto temperature = [](const RecordingDirectory::Run& run) {
+      const auto it = run.params.find("initial_temperature_pct");
+      return it == run.params.end() ? std::string("FastSA's own") : it->second;
+    };
+    EXPECT_EQ(temperature(*warm[0]), *given ? given : "0.003") << lines;
+    EXPECT_EQ(temperature(*warm[1]), *given ? given : "FastSA's own") << lines;
+  }
+}
+
+// Where no other member's plan fits but FastSA's cold run's does, a warm run from that plan
+// (fastsa_refine, started cool) follows, and the plan is never worse than the cold run's.
+TEST(Auto, PlanOnlyFastsaFitsIsRefinedFromItsOwnPlan) {
+  const Graph g = generate_random_layered({.num_nodes = 60, .seed = 3});
+  SolveOptions options;
+  options.budget = {baseline(g).peak_bytes * 6 / 10};
+  options.params = kQuickAuto;
+  RecordingDirectory members;
+  const Plan plan = auto_through(members, g, options);
+  const std::vector<std::string> lines = list_of(plan.stats, "auto_members");
+  const std::string text = fmt::format("{}", fmt::join(lines, "\n"));
+  const auto refine = std::find_if(lines.begin(), lines.end(), [](const std::string& line) {
+    return line.starts_with("fastsa_refine: ");
+  });
+  ASSERT_NE(refine, lines.end()) << text;
+  EXPECT_NE(refine->find("(started from fastsa)"), std::string::npos) << text;
+  ASSERT_FALSE(members.runs.empty());
+  EXPECT_TRUE(members.runs.back().from_start);
+  EXPECT_EQ(members.runs.back().params.at("initial_temperature_pct"), "0.003");
+  const Evaluation e = simulate(g, plan.sequence);
+  ASSERT_LE(*plan.stats.counter("fastsa_peak_bytes"), static_cast<double>(options.budget.bytes))
+      << text;
+  EXPECT_LE(e.peak_bytes, options.budget.bytes);
+  EXPECT_LE(e.cost, *plan.stats.counter("fastsa_cost")) << text;
 }
 
 // The default work limit keeps the fast portfolio: no anytime rounds unless asked for.
