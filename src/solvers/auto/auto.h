@@ -10,9 +10,11 @@
 //   checkmate  when registered and the graph has at most `checkmate_max_nodes` nodes (30), with
 //              at most 10 % of the time left and 5 s
 //   fastsa     the finisher: cold (its own grouped stage 1); then, when other members' plans fit
-//              the budget, warm-started from the cheapest (SolveOptions::start; recorded as
-//              fastsa_warm) and from the second cheapest (fastsa_warm_2); when nothing fits, a
-//              restart with another seed (fastsa_restart), a plan in two passes
+//              the budget, warm-started from the cheapest (SolveOptions::start, from a cooler
+//              start than FastSA's own; recorded as fastsa_warm) and from the second cheapest
+//              (fastsa_warm_2); when only its own plan fits, warm-started from that
+//              (fastsa_refine); when nothing fits, a restart with another seed (fastsa_restart,
+//              refined when it fits), a plan in two passes
 //              (fastsa_two_pass, two_pass.h: weight gradients made after a second forward and
 //              backward), and a polish of the lowest-peak plan at its own peak (fastsa_polish)
 // Before those rounds, FastSA and rockmate run with quick settings (quick=true: a shorter
