@@ -191,8 +191,8 @@ ParamMap first_pass_settings(std::string_view member, const ParamMap& given) {
 // the start rather than a restart. From FastSA's own temperature, the quick convergence window
 // ends the run before it has cooled back to plans as good as the start, so the start's structure
 // is lost for the cost of the run (bench/auto_speed_bench.py: joint_1000 at 50 %, from rockmate's
-// plan). From a plan far above the best one, a cool run descends for long (the second start keeps
-// FastSA's own temperature: joint_10000 at 50 %, from rotor's +14 % plan, 8 units).
+// plan). From a plan far above the best one a cool run descends for long, so the second start
+// keeps FastSA's own temperature (the same bench: joint_10000, from rotor's plan).
 ParamMap warm_start_settings(std::string_view member) {
   if (member == "fastsa") return {{"initial_temperature_pct", "0.003"}};
   return {};
