@@ -259,10 +259,11 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     def spy(nodes):
         order = keep_planned_order(nodes)
         chosen.append((order is not nodes, estimates[-1]))
+        thresholds.append(torch._inductor.config.realize_reads_threshold)
         return order
 
     keep_planned_order, estimate = _compat.keep_planned_order, _compat.inductor_peak_estimates
-    estimates = []
+    estimates, thresholds = [], []
     with torch._inductor.config.patch(no_caches), \
             torch._functorch.config.patch(enable_autograd_cache=False), \
             warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
@@ -274,6 +275,8 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     assert len(chosen) == 2  # the forward and the backward
     for planned, (ours, theirs) in chosen:
         assert planned == (ours <= theirs) and ours > 0
+    # A pointwise value several of a planned graph's kernels read is stored once, as planned.
+    assert thresholds == [1, 1] and torch._inductor.config.realize_reads_threshold > 1
     eager = copy.deepcopy(model)
     optimizer = torch.optim.AdamW(eager.parameters(), lr=1e-3)
     losses = []

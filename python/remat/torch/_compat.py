@@ -365,13 +365,33 @@ def inductor_compile(gm, example_inputs, partitioner):
     passes; the graphs it planned run their kernels in the plan's order (keep_planned_order)."""
     from torch._inductor.compile_fx import compile_fx
 
-    return compile_fx(gm, example_inputs, config_patches={
+    return compile_fx(gm, example_inputs, inner_compile=_compile_graph, config_patches={
         "custom_partitioner_fn": _inductor_partitioner(partitioner),
         "_post_fusion_custom_pass": keep_planned_order})
 
 
 # fx meta key of the calls of a graph whose order is a plan's (remat.torch.partition's lowering).
 PLANNED_CALL = "remat_planned"
+
+# Inductor's options for the graphs remat planned. Inductor inlines a pointwise value into each
+# kernel that reads it unless it reads more than realize_reads_threshold buffers, and a library
+# kernel (a matmul, attention) that reads an inlined value gets a buffer of it of its own: a value
+# the plan holds once (an attention mask read by every layer's attention, forward and backward)
+# is then stored once per such reader. With 1, a pointwise value of two or more reads that several
+# kernels read is stored once, as the plan counts it (bench/compile_bench.py measures the peaks).
+PLANNED_GRAPH_CONFIG = {"realize_reads_threshold": 1}
+
+
+def _compile_graph(gm, example_inputs, **kwargs):
+    """Inductor's compile of one graph (compile_fx_inner), under PLANNED_GRAPH_CONFIG where remat
+    planned the graph."""
+    from torch._inductor import config
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    if not any(n.meta.get(PLANNED_CALL) for n in gm.graph.nodes):
+        return compile_fx_inner(gm, example_inputs, **kwargs)
+    with config.patch(PLANNED_GRAPH_CONFIG):
+        return compile_fx_inner(gm, example_inputs, **kwargs)
 
 
 def keep_planned_order(nodes):
