@@ -374,11 +374,11 @@ def inductor_compile(gm, example_inputs, partitioner):
 PLANNED_CALL = "remat_planned"
 
 # Inductor's options for the graphs remat planned. Inductor inlines a pointwise value into each
-# kernel that reads it unless it reads more than realize_reads_threshold buffers, and a library
-# kernel (a matmul, attention) that reads an inlined value gets a buffer of it of its own: a value
-# the plan holds once (an attention mask read by every layer's attention, forward and backward)
-# is then stored once per such reader. With 1, a pointwise value of two or more reads that several
-# kernels read is stored once, as the plan counts it (bench/compile_bench.py measures the peaks).
+# kernel that reads it unless it reads more than realize_reads_threshold buffers, and gives each
+# library kernel (a matmul, attention) that reads an inlined value a stored copy of its own; the
+# plan stores a value several kernels read once (a fused chain's value read outside the chain).
+# With 1, a pointwise value of two or more reads that several kernels read is stored once, as the
+# plan counts it (bench/compile_bench.py measures the peaks with and without remat's plans).
 PLANNED_GRAPH_CONFIG = {"realize_reads_threshold": 1}
 
 
