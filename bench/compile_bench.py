@@ -28,8 +28,9 @@ time is tracing and partitioning only; it is the fast mode for the larger models
 
 The peak is CPU live-storage accounting, the same for every configuration: the allocator's
 events from torch.profiler (profile_memory=True) while the step runs, each allocation adding its
-bytes and each free removing them, Inductor's buffers included; the peak above what is live when
-the step starts (remat.torch.measured_peak_bytes). Inductor's caches are off, so every
+bytes and its free removing them, Inductor's buffers included; storages older than the step (the
+last step's gradients, which it sets to None) and their frees are not counted
+(remat.torch.measured_peak_bytes). Inductor's caches are off, so every
 configuration partitions and compiles; random ops run eager's kernels
 (torch._inductor.config.fallback_random), so dropout draws as eager does and the gradients of
 every configuration are comparable with eager's. (A PyTorch budget plan that recomputes a

@@ -259,10 +259,11 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     def spy(nodes):
         order = keep_planned_order(nodes)
         chosen.append((order is not nodes, estimates[-1]))
+        thresholds.append(torch._inductor.config.realize_reads_threshold)
         return order
 
     keep_planned_order, estimate = _compat.keep_planned_order, _compat.inductor_peak_estimates
-    estimates = []
+    estimates, thresholds = [], []
     with torch._inductor.config.patch(no_caches), \
             torch._functorch.config.patch(enable_autograd_cache=False), \
             warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
@@ -274,6 +275,8 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     assert len(chosen) == 2  # the forward and the backward
     for planned, (ours, theirs) in chosen:
         assert planned == (ours <= theirs) and ours > 0
+    # A pointwise value several of a planned graph's kernels read is stored once, as planned.
+    assert thresholds == [1, 1] and torch._inductor.config.realize_reads_threshold > 1
     eager = copy.deepcopy(model)
     optimizer = torch.optim.AdamW(eager.parameters(), lr=1e-3)
     losses = []
@@ -519,3 +522,45 @@ def test_simulate_partition_follows_remat_and_pytorch_partitions_in_one_memory_m
         <= stats.baseline_activation_bytes
     with pytest.raises(Unplannable, match="before it is made"):
         simulate_partition(theirs, bw, fw, outputs)  # the backward before the forward
+
+
+def test_simulate_partition_holds_only_the_returned_copy_of_a_gradient_to_the_end():
+    # A plan may run a backward call twice: the gradient of its first run is freed unread, that
+    # of the second is returned. Only the returned copy lives to the end of the step.
+    import operator
+
+    from remat.torch.partition import simulate_partition
+
+    model = nn.Sequential(nn.Conv2d(64, 64, 3, padding=1, bias=False), nn.ReLU(), nn.Flatten(),
+                          nn.Linear(64 * 8 * 8, 10, bias=False))
+    joint, outputs = joint_graph_of(model, (torch.randn(4, 64, 8, 8), torch.randint(0, 10, (4,))),
+                                    F.cross_entropy)
+    fw, bw = _compat.min_cut_partition(joint, None, num_fwd_outputs=outputs)
+    before = simulate_partition(joint, fw, bw, outputs).activation_bytes
+    conv = next(n for n in bw.graph.nodes
+                if n.target is torch.ops.aten.convolution_backward.default)
+    (weight,) = [u for u in conv.users if u.args[1] == 1]  # the first conv: no input gradient
+    with bw.graph.inserting_after(weight):
+        again = bw.graph.node_copy(conv)
+        again.meta["remat_copy_of"] = conv.name
+        returned = bw.graph.call_function(operator.getitem, (again, 1))
+        returned.meta.update(weight.meta)
+    next(n for n in bw.graph.nodes if n.op == "output").replace_input_with(weight, returned)
+    bw.recompile()
+    assert simulate_partition(joint, fw, bw, outputs).activation_bytes == before
+
+def test_measured_peak_counts_what_fn_allocates_not_the_frees_of_older_storages():
+    # A training step sets the last step's gradients to None first. The profiler reports the
+    # free of a storage an earlier profiling session saw allocated; counting it would lower the
+    # step's peak by bytes the step never allocated.
+    held = []
+    rt.measured_peak_bytes(lambda: held.append(torch.empty(1 << 22, dtype=torch.uint8)))
+
+    def step():
+        held.clear()
+        first = torch.ones(1 << 20, dtype=torch.uint8)
+        del first
+        return torch.ones(1 << 19, dtype=torch.uint8)
+
+    _, peak = rt.measured_peak_bytes(step)
+    assert peak == 1 << 20

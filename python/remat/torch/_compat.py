@@ -365,13 +365,33 @@ def inductor_compile(gm, example_inputs, partitioner):
     passes; the graphs it planned run their kernels in the plan's order (keep_planned_order)."""
     from torch._inductor.compile_fx import compile_fx
 
-    return compile_fx(gm, example_inputs, config_patches={
+    return compile_fx(gm, example_inputs, inner_compile=_compile_graph, config_patches={
         "custom_partitioner_fn": _inductor_partitioner(partitioner),
         "_post_fusion_custom_pass": keep_planned_order})
 
 
 # fx meta key of the calls of a graph whose order is a plan's (remat.torch.partition's lowering).
 PLANNED_CALL = "remat_planned"
+
+# Inductor's options for the graphs remat planned. Inductor inlines a pointwise value into each
+# kernel that reads it unless it reads more than realize_reads_threshold buffers, and gives each
+# library kernel (a matmul, attention) that reads an inlined value a stored copy of its own; the
+# plan stores a value several kernels read once (a fused chain's value read outside the chain).
+# With 1, a pointwise value of two or more reads that several kernels read is stored once, as the
+# plan counts it (bench/compile_bench.py measures the peaks with and without remat's plans).
+PLANNED_GRAPH_CONFIG = {"realize_reads_threshold": 1}
+
+
+def _compile_graph(gm, example_inputs, **kwargs):
+    """Inductor's compile of one graph (compile_fx_inner), under PLANNED_GRAPH_CONFIG where remat
+    planned the graph."""
+    from torch._inductor import config
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    if not any(n.meta.get(PLANNED_CALL) for n in gm.graph.nodes):
+        return compile_fx_inner(gm, example_inputs, **kwargs)
+    with config.patch(PLANNED_GRAPH_CONFIG):
+        return compile_fx_inner(gm, example_inputs, **kwargs)
 
 
 def keep_planned_order(nodes):
@@ -498,18 +518,38 @@ def compile_frame_id():
 
 
 def allocations_during(fn):
-    """(fn(), [(bytes, time_ns)]): the CPU allocator's allocations (+) and frees (-) while fn
-    runs, in time order, from the profiler's memory events (every tensor storage, Inductor's
-    buffers included)."""
+    """(fn(), [(bytes, time_ns)]): the CPU allocator's allocations (+) made while fn runs and
+    the frees (-) of those among them freed before it ends, in time order, from the profiler's
+    allocation events (every tensor storage, Inductor's buffers included).
+
+    A free of a block allocated before fn started is left out: the profiler knows the size of
+    a block only if some profiling session saw it allocated, and keeps the sizes of blocks freed
+    while no session ran, so such a free is either missing or reported with the size of another
+    block once at that address (a storage freed at the start of fn, such as the gradients a
+    training step sets to None, would lower the count by a size that depends on the process's
+    history). The frees counted take the size allocated at their address during fn."""
+    from torch._C._profiler import _EventType
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         result = fn()
-    events = [(e.start_ns(), i, e.nbytes())
-              for i, e in enumerate(prof.profiler.kineto_results.events())
-              if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
-    events.sort()
-    return result, [(nbytes, t) for t, _, nbytes in events]
+    allocations = []
+    stack = list(prof.profiler.kineto_results.experimental_event_tree())
+    while stack:
+        event = stack.pop()
+        stack.extend(event.children)
+        if event.tag == _EventType.Allocation and event.extra_fields.device.type == "cpu":
+            fields = event.extra_fields
+            allocations.append((event.start_time_ns, fields.id, fields.ptr, fields.alloc_size))
+    allocations.sort()
+    live, events = {}, []  # live: address -> bytes allocated there during fn, not yet freed
+    for t, _, ptr, nbytes in allocations:
+        if nbytes > 0:
+            live[ptr] = nbytes
+            events.append((nbytes, t))
+        elif nbytes < 0 and ptr in live:
+            events.append((-live.pop(ptr), t))
+    return result, events
 
 
 def _is_sym(node):

@@ -181,9 +181,10 @@ def _worse_than_default(joint_module, fw, bw, untouched, joint_inputs, kwargs,
 
 
 def measured_peak_bytes(fn):
-    """(fn(), peak bytes): the peak of the CPU tensor storage bytes allocated while fn runs above
-    those allocated when it starts (the profiler's allocator events: every storage, Inductor's
-    buffers included; a storage freed during fn lowers the count)."""
+    """(fn(), peak bytes): the peak of the CPU tensor storage bytes allocated while fn runs and
+    not yet freed (the profiler's allocator events: every storage, Inductor's buffers included).
+    Storages that exist when fn starts are not counted, nor are their frees: a training step
+    that sets the gradients to None first counts the new gradients in full."""
     result, events = _compat.allocations_during(fn)
     live = peak = 0
     for nbytes, _ in events:

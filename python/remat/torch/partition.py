@@ -593,6 +593,9 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs):
         for n in module.graph.nodes:
             if n.op == "placeholder":
                 run.name_input(n, saved.get(n.name))
+            if n.op == "output":  # the forward's outputs after the model's are saved values
+                returned = _compat.tree_flatten(n.args[0])[0]
+                run.name_returned(returned[:num_fwd_outputs] if side == "forward" else returned)
             if n.op != "call_function" or n.target is operator.getitem \
                     or n.meta.get("remat_part_of_copy"):
                 continue
@@ -624,6 +627,7 @@ class _RunGraph:
         self.copies = {}  # joint value -> how many copies of it were made
         self.joint_value = []  # run value -> the joint value it is a copy of
         self.run_value = {}  # fx node of the partitioned graphs -> the run value it is
+        self.returned = set()  # run values the graphs return as the joint graph's outputs
         self.by_name = {n.name: n for n in calls.module.graph.nodes}
         produced = {v for node in calls.nodes for v in node["outputs"]}
         for v, value in enumerate(calls.values):
@@ -651,6 +655,11 @@ class _RunGraph:
         v = self.calls.value_of.get(joint)
         if v is not None and v in self.latest:
             self.run_value[placeholder] = self.latest[v]
+
+    def name_returned(self, nodes):
+        """Records the run values that fx nodes `nodes`, returned as outputs of the joint graph
+        (the model's outputs, the gradients), are."""
+        self.returned.update(self.run_value[n] for n in nodes if n in self.run_value)
 
     def add(self, step, side, call):
         """Runs joint step `step` as fx call `call` of a partitioned graph (reading the copies
@@ -691,7 +700,15 @@ class _RunGraph:
                 self.run_value[user] = copies[by_index[user.args[1]]]
 
     def build(self, name):
-        """The remat graph, each graph's fused chains' inner values taking no memory."""
+        """The remat graph, each graph's fused chains' inner values taking no memory. Of the
+        copies of a joint output, only the one returned is an output (held to the end; the
+        latest copy where none is known to be returned): a copy the plan made again is freed
+        after its last read, as the graph running it frees it."""
+        returned = {self.joint_value[r] for r in self.returned}
+        for r, v in enumerate(self.joint_value):
+            if self.values[r].get("output") and (
+                    r not in self.returned if v in returned else r != self.latest.get(v)):
+                del self.values[r]["output"]
         groups = fusion_groups(self.steps, self.calls._is_fusible)
         group_of = {i: g for g, members in enumerate(groups) for i in members}
         outside = _read_outside_their_group(self.steps, group_of)
