@@ -126,7 +126,7 @@ class MaxFlow {
   void run(int32_t source, int32_t sink) {
     while (levels(source, sink)) {
       next_ = first_;
-      while (push(source, sink, kHuge) > 0) {
+      while (push(source, sink) > 0) {
       }
     }
   }
@@ -178,22 +178,34 @@ class MaxFlow {
     return level_[static_cast<size_t>(sink)] >= 0;
   }
 
-  double push(int32_t u, int32_t sink, double limit) {
-    if (u == sink) return limit;
-    for (int32_t& e = next_[static_cast<size_t>(u)]; e >= 0;
-         e = edges_[static_cast<size_t>(e)].next) {
-      Edge& edge = edges_[static_cast<size_t>(e)];
-      if (edge.capacity <= 0 ||
-          level_[static_cast<size_t>(edge.to)] != level_[static_cast<size_t>(u)] + 1)
+  // One augmenting path along the levels, found without recursion (a path may be as long as the
+  // graph is deep); a vertex with no way on is dropped from the levels. Returns what it pushed.
+  double push(int32_t source, int32_t sink) {
+    std::vector<int32_t> path;  // edges from the source
+    int32_t u = source;
+    while (u != sink) {
+      int32_t& e = next_[static_cast<size_t>(u)];
+      while (e >= 0 && (edges_[static_cast<size_t>(e)].capacity <= 0 ||
+                        level_[static_cast<size_t>(edges_[static_cast<size_t>(e)].to)] !=
+                            level_[static_cast<size_t>(u)] + 1))
+        e = edges_[static_cast<size_t>(e)].next;
+      if (e >= 0) {
+        path.push_back(e);
+        u = edges_[static_cast<size_t>(e)].to;
         continue;
-      const double pushed = push(edge.to, sink, std::min(limit, edge.capacity));
-      if (pushed > 0) {
-        edge.capacity -= pushed;
-        edges_[static_cast<size_t>(e ^ 1)].capacity += pushed;
-        return pushed;
       }
+      if (path.empty()) return 0;
+      level_[static_cast<size_t>(u)] = -1;
+      path.pop_back();
+      u = path.empty() ? source : edges_[static_cast<size_t>(path.back())].to;
     }
-    return 0;
+    double pushed = kHuge;
+    for (int32_t e : path) pushed = std::min(pushed, edges_[static_cast<size_t>(e)].capacity);
+    for (int32_t e : path) {
+      edges_[static_cast<size_t>(e)].capacity -= pushed;
+      edges_[static_cast<size_t>(e ^ 1)].capacity += pushed;
+    }
+    return pushed;
   }
 
   std::vector<Edge> edges_;
