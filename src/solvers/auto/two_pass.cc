@@ -83,45 +83,30 @@ std::vector<NodeId> with_readers(const Graph& g, std::span<const NodeId> candida
 }
 
 // estimate_first_pass_floor, with the nodes in `skip` not run and the values in `kept` resident
-// to the end from their last reader there (where they are live anyway; the first pass can make
-// them again late), or from when they are made if no node there reads them.
+// from when they are made to the end, as graph outputs are.
 int64_t floor_with_kept(const Graph& g, const std::vector<bool>& skip,
                         const std::vector<bool>& kept) {
   const std::vector<bool> required = required_nodes(g);
-  auto runs = [&](int32_t n) {
-    return !skip[static_cast<size_t>(n)] && required[static_cast<size_t>(n)];
+  auto stays = [&](ValueId v) {
+    return g.value(v).is_output || kept[static_cast<size_t>(v.value())];
   };
-  std::vector<int32_t> held_from(static_cast<size_t>(g.num_values()), -1);
-  for (int32_t n = 0; n < g.num_nodes(); ++n) {
-    if (!runs(n)) continue;
-    for (ValueId v : g.node(NodeId{n}).outputs) held_from[static_cast<size_t>(v.value())] = n;
-    for (ValueId v : g.node(NodeId{n}).inputs) held_from[static_cast<size_t>(v.value())] = n;
-  }
   int64_t resident = 0;
   for (ValueId v : g.graph_inputs()) resident += g.value(v).size_bytes;
-  std::vector<bool> stayed(static_cast<size_t>(g.num_values()), false);
-  int64_t stayed_bytes = 0;  // graph outputs and kept values held so far: resident to the end
+  int64_t stayed = 0;  // graph outputs and kept values made so far: resident to the end
   int64_t floor = resident;
   for (int32_t n = 0; n < g.num_nodes(); ++n) {
-    if (!runs(n)) continue;
+    if (skip[static_cast<size_t>(n)] || !required[static_cast<size_t>(n)]) continue;
     const Node& node = g.node(NodeId{n});
-    int64_t footprint = resident + stayed_bytes + node.temp_bytes;
+    int64_t footprint = resident + stayed + node.temp_bytes;
     for (ValueId v : node.inputs)
-      if (!g.is_graph_input(v) && !stayed[static_cast<size_t>(v.value())])
-        footprint += g.value(v).size_bytes;
-    for (ValueId v : node.outputs) footprint += g.value(v).size_bytes;
+      if (!g.is_graph_input(v) && !stays(v)) footprint += g.value(v).size_bytes;
+    for (ValueId v : node.outputs) {
+      footprint += g.value(v).size_bytes;
+      if (stays(v)) stayed += g.value(v).size_bytes;
+    }
     floor = std::max(floor, footprint);
-    auto hold = [&](ValueId v) {
-      const size_t i = static_cast<size_t>(v.value());
-      if (stayed[i] || g.is_graph_input(v)) return;
-      if (!(g.value(v).is_output || (kept[i] && held_from[i] == n))) return;
-      stayed[i] = true;
-      stayed_bytes += g.value(v).size_bytes;
-    };
-    for (ValueId v : node.outputs) hold(v);
-    for (ValueId v : node.inputs) hold(v);
   }
-  return std::max(floor, resident + stayed_bytes);
+  return std::max(floor, resident + stayed);
 }
 
 // Maximum flow by Dinic's algorithm on real capacities; the vertices reachable from the source
