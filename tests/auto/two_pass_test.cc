@@ -86,12 +86,20 @@ TEST(TwoPass, FloorEstimateCountsTheOutputsMadeBefore) {
   EXPECT_GE(estimate_first_pass_floor(g, deferred), memory_lower_bound(g));
 }
 
+std::vector<std::string> value_names(const Graph& g, std::span<const ValueId> values) {
+  std::vector<std::string> out;
+  for (ValueId v : values) out.push_back(g.value(v).name);
+  return out;
+}
+
 TEST(TwoPass, DefersTheFewestOutputsThatBringTheFloorWithinBudget) {
   const Graph g = toy_cnn();
-  // dw4 alone (with its view, which reads it) leaves 402 > 400; dw4 and dw3 give 372.
-  const std::optional<DeferredOutputs> d = defer_outputs(g, 400);
+  // dw4 alone (with its view, which reads it) leaves 402 > 400; dw4 and dw3 give 372. At 372
+  // there is no room to keep anything for the second pass.
+  const std::optional<DeferredOutputs> d = defer_outputs(g, 372);
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(names(g, d->deferred), (std::vector<std::string>{"wgrad4", "t4", "wgrad3"}));
+  EXPECT_TRUE(d->kept.empty());
   EXPECT_EQ(d->first_pass_floor, 372);
   EXPECT_EQ(d->first_pass.num_nodes(), g.num_nodes() - 3);
   EXPECT_EQ(d->first_pass.num_values(), g.num_values() - 3);
@@ -101,20 +109,47 @@ TEST(TwoPass, DefersTheFewestOutputsThatBringTheFloorWithinBudget) {
   EXPECT_FALSE(defer_outputs(g, memory_lower_bound(g) - 1).has_value());
 }
 
-TEST(TwoPass, SecondPassRecomputesWhatTheDeferredOutputsNeed) {
+// With room left under the budget, the first pass keeps for the second what costs less to hold
+// than to make again: g4 (10 bytes) spares the second pass f4 and dloss; at 430, a3 and g3 too
+// spare it f3 and igrad4.
+TEST(TwoPass, FirstPassKeepsWhatTheSecondWouldRecomputeWhereThereIsRoom) {
   const Graph g = toy_cnn();
   const std::optional<DeferredOutputs> d = defer_outputs(g, 400);
   ASSERT_TRUE(d.has_value());
-  const Sequence plan = two_pass_sequence(g, *d, default_schedule(d->first_pass));
-  const Evaluation e = simulate(g, plan);
-  ASSERT_TRUE(e.valid) << e.error;
-  // The first pass as given, then what dw4 and dw3 need that it did not leave resident (the loss
-  // is an output, so dloss reads it from the first pass), in the default order.
-  EXPECT_EQ(names(g, std::span(plan).subspan(static_cast<size_t>(d->first_pass.num_nodes()))),
-            (std::vector<std::string>{"f1", "f2", "f3", "f4", "dloss", "wgrad4", "t4", "igrad4",
-                                      "wgrad3"}));
-  EXPECT_EQ(count_runs(g, plan, "loss"), 1);
-  EXPECT_EQ(count_runs(g, plan, "wgrad4"), 1);
+  EXPECT_EQ(value_names(g, d->kept), std::vector<std::string>{"g4"});
+  EXPECT_EQ(d->first_pass_floor, 382);
+  EXPECT_EQ(d->second_pass_rerun_cost, 40);
+  EXPECT_TRUE(d->first_pass.value(*d->first_pass.find_value("g4")).is_output);
+  const std::optional<DeferredOutputs> roomier = defer_outputs(g, 430);
+  ASSERT_TRUE(roomier.has_value());
+  EXPECT_EQ(value_names(g, roomier->kept), (std::vector<std::string>{"a3", "g4", "g3"}));
+  EXPECT_LE(roomier->first_pass_floor, 430);
+  EXPECT_EQ(roomier->second_pass_rerun_cost, 20);
+}
+
+TEST(TwoPass, SecondPassRecomputesWhatTheDeferredOutputsNeed) {
+  const Graph g = toy_cnn();
+  for (const int64_t budget : {372, 400}) {
+    const std::optional<DeferredOutputs> d = defer_outputs(g, budget);
+    ASSERT_TRUE(d.has_value());
+    const Sequence plan = two_pass_sequence(g, *d, default_schedule(d->first_pass));
+    const Evaluation e = simulate(g, plan);
+    ASSERT_TRUE(e.valid) << e.error;
+    EXPECT_LE(e.peak_bytes, budget);
+    // The first pass as given, then what dw4 and dw3 need that it did not leave resident (the
+    // loss is an output, so dloss reads it from the first pass; at 400, g4 is kept), in the
+    // default order.
+    const std::vector<std::string> second_pass =
+        budget == 372
+            ? std::vector<std::string>{"f1",     "f2", "f3",     "f4",    "dloss",
+                                       "wgrad4", "t4", "igrad4", "wgrad3"}
+            : std::vector<std::string>{"f1", "f2", "f3", "wgrad4", "t4", "igrad4", "wgrad3"};
+    EXPECT_EQ(names(g, std::span(plan).subspan(static_cast<size_t>(d->first_pass.num_nodes()))),
+              second_pass);
+    EXPECT_EQ(count_runs(g, plan, "loss"), 1);
+    EXPECT_EQ(count_runs(g, plan, "wgrad4"), 1);
+    EXPECT_EQ(count_runs(g, plan, "dloss"), budget == 372 ? 2 : 1);
+  }
 }
 
 TEST(TwoPass, ANonRecomputableValueIsKeptFromItsOneRun) {
@@ -125,7 +160,9 @@ TEST(TwoPass, ANonRecomputableValueIsKeptFromItsOneRun) {
   const Evaluation e = simulate(g, plan);
   ASSERT_TRUE(e.valid) << e.error;
   EXPECT_EQ(count_runs(g, plan, "f1"), 1);
-  EXPECT_EQ(count_runs(g, plan, "f2"), 2);
+  // Keeping a2 (50 bytes) for wgrad3 holds less than keeping a1 (100) to make a2 again.
+  EXPECT_EQ(value_names(g, d->kept), std::vector<std::string>{"a2"});
+  EXPECT_EQ(count_runs(g, plan, "f2"), 1);
 }
 
 // The traced ResNet-18 of bench/models_bench.py (batch 32, 128 px): at 50 % only 1.8 MB is free

@@ -524,6 +524,7 @@ class Portfolio {
              : std::vector<uint64_t>{options_.seed, derive_seed(options_.seed, 2)};
     const SolveResult first = solve_first_pass(finisher, d->first_pass, seeds);
     counters_.emplace_back(label + "_deferred_outputs", static_cast<double>(d->deferred.size()));
+    counters_.emplace_back(label + "_kept_values", static_cast<double>(d->kept.size()));
     counters_.emplace_back(label + "_first_pass_seconds", first.plan.stats.wall_time_s);
     const double first_peak = percent_of_baseline_peak(first.eval.peak_bytes);
     if (!fits(first)) {
@@ -534,9 +535,10 @@ class Portfolio {
     }
     run_member(finisher, label, 0.5,
                WarmStart{two_pass_sequence(g_, *d, first.plan.sequence),
-                         fmt::format("two passes: {} outputs deferred, first pass {:.1f}% in "
-                                     "{:.3f} s",
-                                     d->deferred.size(), first_peak, first.plan.stats.wall_time_s),
+                         fmt::format("two passes: {} outputs deferred, {} values kept, first pass "
+                                     "{:.1f}% in {:.3f} s",
+                                     d->deferred.size(), d->kept.size(), first_peak,
+                                     first.plan.stats.wall_time_s),
                          options_.budget},
                seed);
   }

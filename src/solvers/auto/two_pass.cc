@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "remat/error.h"
 #include "remat/simulate.h"
@@ -10,15 +11,24 @@
 namespace remat::auto_solver {
 namespace {
 
+// Bisection steps of the price of a held byte (cheapest_keeping), and the most deferred sets
+// defer_outputs compares: each step is a maximum flow over the graph.
+constexpr int kPriceSteps = 20;
+constexpr size_t kMaxDeferredSets = 12;
+// A price of a held byte above any node's cost per byte it saves: the cut keeps only the values no
+// node can make again, the fewest bytes of them.
+constexpr double kOnlyWhatMustStay = 1e100;
+
 std::vector<bool> membership(const Graph& g, std::span<const NodeId> nodes) {
   std::vector<bool> in(static_cast<size_t>(g.num_nodes()), false);
   for (NodeId n : nodes) in[static_cast<size_t>(n.value())] = true;
   return in;
 }
 
-// `g` without the nodes in `deferred` and the values they make; `original` maps back.
+// `g` without the nodes in `deferred` and the values they make, the values in `kept` made graph
+// outputs (resident to its end); `original` maps back.
 Graph without_nodes(const Graph& g, const std::vector<bool>& deferred,
-                    std::vector<NodeId>& original) {
+                    const std::vector<bool>& kept, std::vector<NodeId>& original) {
   GraphSpec spec;
   spec.name = g.name();
   std::vector<bool> dropped(static_cast<size_t>(g.num_values()), false);
@@ -30,6 +40,7 @@ Graph without_nodes(const Graph& g, const std::vector<bool>& deferred,
     if (dropped[static_cast<size_t>(v)]) continue;
     local[ValueId{v}] = ValueId{static_cast<int32_t>(spec.values.size())};
     spec.values.push_back(g.value(ValueId{v}));
+    if (kept[static_cast<size_t>(v)]) spec.values.back().is_output = true;
   }
   // Graph::build has already made every reader of an alias read its root too, so the copies
   // carry that; an alias whose root was dropped (never the case for a deferred output's readers,
@@ -71,6 +82,267 @@ std::vector<NodeId> with_readers(const Graph& g, std::span<const NodeId> candida
   return out;
 }
 
+// estimate_first_pass_floor, with the nodes in `skip` not run and the values in `kept` resident
+// from when they are made to the end, as graph outputs are.
+int64_t floor_with_kept(const Graph& g, const std::vector<bool>& skip,
+                        const std::vector<bool>& kept) {
+  const std::vector<bool> required = required_nodes(g);
+  auto stays = [&](ValueId v) {
+    return g.value(v).is_output || kept[static_cast<size_t>(v.value())];
+  };
+  int64_t resident = 0;
+  for (ValueId v : g.graph_inputs()) resident += g.value(v).size_bytes;
+  int64_t stayed = 0;  // graph outputs and kept values made so far: resident to the end
+  int64_t floor = resident;
+  for (int32_t n = 0; n < g.num_nodes(); ++n) {
+    if (skip[static_cast<size_t>(n)] || !required[static_cast<size_t>(n)]) continue;
+    const Node& node = g.node(NodeId{n});
+    int64_t footprint = resident + stayed + node.temp_bytes;
+    for (ValueId v : node.inputs)
+      if (!g.is_graph_input(v) && !stays(v)) footprint += g.value(v).size_bytes;
+    for (ValueId v : node.outputs) {
+      footprint += g.value(v).size_bytes;
+      if (stays(v)) stayed += g.value(v).size_bytes;
+    }
+    floor = std::max(floor, footprint);
+  }
+  return std::max(floor, resident + stayed);
+}
+
+// Maximum flow by Dinic's algorithm on real capacities; the vertices reachable from the source
+// in the residual graph afterwards are the source side of a minimum cut.
+class MaxFlow {
+ public:
+  explicit MaxFlow(int32_t vertices)
+      : first_(static_cast<size_t>(vertices), -1), level_(first_.size()), next_(first_.size()) {}
+
+  void add_edge(int32_t from, int32_t to, double capacity) {
+    edges_.push_back({to, capacity, first_[static_cast<size_t>(from)]});
+    first_[static_cast<size_t>(from)] = static_cast<int32_t>(edges_.size() - 1);
+    edges_.push_back({from, 0, first_[static_cast<size_t>(to)]});
+    first_[static_cast<size_t>(to)] = static_cast<int32_t>(edges_.size() - 1);
+  }
+
+  void run(int32_t source, int32_t sink) {
+    while (levels(source, sink)) {
+      next_ = first_;
+      while (push(source, sink) > 0) {
+      }
+    }
+  }
+
+  std::vector<bool> source_side(int32_t source) const {
+    std::vector<bool> seen(first_.size(), false);
+    std::vector<int32_t> stack = {source};
+    seen[static_cast<size_t>(source)] = true;
+    while (!stack.empty()) {
+      const int32_t u = stack.back();
+      stack.pop_back();
+      for (int32_t e = first_[static_cast<size_t>(u)]; e >= 0;
+           e = edges_[static_cast<size_t>(e)].next) {
+        const Edge& edge = edges_[static_cast<size_t>(e)];
+        if (edge.capacity > 0 && !seen[static_cast<size_t>(edge.to)]) {
+          seen[static_cast<size_t>(edge.to)] = true;
+          stack.push_back(edge.to);
+        }
+      }
+    }
+    return seen;
+  }
+
+  // Above every finite cut of the networks below (costs and sizes of one graph).
+  static constexpr double kHuge = 1e200;
+
+ private:
+  struct Edge {
+    int32_t to;
+    double capacity;
+    int32_t next;  // the next edge out of the same vertex, -1 at the end
+  };
+
+  bool levels(int32_t source, int32_t sink) {
+    std::fill(level_.begin(), level_.end(), -1);
+    std::vector<int32_t> queue = {source};
+    level_[static_cast<size_t>(source)] = 0;
+    for (size_t i = 0; i < queue.size(); ++i) {
+      const int32_t u = queue[i];
+      for (int32_t e = first_[static_cast<size_t>(u)]; e >= 0;
+           e = edges_[static_cast<size_t>(e)].next) {
+        const Edge& edge = edges_[static_cast<size_t>(e)];
+        if (edge.capacity > 0 && level_[static_cast<size_t>(edge.to)] < 0) {
+          level_[static_cast<size_t>(edge.to)] = level_[static_cast<size_t>(u)] + 1;
+          queue.push_back(edge.to);
+        }
+      }
+    }
+    return level_[static_cast<size_t>(sink)] >= 0;
+  }
+
+  // One augmenting path along the levels, found without recursion (a path may be as long as the
+  // graph is deep); a vertex with no way on is dropped from the levels. Returns what it pushed.
+  double push(int32_t source, int32_t sink) {
+    std::vector<int32_t> path;  // edges from the source
+    int32_t u = source;
+    while (u != sink) {
+      int32_t& e = next_[static_cast<size_t>(u)];
+      while (e >= 0 && (edges_[static_cast<size_t>(e)].capacity <= 0 ||
+                        level_[static_cast<size_t>(edges_[static_cast<size_t>(e)].to)] !=
+                            level_[static_cast<size_t>(u)] + 1))
+        e = edges_[static_cast<size_t>(e)].next;
+      if (e >= 0) {
+        path.push_back(e);
+        u = edges_[static_cast<size_t>(e)].to;
+        continue;
+      }
+      if (path.empty()) return 0;
+      level_[static_cast<size_t>(u)] = -1;
+      path.pop_back();
+      u = path.empty() ? source : edges_[static_cast<size_t>(path.back())].to;
+    }
+    double pushed = kHuge;
+    for (int32_t e : path) pushed = std::min(pushed, edges_[static_cast<size_t>(e)].capacity);
+    for (int32_t e : path) {
+      edges_[static_cast<size_t>(e)].capacity -= pushed;
+      edges_[static_cast<size_t>(e ^ 1)].capacity += pushed;
+    }
+    return pushed;
+  }
+
+  std::vector<Edge> edges_;
+  std::vector<int32_t> first_, level_, next_;
+};
+
+// What the second pass re-runs and what the first pass keeps for it, for one deferred set.
+struct Keeping {
+  std::vector<bool> kept;   // values the first pass leaves resident for the second pass
+  double rerun_cost = 0;    // the second pass's nodes other than the deferred ones
+  int64_t floor = 0;        // floor_with_kept
+  int64_t second_peak = 0;  // second_pass_peak
+};
+
+// Whether the second pass finds `v` resident without keeping it: a graph input, or a graph output
+// the first pass makes.
+bool left_anyway(const Graph& g, const std::vector<bool>& deferred, ValueId v) {
+  return g.is_graph_input(v) ||
+         (g.value(v).is_output && !deferred[static_cast<size_t>(g.producer(v).value())]);
+}
+
+// The second pass's peak when it runs `second` (graph nodes, each once, in the default order)
+// after a first pass that leaves the graph inputs, its graph outputs and `kept` resident: each
+// value it makes lives until its last reader there (a graph output to the end), each kept value
+// until its last reader.
+int64_t second_pass_peak(const Graph& g, const std::vector<bool>& deferred,
+                         const std::vector<bool>& kept, const std::vector<bool>& second) {
+  const size_t values = static_cast<size_t>(g.num_values());
+  std::vector<int32_t> last_read(values, -1);
+  for (int32_t n = 0; n < g.num_nodes(); ++n)
+    if (second[static_cast<size_t>(n)])
+      for (ValueId v : g.node(NodeId{n}).inputs) last_read[static_cast<size_t>(v.value())] = n;
+  int64_t live = 0;
+  for (int32_t v = 0; v < g.num_values(); ++v)
+    if (left_anyway(g, deferred, ValueId{v}) || kept[static_cast<size_t>(v)])
+      live += g.value(ValueId{v}).size_bytes;
+  int64_t peak = live;
+  for (int32_t n = 0; n < g.num_nodes(); ++n) {
+    if (!second[static_cast<size_t>(n)]) continue;
+    const Node& node = g.node(NodeId{n});
+    for (ValueId v : node.outputs) live += g.value(v).size_bytes;
+    peak = std::max(peak, live + node.temp_bytes);
+    auto dies = [&](ValueId v) {
+      return !g.value(v).is_output && last_read[static_cast<size_t>(v.value())] <= n;
+    };
+    for (ValueId v : node.outputs)
+      if (dies(v)) live -= g.value(v).size_bytes;
+    for (ValueId v : node.inputs)
+      if (last_read[static_cast<size_t>(v.value())] == n && !g.is_graph_input(v) &&
+          (kept[static_cast<size_t>(v.value())] || !left_anyway(g, deferred, v)) && dies(v))
+        live -= g.value(v).size_bytes;
+  }
+  return peak;
+}
+
+// The cheapest second pass when holding a byte to the end of the first pass costs `price`: a
+// minimum cut where each node the second pass re-runs costs its cost, each value it reads is
+// either kept (price x size) or made again by its producer, and the deferred nodes run.
+Keeping keep_at_price(const Graph& g, const std::vector<bool>& deferred, double price) {
+  const int32_t nodes = g.num_nodes(), values = g.num_values();
+  const int32_t source = nodes + values, sink = source + 1;
+  MaxFlow flow(sink + 1);
+  for (int32_t n = 0; n < nodes; ++n) {
+    const Node& node = g.node(NodeId{n});
+    if (deferred[static_cast<size_t>(n)])
+      flow.add_edge(source, n, MaxFlow::kHuge);
+    else
+      flow.add_edge(n, sink, node.recomputable ? node.cost : MaxFlow::kHuge);
+    for (ValueId v : node.inputs)
+      if (!left_anyway(g, deferred, v)) flow.add_edge(n, nodes + v.value(), MaxFlow::kHuge);
+  }
+  for (int32_t v = 0; v < values; ++v) {
+    const ValueId id{v};
+    if (left_anyway(g, deferred, id)) continue;
+    const Value& value = g.value(id);
+    const NodeId producer = g.producer(id);
+    // An alias shares its root's storage and its readers read the root too: its producer (a view)
+    // runs again instead, unless it cannot.
+    const int64_t bytes =
+        value.alias_of.valid() ? g.value(value.alias_of).size_bytes : value.size_bytes;
+    const bool rerun_instead = value.alias_of.valid() && g.node(producer).recomputable;
+    flow.add_edge(nodes + v, producer.value(),
+                  rerun_instead ? MaxFlow::kHuge : price * static_cast<double>(bytes));
+  }
+  flow.run(source, sink);
+  const std::vector<bool> side = flow.source_side(source);
+  Keeping k;
+  k.kept.assign(static_cast<size_t>(values), false);
+  std::vector<bool> second(static_cast<size_t>(nodes), false);
+  for (int32_t n = 0; n < nodes; ++n) {
+    second[static_cast<size_t>(n)] = side[static_cast<size_t>(n)];
+    if (side[static_cast<size_t>(n)] && !deferred[static_cast<size_t>(n)])
+      k.rerun_cost += g.node(NodeId{n}).cost;
+  }
+  for (int32_t v = 0; v < values; ++v) {
+    const ValueId id{v};
+    k.kept[static_cast<size_t>(v)] = !left_anyway(g, deferred, id) &&
+                                     side[static_cast<size_t>(nodes + v)] &&
+                                     !side[static_cast<size_t>(g.producer(id).value())];
+  }
+  k.floor = floor_with_kept(g, deferred, k.kept);
+  k.second_peak = second_pass_peak(g, deferred, k.kept, second);
+  return k;
+}
+
+// The cheapest second pass for `deferred` that fits: the first pass's floor estimate and the
+// second pass's peak within `budget_bytes`. Found by bisecting the price of a held byte over twelve
+// orders of magnitude around the graph's cost per byte: a lower price keeps more, so the floor and
+// the second pass's peak only rise as the price falls, and the cheapest second pass that fits is
+// at the lowest price that does. nullopt when not even keeping nothing fits.
+std::optional<Keeping> cheapest_keeping(const Graph& g, const std::vector<bool>& deferred,
+                                        int64_t budget_bytes) {
+  double total_cost = 0, total_bytes = 1;
+  for (const Node& node : g.nodes()) total_cost += node.cost;
+  for (const Value& value : g.values()) total_bytes += static_cast<double>(value.size_bytes);
+  const double unit = std::max(total_cost, 1.0) / total_bytes;
+  auto fits = [&](const Keeping& k) {
+    return k.floor <= budget_bytes && k.second_peak <= budget_bytes;
+  };
+  double low = std::log(unit * 1e-6), high = std::log(unit * 1e6);
+  Keeping cheapest = keep_at_price(g, deferred, std::exp(low));
+  if (fits(cheapest)) return cheapest;
+  std::optional<Keeping> best;
+  if (Keeping none = keep_at_price(g, deferred, std::exp(high)); fits(none)) best = std::move(none);
+  for (int step = 0; step < kPriceSteps && best; ++step) {
+    const double mid = (low + high) / 2;
+    Keeping k = keep_at_price(g, deferred, std::exp(mid));
+    if (fits(k)) {
+      high = mid;
+      if (k.rerun_cost <= best->rerun_cost) best = std::move(k);
+    } else {
+      low = mid;
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::vector<NodeId> deferrable_outputs(const Graph& g) {
@@ -95,25 +367,8 @@ std::vector<NodeId> deferrable_outputs(const Graph& g) {
 }
 
 int64_t estimate_first_pass_floor(const Graph& g, std::span<const NodeId> deferred) {
-  const std::vector<bool> skip = membership(g, deferred);
-  const std::vector<bool> required = required_nodes(g);
-  int64_t resident = 0;
-  for (ValueId v : g.graph_inputs()) resident += g.value(v).size_bytes;
-  int64_t outputs_made = 0;  // graph outputs made so far: resident to the end
-  int64_t floor = resident;
-  for (int32_t n = 0; n < g.num_nodes(); ++n) {
-    if (skip[static_cast<size_t>(n)] || !required[static_cast<size_t>(n)]) continue;
-    const Node& node = g.node(NodeId{n});
-    int64_t footprint = resident + outputs_made + node.temp_bytes;
-    for (ValueId v : node.inputs)
-      if (!g.is_graph_input(v) && !g.value(v).is_output) footprint += g.value(v).size_bytes;
-    for (ValueId v : node.outputs) {
-      footprint += g.value(v).size_bytes;
-      if (g.value(v).is_output) outputs_made += g.value(v).size_bytes;
-    }
-    floor = std::max(floor, footprint);
-  }
-  return std::max(floor, resident + outputs_made);
+  return floor_with_kept(g, membership(g, deferred),
+                         std::vector<bool>(static_cast<size_t>(g.num_values()), false));
 }
 
 std::optional<DeferredOutputs> defer_outputs(const Graph& g, int64_t budget_bytes) {
@@ -129,13 +384,38 @@ std::optional<DeferredOutputs> defer_outputs(const Graph& g, int64_t budget_byte
     const size_t mid = too_few + (enough - too_few) / 2;
     (floor_with(mid) <= budget_bytes ? enough : too_few) = mid;
   }
-  std::vector<NodeId> deferred = with_readers(g, candidates, enough);
+  // Deferring more leaves room to keep values for the second pass, and may cost it less or more:
+  // compare up to kMaxDeferredSets counts from the fewest to all, evenly spaced.
+  const size_t span = candidates.size() - enough;
+  const size_t sets = std::min(span + 1, kMaxDeferredSets);
+  std::optional<std::pair<std::vector<NodeId>, Keeping>> best;
+  for (size_t i = 0; i < sets; ++i) {
+    const size_t count = enough + (sets > 1 ? i * span / (sets - 1) : 0);
+    std::vector<NodeId> deferred = with_readers(g, candidates, count);
+    std::optional<Keeping> k = cheapest_keeping(g, membership(g, deferred), budget_bytes);
+    if (k && (!best || k->rerun_cost < best->second.rerun_cost))
+      best.emplace(std::move(deferred), std::move(*k));
+  }
+  // None fits both estimates (the second pass in the default order over the budget, or values
+  // only one run can make held through the first pass): the fewest deferrals, keeping only what
+  // cannot be made again, and the runs after judge the plan.
+  if (!best) {
+    std::vector<NodeId> deferred = with_readers(g, candidates, enough);
+    Keeping k = keep_at_price(g, membership(g, deferred), kOnlyWhatMustStay);
+    best.emplace(std::move(deferred), std::move(k));
+  }
+  auto& [deferred, keeping] = *best;
   std::vector<NodeId> original;
-  Graph first_pass = without_nodes(g, membership(g, deferred), original);
+  Graph first_pass = without_nodes(g, membership(g, deferred), keeping.kept, original);
+  std::vector<ValueId> kept;
+  for (int32_t v = 0; v < g.num_values(); ++v)
+    if (keeping.kept[static_cast<size_t>(v)]) kept.push_back(ValueId{v});
   return DeferredOutputs{.deferred = std::move(deferred),
+                         .kept = std::move(kept),
                          .first_pass = std::move(first_pass),
                          .original = std::move(original),
-                         .first_pass_floor = floor_with(enough)};
+                         .first_pass_floor = keeping.floor,
+                         .second_pass_rerun_cost = keeping.rerun_cost};
 }
 
 Sequence two_pass_sequence(const Graph& g, const DeferredOutputs& d,
@@ -148,13 +428,19 @@ Sequence two_pass_sequence(const Graph& g, const DeferredOutputs& d,
     out.push_back(n);
     for (ValueId v : g.node(n).outputs) made[static_cast<size_t>(v.value())] = true;
   }
-  // What the first pass leaves resident: graph inputs and outputs. A non-recomputable node's value
-  // cannot be made again, so the second pass reads it from its one run (the simulator keeps it
-  // live until then).
+  // What the first pass leaves resident: graph inputs and outputs, and the values it keeps for
+  // the second pass. A non-recomputable node's value cannot be made again, so the second pass
+  // reads it from its one run (the simulator keeps it live until then).
+  const std::vector<bool> kept = [&] {
+    std::vector<bool> out(static_cast<size_t>(g.num_values()), false);
+    for (ValueId v : d.kept) out[static_cast<size_t>(v.value())] = true;
+    return out;
+  }();
   auto left_by_first_pass = [&](ValueId v) {
     if (g.is_graph_input(v)) return true;
     if (!made[static_cast<size_t>(v.value())]) return false;
-    return g.value(v).is_output || !g.node(g.producer(v)).recomputable;
+    return g.value(v).is_output || kept[static_cast<size_t>(v.value())] ||
+           !g.node(g.producer(v)).recomputable;
   };
   std::vector<bool> needed = membership(g, d.deferred);
   std::vector<NodeId> stack(d.deferred.begin(), d.deferred.end());

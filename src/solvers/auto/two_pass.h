@@ -6,13 +6,15 @@
 // backward, while layers 2-4's weight gradients are 44 MB, and no one-pass plan fits. Deferring
 // them to a second pass does: the first pass is the graph without them, solved at the budget by
 // any solver; the second pass recomputes, in the default order, what they need that the first
-// pass no longer holds (a forward and part of the backward again), then makes them.
+// pass no longer holds (a forward and part of the backward again), then makes them. Where the
+// budget leaves room above the first pass's floor, the first pass keeps some of what the second
+// needs to its end (values held are cheaper than their recomputation: a minimum cut).
 //   std::optional<DeferredOutputs> d = defer_outputs(graph, budget_bytes);
 //   SolveResult first = solve(d->first_pass, "fastsa", options);
 //   Sequence plan = two_pass_sequence(graph, *d, first.plan.sequence);  // simulate() judges it
-// It does not choose the deferred set by cost: it takes the fewest outputs, in the order the
-// default schedule makes them, that bring its estimate of the first pass's floor (below) within
-// the budget, so it is worth running only where no one-pass plan fits.
+// The deferred outputs are a prefix of the order the default schedule makes them in; its length
+// and the kept values are chosen by the second pass's estimated cost. A second pass recomputes
+// much, so it is worth running only where no one-pass plan fits.
 #pragma once
 
 #include <cstdint>
@@ -27,9 +29,12 @@ namespace remat::auto_solver {
 
 struct DeferredOutputs {
   std::vector<NodeId> deferred;  // graph nodes made in the second pass, in the default order
-  Graph first_pass;              // the graph without them (and without the values they make)
+  std::vector<ValueId> kept;     // graph values the first pass leaves resident for the second
+  // The graph without the deferred nodes (and the values they make), `kept` made graph outputs.
+  Graph first_pass;
   std::vector<NodeId> original;  // first_pass node -> graph node
-  int64_t first_pass_floor = 0;  // estimate_first_pass_floor with `deferred`
+  int64_t first_pass_floor = 0;  // the floor estimate with `deferred` skipped and `kept` resident
+  double second_pass_rerun_cost = 0;  // what the second pass runs besides the deferred nodes
 };
 
 // The nodes whose every output is a graph output read by no node but other such nodes (weight
@@ -43,15 +48,22 @@ std::vector<NodeId> deferrable_outputs(const Graph& graph);
 // output later than the default order does.
 int64_t estimate_first_pass_floor(const Graph& graph, std::span<const NodeId> deferred);
 
-// The fewest deferrable outputs, taken in the default order, whose deferral brings the estimated
-// first-pass floor within `budget_bytes`. nullopt when no deferral is needed (the estimate with
-// none is within budget) or none suffices (not even deferring all of them).
+// The deferrable outputs to make in a second pass, taken in the default order, and the values
+// the first pass keeps for it. Each prefix from the fewest that bring the estimated first-pass
+// floor within `budget_bytes` to all of them (a dozen evenly spaced at most) gets the values
+// whose keeping spares the second pass the most cost while the floor estimate (kept values
+// resident from when they are made) and the second pass's peak in the default order stay within
+// the budget: a minimum cut between re-running nodes (their cost) and holding values (their
+// bytes at a price), bisected on the price. The prefix whose second pass re-runs the least wins.
+// When none fits both, the fewest deferrals keeping only what no node can make again. nullopt
+// when no deferral is needed (the estimate with none is within budget) or none suffices (not even
+// deferring all of them).
 std::optional<DeferredOutputs> defer_outputs(const Graph& graph, int64_t budget_bytes);
 
 // `first_pass_plan` (a sequence of d.first_pass) in graph ids, followed by the second pass: the
 // deferred nodes and every node they need whose value the first pass does not leave resident
-// (graph outputs and inputs stay; a non-recomputable node's value is kept from its one run
-// instead), each once, in the default order.
+// (graph outputs, inputs and d.kept stay; a non-recomputable node's value is kept from its one
+// run instead), each once, in the default order.
 Sequence two_pass_sequence(const Graph& graph, const DeferredOutputs& d,
                            std::span<const NodeId> first_pass_plan);
 
