@@ -197,10 +197,11 @@ def test_a_graph_remat_cannot_plan_falls_back_with_one_warning_and_trains():
 
 
 def test_a_plan_worse_than_the_default_partition_falls_back_with_one_warning():
-    # At the whole budget remat keeps the default schedule; PyTorch's default partition
-    # recomputes cheap calls instead of saving them and needs less: the step gets PyTorch's.
+    # At the whole budget and without fusion remat keeps the default schedule; PyTorch's default
+    # partition recomputes cheap calls instead of saving them and needs less: the step gets
+    # PyTorch's.
     model, batch, loss_fn = transformer()
-    backend = rt.compile_backend(budget=1.0, compiler="eager", **QUICK)
+    backend = rt.compile_backend(budget=1.0, compiler="eager", fuse=False, **QUICK)
     with pytest.warns(RematFallbackWarning, match="more than PyTorch's default partition") \
             as record:
         got = adamw_steps(model, batch, loss_fn, backend)
@@ -475,7 +476,9 @@ def test_simulate_partition_reads_the_saved_value_a_call_reads_though_it_was_mad
     batch = (torch.randn(256, 32), torch.randint(0, 10, (256,)))
     joint, outputs = joint_graph_of(GeluMLP(), batch, F.cross_entropy)
     planned = copy.deepcopy(joint)
-    fw, bw = rt.partition(planned, None, budget=None, num_fwd_outputs=outputs, **QUICK)
+    # Unfused, the backward reads the forward's erf + 1 (merged with its own).
+    fw, bw = rt.partition(planned, None, budget=None, num_fwd_outputs=outputs, fuse=False,
+                          **QUICK)
     before = simulate_partition(planned, fw, bw, outputs).activation_bytes
     joint_calls = {n.name: n for n in planned.graph.nodes}
     inputs = {n.name: n for n in bw.graph.nodes if n.op == "placeholder"}
