@@ -38,6 +38,7 @@ import remat
 from remat.torch import _compat, op_kinds
 from remat.torch import cost as cost_models
 from remat.torch import effects
+from remat.torch.greedy import greedy_plan
 
 SAFETY_TIME_LIMIT_S = 600.0
 BACKWARD_START = "remat_backward_start"
@@ -116,6 +117,11 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     result = remat.solve(graph, solve_budget, solver, work_limit=work_limit, time_limit=limit,
                          seed=seed, **params)
     sequence, planner = list(result.sequence), result.solver
+    if solver == "auto" and asked is not None:  # one more member of the portfolio
+        greedy, evaluation = greedy_plan(graph, remat.default_schedule(graph), solve_budget,
+                                         joint.backward_start)
+        if _better_plan(evaluation, result, solve_budget):
+            sequence, planner = greedy, "greedy"
     fw, bw, executed = lower_plan(planned_module, joint, sequence)
     peak = _simulated_peak(graph, executed)
     if peak >= base_peak and (joint is not default
@@ -141,6 +147,16 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
 
 
 partition.last = None
+
+
+def _better_plan(a, b, budget):
+    """Whether plan a (peak_bytes, cost) is better than plan b under `budget`: within it and
+    cheaper, or within it where b is not, or both over it and a's peak lower."""
+    if (a.peak_bytes <= budget) != (b.peak_bytes <= budget):
+        return a.peak_bytes <= budget
+    if a.peak_bytes <= budget:
+        return a.cost < b.cost
+    return a.peak_bytes < b.peak_bytes
 
 
 def _simulated_peak(graph, sequence):
