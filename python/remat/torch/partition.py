@@ -480,25 +480,24 @@ def _backward_chains(backward, forward, fwd_outputs):
     """{forward fx node the `backward` calls read: its pointwise chain (_pointwise_chain)} of
     those fuse_pointwise_recomputation copies. A chain stops at the values the backward still
     reads once the copies are made (a value read both directly and inside another's chain is
-    copied for both, so neither reads the forward's): at first every value that may be copied
-    is, then, while some chain cannot be copied, the earliest such value stays read (its leaves
-    then live into the backward, which may let the chains of values made from it be copied)."""
+    copied for both, so neither reads the forward's). In graph order, a value whose chain cannot
+    be copied stays read: its leaves then live into the backward, and the later values made from
+    it may stop there (an earlier value's chain never holds a later one)."""
     read = {i for n in backward for i in n.all_input_nodes}
     position = _position(backward[0].graph) if backward else None
     candidates = sorted((i for i in read if i.name in forward and i not in fwd_outputs
                          and _copyable(i)), key=position)
     still_read = read - set(candidates)
-    while True:
-        kept = _with_storages(still_read)  # they live into the backward
-        chains = {}
-        for v in candidates:
-            if v not in still_read:
-                chains[v] = _pointwise_chain(v, forward, still_read, kept)
-                if chains[v] is None:
-                    still_read.add(v)
-                    break
+    kept = _with_storages(still_read)  # they live into the backward
+    chains = {}
+    for v in candidates:
+        chain = _pointwise_chain(v, forward, still_read, kept)
+        if chain is None:
+            still_read.add(v)
+            kept |= _with_storages([v])
         else:
-            return chains
+            chains[v] = chain
+    return chains
 
 
 def _with_storages(nodes):
