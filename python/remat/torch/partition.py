@@ -462,12 +462,14 @@ def sink_backward_views(joint_module, num_fwd_outputs=None):
     graph = joint_module.graph
     forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
     moved = 0
-    for n in list(graph.nodes):
+    for n in reversed(list(graph.nodes)):  # a view of a view moves after its readers did
         if n.op != "call_function" or n.name in forward or not effects.is_view(n) \
                 or not n.users or not any(i.name in forward for i in n.all_input_nodes):
             continue
-        first = min(n.users, key=_position(graph))
-        if n.next is not first:
+        first = n.next
+        while first not in n.users:
+            first = first.next
+        if first is not n.next:
             first.prepend(n)
             moved += 1
     if moved:
