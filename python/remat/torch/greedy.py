@@ -8,8 +8,9 @@ makes (with the forward steps it needs whose values the backward would not other
 the peak fits the budget or no step lowers it. It is PyTorch's activation-memory-budget knapsack
 in remat's model: cheap steps whose values are large go first. A graph solver's annealing may
 miss such a plan where it needs several steps moved at once (a matmul and the softmax reading
-it); partition.partition keeps the better of the two plans. Every figure is the simulator's, and
-a non-recomputable node (a random draw) never runs twice.
+it); partition.partition keeps the best of the solver's plan, this one and FastSA started from
+this one. Every figure is the simulator's, and a non-recomputable node (a random draw) never
+runs twice.
 """
 
 import remat

@@ -117,11 +117,9 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     result = remat.solve(graph, solve_budget, solver, work_limit=work_limit, time_limit=limit,
                          seed=seed, **params)
     sequence, planner = list(result.sequence), result.solver
-    if solver == "auto" and asked is not None:  # one more member of the portfolio
-        greedy, evaluation = greedy_plan(graph, remat.default_schedule(graph), solve_budget,
-                                         joint.backward_start)
-        if _better_plan(evaluation, result, solve_budget):
-            sequence, planner = greedy, "greedy"
+    if solver == "auto" and asked is not None:  # more members of the portfolio
+        sequence, planner = _greedy_members(graph, joint.backward_start, solve_budget, result,
+                                            work_limit, limit, seed)
     fw, bw, executed = lower_plan(planned_module, joint, sequence)
     peak = _simulated_peak(graph, executed)
     if peak >= base_peak and (joint is not default
@@ -147,6 +145,22 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
 
 
 partition.last = None
+
+
+def _greedy_members(graph, backward_start, budget, result, work_limit, time_limit, seed):
+    """(sequence, who planned it): the best by _better_plan of auto's `result`, the greedy plan
+    (greedy.py) and FastSA started from the greedy plan (its annealing goes on from there where
+    single recomputations stop lowering the peak)."""
+    greedy, evaluation = greedy_plan(graph, remat.default_schedule(graph), budget,
+                                     backward_start)
+    work_limit, time_limit, seed, threads = remat._solve_settings(work_limit, time_limit, seed)
+    warm = remat._remat.solve(graph, budget, "fastsa", time_limit, seed, threads, {},
+                              start=greedy, work_limit=work_limit)
+    best, planner = result, result.solver
+    for plan, name in ((evaluation, "greedy"), (warm, "fastsa from greedy")):
+        if _better_plan(plan, best, budget):
+            best, planner = plan, name
+    return (greedy if best is evaluation else list(best.sequence)), planner
 
 
 def _better_plan(a, b, budget):
