@@ -197,10 +197,11 @@ def test_a_graph_remat_cannot_plan_falls_back_with_one_warning_and_trains():
 
 
 def test_a_plan_worse_than_the_default_partition_falls_back_with_one_warning():
-    # At the whole budget remat keeps the default schedule; PyTorch's default partition
-    # recomputes cheap calls instead of saving them and needs less: the step gets PyTorch's.
+    # At the whole budget and without fusion remat keeps the default schedule; PyTorch's default
+    # partition recomputes cheap calls instead of saving them and needs less: the step gets
+    # PyTorch's.
     model, batch, loss_fn = transformer()
-    backend = rt.compile_backend(budget=1.0, compiler="eager", **QUICK)
+    backend = rt.compile_backend(budget=1.0, compiler="eager", fuse=False, **QUICK)
     with pytest.warns(RematFallbackWarning, match="more than PyTorch's default partition") \
             as record:
         got = adamw_steps(model, batch, loss_fn, backend)
@@ -478,7 +479,9 @@ def test_simulate_partition_reads_the_saved_value_a_call_reads_though_it_was_mad
     batch = (torch.randn(256, 32), torch.randint(0, 10, (256,)))
     joint, outputs = joint_graph_of(GeluMLP(), batch, F.cross_entropy)
     planned = copy.deepcopy(joint)
-    fw, bw = rt.partition(planned, None, budget=None, num_fwd_outputs=outputs, **QUICK)
+    # Unfused, the backward reads the forward's erf + 1 (merged with its own).
+    fw, bw = rt.partition(planned, None, budget=None, num_fwd_outputs=outputs, fuse=False,
+                          **QUICK)
     before = simulate_partition(planned, fw, bw, outputs).activation_bytes
     joint_calls = {n.name: n for n in planned.graph.nodes}
     inputs = {n.name: n for n in bw.graph.nodes if n.op == "placeholder"}
@@ -497,6 +500,40 @@ def test_simulate_partition_reads_the_saved_value_a_call_reads_though_it_was_mad
     assert len(inputs[saved].users) == 1  # still read, after the copy
     bw.recompile()
     assert simulate_partition(planned, fw, bw, outputs).activation_bytes >= before
+
+
+def small_gpt_without_dropout():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import train_gpt
+
+    torch.manual_seed(0)
+    model = train_gpt.GPT(vocab=64, context=16, dim=32, heads=2, layers=1, dropout=0.0)
+    tokens = torch.randint(0, 64, (2, 17))
+    return model, (tokens[:, :-1], tokens[:, 1:]), train_gpt.next_token_loss
+
+
+def test_at_the_memory_pytorchs_budget_plan_needs_remat_recomputes_no_more():
+    # PyTorch's knapsack recomputes cheap pointwise chains and softmaxes, fused into the
+    # backward's kernels; remat's model must let auto express such plans (each backward reader
+    # its own copy of a chain; no copy reading a forward value another copy replaced) and find
+    # them (the greedy member), with the simulator judging both partitions alike.
+    from remat.torch.partition import scaled_work_limit, simulate_partition
+
+    model, batch, loss_fn = small_gpt_without_dropout()
+    joint, outputs = joint_graph_of(model, batch, loss_fn)
+    theirs = copy.deepcopy(joint)
+    with torch._functorch.config.patch(activation_memory_budget=0.8):
+        fw, bw = _compat.min_cut_partition(theirs, None, num_fwd_outputs=outputs)
+    their_bytes = simulate_partition(theirs, fw, bw, outputs).activation_bytes
+    their_flops = partition_stats(fw, bw, outputs).recomputed_flops
+    ours = copy.deepcopy(joint)
+    fw, bw = rt.partition(ours, None, solver="auto", budget=their_bytes, num_fwd_outputs=outputs,
+                          work_limit=scaled_work_limit)
+    assert simulate_partition(ours, fw, bw, outputs).activation_bytes <= their_bytes
+    assert 0 < rt.partition.last.recomputed_flops <= their_flops
 
 
 def test_simulate_partition_follows_remat_and_pytorch_partitions_in_one_memory_model():

@@ -38,6 +38,7 @@ import remat
 from remat.torch import _compat, op_kinds
 from remat.torch import cost as cost_models
 from remat.torch import effects
+from remat.torch.greedy import greedy_plan
 
 SAFETY_TIME_LIMIT_S = 600.0
 BACKWARD_START = "remat_backward_start"
@@ -97,7 +98,8 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     planned_module, joint = joint_module, default
     if fuse:
         rewritten = copy.deepcopy(joint_module)
-        if fuse_pointwise_recomputation(rewritten, num_fwd_outputs):
+        if fuse_pointwise_recomputation(rewritten, num_fwd_outputs) \
+                + sink_backward_views(rewritten, num_fwd_outputs):
             planned_module = rewritten
             joint = JointGraph(rewritten, num_fwd_outputs, backward_start=True, fuse=fuse)
     graph = joint.graph
@@ -114,7 +116,11 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         work_limit = work_limit(graph)
     result = remat.solve(graph, solve_budget, solver, work_limit=work_limit, time_limit=limit,
                          seed=seed, **params)
-    fw, bw, executed = lower_plan(planned_module, joint, list(result.sequence))
+    sequence, planner = list(result.sequence), result.solver
+    if solver == "auto" and asked is not None:  # more members of the portfolio
+        sequence, planner = _greedy_members(graph, joint.backward_start, solve_budget, result,
+                                            work_limit, limit, seed)
+    fw, bw, executed = lower_plan(planned_module, joint, sequence)
     peak = _simulated_peak(graph, executed)
     if peak >= base_peak and (joint is not default
                               or executed != remat.default_schedule(graph)):
@@ -123,7 +129,7 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         fw, bw, executed = lower_plan(joint_module, default, remat.default_schedule(graph))
         peak = _simulated_peak(graph, executed)
     stats = partition_stats(fw, bw, len(joint.fwd_outputs), time.perf_counter() - start)
-    stats.solver = result.solver
+    stats.solver = planner
     stats.graph = graph.name
     stats.input_bytes = joint.input_bytes
     stats.budget_bytes = asked
@@ -139,6 +145,32 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
 
 
 partition.last = None
+
+
+def _greedy_members(graph, backward_start, budget, result, work_limit, time_limit, seed):
+    """(sequence, who planned it): the best by _better_plan of auto's `result`, the greedy plan
+    (greedy.py) and FastSA started from the greedy plan (its annealing goes on from there where
+    single recomputations stop lowering the peak)."""
+    greedy, evaluation = greedy_plan(graph, remat.default_schedule(graph), budget,
+                                     backward_start)
+    work_limit, time_limit, seed, threads = remat._solve_settings(work_limit, time_limit, seed)
+    warm = remat._remat.solve(graph, budget, "fastsa", time_limit, seed, threads, {},
+                              start=greedy, work_limit=work_limit)
+    best, planner = result, result.solver
+    for plan, name in ((evaluation, "greedy"), (warm, "fastsa from greedy")):
+        if _better_plan(plan, best, budget):
+            best, planner = plan, name
+    return (greedy if best is evaluation else list(best.sequence)), planner
+
+
+def _better_plan(a, b, budget):
+    """Whether plan a (peak_bytes, cost) is better than plan b under `budget`: within it and
+    cheaper, or within it where b is not, or both over it and a's peak lower."""
+    if (a.peak_bytes <= budget) != (b.peak_bytes <= budget):
+        return a.peak_bytes <= budget
+    if a.peak_bytes <= budget:
+        return a.cost < b.cost
+    return a.peak_bytes < b.peak_bytes
 
 
 def _simulated_peak(graph, sequence):
@@ -412,20 +444,12 @@ def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None):
     forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
     fwd_outputs = set(_compat.joint_outputs(joint_module, num_fwd_outputs)[0])
     backward = [n for n in graph.nodes if n.op == "call_function" and n.name not in forward]
-    read = {i for n in backward for i in n.all_input_nodes}  # what the backward reads
-    kept = set()  # ... and the storages of the views it reads: they live into the backward
-    for i in read:
-        while i not in kept:
-            kept.add(i)
-            if i.op == "call_function" and effects.is_view(i) and i.all_input_nodes:
-                i = i.all_input_nodes[0]
-    copies = {}
+    chains = _backward_chains(backward, forward, fwd_outputs)
     rewired = 0
     for reader in backward:
+        copies = {}  # each reader its own: Inductor inlines a pointwise chain into each kernel
         for v in reader.all_input_nodes:
-            if v.name not in forward or v in fwd_outputs or not _copyable(v):
-                continue
-            chain = _pointwise_chain(v, forward, read, kept)
+            chain = chains.get(v)
             if chain is None:
                 continue
             with graph.inserting_before(reader):
@@ -441,6 +465,66 @@ def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None):
 
 
 MAX_COPIED_CHAIN = 32
+
+
+def sink_backward_views(joint_module, num_fwd_outputs=None):
+    """Moves, in place, each backward view of a forward value to just before its first reader
+    (AOTAutograd puts the aliases of saved values at the start of the backward): a view costs
+    nothing, so where it is made changes no peak, but one made at the start pins the forward's
+    copy of what it views, where a plan that makes that value again later could read the view
+    of the new copy. Returns the number of views moved."""
+    graph = joint_module.graph
+    forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
+    moved = 0
+    for n in reversed(list(graph.nodes)):  # a view of a view moves after its readers did
+        if n.op != "call_function" or n.name in forward or not effects.is_view(n) \
+                or not n.users or not any(i.name in forward for i in n.all_input_nodes):
+            continue
+        first = n.next
+        while first not in n.users:
+            first = first.next
+        if first is not n.next:
+            first.prepend(n)
+            moved += 1
+    if moved:
+        graph.lint()
+        joint_module.recompile()
+    return moved
+
+
+def _backward_chains(backward, forward, fwd_outputs):
+    """{forward fx node the `backward` calls read: its pointwise chain (_pointwise_chain)} of
+    those fuse_pointwise_recomputation copies. A chain stops at the values the backward still
+    reads once the copies are made (a value read both directly and inside another's chain is
+    copied for both, so neither reads the forward's). In graph order, a value whose chain cannot
+    be copied stays read: its leaves then live into the backward, and the later values made from
+    it may stop there (an earlier value's chain never holds a later one)."""
+    read = {i for n in backward for i in n.all_input_nodes}
+    position = _position(backward[0].graph) if backward else None
+    candidates = sorted((i for i in read if i.name in forward and i not in fwd_outputs
+                         and _copyable(i)), key=position)
+    still_read = read - set(candidates)
+    kept = _with_storages(still_read)  # they live into the backward
+    chains = {}
+    for v in candidates:
+        chain = _pointwise_chain(v, forward, still_read, kept)
+        if chain is None:
+            still_read.add(v)
+            kept |= _with_storages([v])
+        else:
+            chains[v] = chain
+    return chains
+
+
+def _with_storages(nodes):
+    """`nodes` and, for each view among them, the storage it views (transitively)."""
+    found = set()
+    for i in nodes:
+        while i not in found:
+            found.add(i)
+            if i.op == "call_function" and effects.is_view(i) and i.all_input_nodes:
+                i = i.all_input_nodes[0]
+    return found
 
 
 def _fusible_call(n):
@@ -866,7 +950,12 @@ class JointGraph:
         (fusion_groups) one node: it reads what its calls read from outside it and makes what is
         read outside it (or is a graph output, or the storage of such a view); the values only
         its calls read become size-0 values that no node makes."""
-        groups = fusion_groups(calls, self._is_fusible)
+        # A call reading a random draw is a step of its own (its result, a dropout's mask, is
+        # what the backward reads): fused with the calls around it, the draw itself would have
+        # to be kept to run them again.
+        drawn = {v for _, node in calls if node["kind"] == "random" for v in node["outputs"]}
+        groups = fusion_groups(calls, lambda n, node: self._is_fusible(n, node)
+                               and not drawn.intersection(node["inputs"]))
         outside = _read_outside_their_group(
             calls, {i: g for g, members in enumerate(groups) for i in members})
         steps = []
