@@ -21,10 +21,12 @@ using FlowGraph =
     boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, FlowEdge>;
 using Vertex = Traits::vertex_descriptor;
 
-// Finite capacities are scaled to integers summing to at most 2^40 (about 12 significant
-// digits); "infinite" is 2^42, above any finite cut. The flow is at most what enters the sink, so
-// it cannot overflow int64 while fewer than 2^20 infinite edges enter the sink.
-constexpr double kFiniteTotal = 0x1p40;
+// Finite capacities are scaled by a power of two to integers summing to less than 2^40 (about 12
+// significant digits of their total; a power of two so that capacities exact in binary, such as
+// whole numbers, scale exactly and their ties stay ties); "infinite" is 2^42, above any finite
+// cut. The flow is at most what enters the sink, so it cannot overflow int64 while fewer than
+// 2^20 infinite edges enter the sink.
+constexpr int kFiniteTotalBits = 40;
 constexpr int64_t kScaledInfinite = int64_t{1} << 42;
 constexpr int64_t kMaxInfiniteIntoSink = int64_t{1} << 20;
 
@@ -82,7 +84,10 @@ std::vector<bool> MinCutNetwork::source_side(int32_t source, int32_t sink) const
   REMAT_CHECK(infinite_into_sink < kMaxInfiniteIntoSink,
               fmt::format("min_cut: {} infinite edges into the sink (fewer than {})",
                           infinite_into_sink, kMaxInfiniteIntoSink));
-  const double scale = finite_total > 0 ? kFiniteTotal / finite_total : 0;
+  REMAT_CHECK(std::isfinite(finite_total),
+              "min_cut: the finite capacities add up to more than a double holds");
+  const double scale =
+      finite_total > 0 ? std::ldexp(1.0, kFiniteTotalBits - 1 - std::ilogb(finite_total)) : 0;
   FlowGraph g(static_cast<size_t>(vertices_));
   for (const Edge& e : edges_)
     add_flow_edge(g, static_cast<Vertex>(e.from), static_cast<Vertex>(e.to),
