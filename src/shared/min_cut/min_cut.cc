@@ -4,6 +4,7 @@
 
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/boykov_kolmogorov_max_flow.hpp>
+#include <boost/graph/push_relabel_max_flow.hpp>
 #include <cmath>
 
 #include "remat/error.h"
@@ -30,23 +31,19 @@ constexpr int kFiniteTotalBits = 40;
 constexpr int64_t kScaledInfinite = int64_t{1} << 42;
 constexpr int64_t kMaxInfiniteIntoSink = int64_t{1} << 20;
 
-void add_flow_edge(FlowGraph& g, Vertex from, Vertex to, int64_t capacity) {
-  const auto forward = boost::add_edge(from, to, g).first;
-  const auto backward = boost::add_edge(to, from, g).first;
-  g[forward] = FlowEdge{capacity, 0, backward};
-  g[backward] = FlowEdge{0, 0, forward};
-}
-
-std::vector<bool> reachable_in_residual(const FlowGraph& g, Vertex source) {
+// The vertices reachable from `start` along edges with residual capacity, followed forwards (from
+// `start`) or backwards (to `start`: every edge u -> w is the reverse of one of w's out-edges).
+std::vector<bool> residual_closure(const FlowGraph& g, Vertex start, bool backwards) {
   std::vector<bool> seen(boost::num_vertices(g), false);
-  std::vector<Vertex> stack = {source};
-  seen[source] = true;
+  std::vector<Vertex> stack = {start};
+  seen[start] = true;
   while (!stack.empty()) {
     const Vertex u = stack.back();
     stack.pop_back();
     for (const auto& e : boost::make_iterator_range(boost::out_edges(u, g))) {
       const Vertex w = boost::target(e, g);
-      if (g[e].residual > 0 && !seen[w]) {
+      const int64_t residual = backwards ? g[g[e].reverse].residual : g[e].residual;
+      if (residual > 0 && !seen[w]) {
         seen[w] = true;
         stack.push_back(w);
       }
@@ -56,6 +53,45 @@ std::vector<bool> reachable_in_residual(const FlowGraph& g, Vertex source) {
 }
 
 }  // namespace
+
+struct IntegerFlowNetwork::Storage {
+  FlowGraph g;
+};
+
+IntegerFlowNetwork::IntegerFlowNetwork(int32_t vertices)
+    : g_(std::make_unique<Storage>(Storage{FlowGraph(static_cast<size_t>(vertices))})) {}
+IntegerFlowNetwork::~IntegerFlowNetwork() = default;
+IntegerFlowNetwork::IntegerFlowNetwork(IntegerFlowNetwork&&) noexcept = default;
+IntegerFlowNetwork& IntegerFlowNetwork::operator=(IntegerFlowNetwork&&) noexcept = default;
+
+void IntegerFlowNetwork::add_edge(int32_t from, int32_t to, int64_t capacity) {
+  FlowGraph& g = g_->g;
+  const auto forward = boost::add_edge(static_cast<Vertex>(from), static_cast<Vertex>(to), g).first;
+  const auto backward =
+      boost::add_edge(static_cast<Vertex>(to), static_cast<Vertex>(from), g).first;
+  g[forward] = FlowEdge{capacity, 0, backward};
+  g[backward] = FlowEdge{0, 0, forward};
+}
+
+int64_t IntegerFlowNetwork::max_flow(int32_t source, int32_t sink, MaxFlowAlgorithm algorithm) {
+  FlowGraph& g = g_->g;
+  const auto idx = boost::get(boost::vertex_index, g);
+  const auto cap = boost::get(&FlowEdge::capacity, g);
+  const auto res = boost::get(&FlowEdge::residual, g);
+  const auto rev = boost::get(&FlowEdge::reverse, g);
+  const auto s = static_cast<Vertex>(source), t = static_cast<Vertex>(sink);
+  return algorithm == MaxFlowAlgorithm::kPushRelabel
+             ? boost::push_relabel_max_flow(g, s, t, cap, res, rev, idx)
+             : boost::boykov_kolmogorov_max_flow(g, cap, res, rev, idx, s, t);
+}
+
+std::vector<bool> IntegerFlowNetwork::reached_from(int32_t source) const {
+  return residual_closure(g_->g, static_cast<Vertex>(source), false);
+}
+
+std::vector<bool> IntegerFlowNetwork::reaching(int32_t sink) const {
+  return residual_closure(g_->g, static_cast<Vertex>(sink), true);
+}
 
 MinCutNetwork::MinCutNetwork(int32_t vertices) : vertices_(vertices) {
   REMAT_CHECK(vertices >= 0, fmt::format("min_cut: {} vertices", vertices));
@@ -88,16 +124,13 @@ std::vector<bool> MinCutNetwork::source_side(int32_t source, int32_t sink) const
               "min_cut: the finite capacities add up to more than a double holds");
   const double scale =
       finite_total > 0 ? std::ldexp(1.0, kFiniteTotalBits - 1 - std::ilogb(finite_total)) : 0;
-  FlowGraph g(static_cast<size_t>(vertices_));
+  IntegerFlowNetwork net(vertices_);
   for (const Edge& e : edges_)
-    add_flow_edge(g, static_cast<Vertex>(e.from), static_cast<Vertex>(e.to),
-                  std::isinf(e.capacity) ? kScaledInfinite : std::llround(e.capacity * scale));
-  const int64_t flow = boost::boykov_kolmogorov_max_flow(
-      g, boost::get(&FlowEdge::capacity, g), boost::get(&FlowEdge::residual, g),
-      boost::get(&FlowEdge::reverse, g), boost::get(boost::vertex_index, g),
-      static_cast<Vertex>(source), static_cast<Vertex>(sink));
+    net.add_edge(e.from, e.to,
+                 std::isinf(e.capacity) ? kScaledInfinite : std::llround(e.capacity * scale));
+  const int64_t flow = net.max_flow(source, sink, MaxFlowAlgorithm::kBoykovKolmogorov);
   REMAT_CHECK(flow < kScaledInfinite, "min_cut: every cut crosses an infinite edge");
-  return reachable_in_residual(g, static_cast<Vertex>(source));
+  return net.reached_from(source);
 }
 
 }  // namespace remat::min_cut
