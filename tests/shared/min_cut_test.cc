@@ -1,5 +1,5 @@
 // The shared minimum-cut library (src/shared/min_cut/min_cut.h): the source side of a minimum cut
-// on real capacities, with infinite edges that no cut crosses.
+// on real capacities, with infinite edges that no cut crosses, and the int64 layer below it.
 #include "min_cut/min_cut.h"
 
 #include <gtest/gtest.h>
@@ -47,6 +47,22 @@ TEST(MinCutNetwork, ReturnsTheSmallestSourceSideOnTies) {
   net.add_edge(s, a, 0.5);
   net.add_edge(a, t, 1.0);
   EXPECT_EQ(net.source_side(s, t), (std::vector<bool>{true, false, false}));
+}
+
+// A tie on int64 capacities: with either algorithm, both edges are saturated, so the source
+// reaches only itself (the smallest source side, {s}) and only t reaches the sink (the smallest
+// sink side, {t}); a is on the sink side of one minimum cut and the source side of the other.
+TEST(IntegerFlowNetwork, GivesBothEndsOfATieWithEitherAlgorithm) {
+  enum : int32_t { s, a, t };
+  for (MaxFlowAlgorithm algorithm :
+       {MaxFlowAlgorithm::kBoykovKolmogorov, MaxFlowAlgorithm::kPushRelabel}) {
+    IntegerFlowNetwork net(3);
+    net.add_edge(s, a, 7);
+    net.add_edge(a, t, 7);
+    EXPECT_EQ(net.max_flow(s, t, algorithm), 7);
+    EXPECT_EQ(net.reached_from(s), (std::vector<bool>{true, false, false}));
+    EXPECT_EQ(net.reaching(t), (std::vector<bool>{false, false, true}));
+  }
 }
 
 TEST(MinCutNetwork, RejectsANetworkWhoseEveryCutIsInfinite) {
