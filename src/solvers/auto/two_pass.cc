@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "min_cut/min_cut.h"
 #include "remat/error.h"
 #include "remat/simulate.h"
 
@@ -109,109 +110,6 @@ int64_t floor_with_kept(const Graph& g, const std::vector<bool>& skip,
   return std::max(floor, resident + stayed);
 }
 
-// Maximum flow by Dinic's algorithm on real capacities; the vertices reachable from the source
-// in the residual graph afterwards are the source side of a minimum cut.
-class MaxFlow {
- public:
-  explicit MaxFlow(int32_t vertices)
-      : first_(static_cast<size_t>(vertices), -1), level_(first_.size()), next_(first_.size()) {}
-
-  void add_edge(int32_t from, int32_t to, double capacity) {
-    edges_.push_back({to, capacity, first_[static_cast<size_t>(from)]});
-    first_[static_cast<size_t>(from)] = static_cast<int32_t>(edges_.size() - 1);
-    edges_.push_back({from, 0, first_[static_cast<size_t>(to)]});
-    first_[static_cast<size_t>(to)] = static_cast<int32_t>(edges_.size() - 1);
-  }
-
-  void run(int32_t source, int32_t sink) {
-    while (levels(source, sink)) {
-      next_ = first_;
-      while (push(source, sink) > 0) {
-      }
-    }
-  }
-
-  std::vector<bool> source_side(int32_t source) const {
-    std::vector<bool> seen(first_.size(), false);
-    std::vector<int32_t> stack = {source};
-    seen[static_cast<size_t>(source)] = true;
-    while (!stack.empty()) {
-      const int32_t u = stack.back();
-      stack.pop_back();
-      for (int32_t e = first_[static_cast<size_t>(u)]; e >= 0;
-           e = edges_[static_cast<size_t>(e)].next) {
-        const Edge& edge = edges_[static_cast<size_t>(e)];
-        if (edge.capacity > 0 && !seen[static_cast<size_t>(edge.to)]) {
-          seen[static_cast<size_t>(edge.to)] = true;
-          stack.push_back(edge.to);
-        }
-      }
-    }
-    return seen;
-  }
-
-  // Above every finite cut of the networks below (costs and sizes of one graph).
-  static constexpr double kHuge = 1e200;
-
- private:
-  struct Edge {
-    int32_t to;
-    double capacity;
-    int32_t next;  // the next edge out of the same vertex, -1 at the end
-  };
-
-  bool levels(int32_t source, int32_t sink) {
-    std::fill(level_.begin(), level_.end(), -1);
-    std::vector<int32_t> queue = {source};
-    level_[static_cast<size_t>(source)] = 0;
-    for (size_t i = 0; i < queue.size(); ++i) {
-      const int32_t u = queue[i];
-      for (int32_t e = first_[static_cast<size_t>(u)]; e >= 0;
-           e = edges_[static_cast<size_t>(e)].next) {
-        const Edge& edge = edges_[static_cast<size_t>(e)];
-        if (edge.capacity > 0 && level_[static_cast<size_t>(edge.to)] < 0) {
-          level_[static_cast<size_t>(edge.to)] = level_[static_cast<size_t>(u)] + 1;
-          queue.push_back(edge.to);
-        }
-      }
-    }
-    return level_[static_cast<size_t>(sink)] >= 0;
-  }
-
-  // One augmenting path along the levels, found without recursion (a path may be as long as the
-  // graph is deep); a vertex with no way on is dropped from the levels. Returns what it pushed.
-  double push(int32_t source, int32_t sink) {
-    std::vector<int32_t> path;  // edges from the source
-    int32_t u = source;
-    while (u != sink) {
-      int32_t& e = next_[static_cast<size_t>(u)];
-      while (e >= 0 && (edges_[static_cast<size_t>(e)].capacity <= 0 ||
-                        level_[static_cast<size_t>(edges_[static_cast<size_t>(e)].to)] !=
-                            level_[static_cast<size_t>(u)] + 1))
-        e = edges_[static_cast<size_t>(e)].next;
-      if (e >= 0) {
-        path.push_back(e);
-        u = edges_[static_cast<size_t>(e)].to;
-        continue;
-      }
-      if (path.empty()) return 0;
-      level_[static_cast<size_t>(u)] = -1;
-      path.pop_back();
-      u = path.empty() ? source : edges_[static_cast<size_t>(path.back())].to;
-    }
-    double pushed = kHuge;
-    for (int32_t e : path) pushed = std::min(pushed, edges_[static_cast<size_t>(e)].capacity);
-    for (int32_t e : path) {
-      edges_[static_cast<size_t>(e)].capacity -= pushed;
-      edges_[static_cast<size_t>(e ^ 1)].capacity += pushed;
-    }
-    return pushed;
-  }
-
-  std::vector<Edge> edges_;
-  std::vector<int32_t> first_, level_, next_;
-};
-
 // What the second pass re-runs and what the first pass keeps for it, for one deferred set.
 struct Keeping {
   std::vector<bool> kept;   // values the first pass leaves resident for the second pass
@@ -267,15 +165,16 @@ int64_t second_pass_peak(const Graph& g, const std::vector<bool>& deferred,
 Keeping keep_at_price(const Graph& g, const std::vector<bool>& deferred, double price) {
   const int32_t nodes = g.num_nodes(), values = g.num_values();
   const int32_t source = nodes + values, sink = source + 1;
-  MaxFlow flow(sink + 1);
+  min_cut::MinCutNetwork flow(sink + 1);
+  constexpr double kInfinite = min_cut::MinCutNetwork::kInfinite;
   for (int32_t n = 0; n < nodes; ++n) {
     const Node& node = g.node(NodeId{n});
     if (deferred[static_cast<size_t>(n)])
-      flow.add_edge(source, n, MaxFlow::kHuge);
+      flow.add_edge(source, n, kInfinite);
     else
-      flow.add_edge(n, sink, node.recomputable ? node.cost : MaxFlow::kHuge);
+      flow.add_edge(n, sink, node.recomputable ? node.cost : kInfinite);
     for (ValueId v : node.inputs)
-      if (!left_anyway(g, deferred, v)) flow.add_edge(n, nodes + v.value(), MaxFlow::kHuge);
+      if (!left_anyway(g, deferred, v)) flow.add_edge(n, nodes + v.value(), kInfinite);
   }
   for (int32_t v = 0; v < values; ++v) {
     const ValueId id{v};
@@ -288,10 +187,9 @@ Keeping keep_at_price(const Graph& g, const std::vector<bool>& deferred, double 
         value.alias_of.valid() ? g.value(value.alias_of).size_bytes : value.size_bytes;
     const bool rerun_instead = value.alias_of.valid() && g.node(producer).recomputable;
     flow.add_edge(nodes + v, producer.value(),
-                  rerun_instead ? MaxFlow::kHuge : price * static_cast<double>(bytes));
+                  rerun_instead ? kInfinite : price * static_cast<double>(bytes));
   }
-  flow.run(source, sink);
-  const std::vector<bool> side = flow.source_side(source);
+  const std::vector<bool> side = flow.source_side(source, sink);
   Keeping k;
   k.kept.assign(static_cast<size_t>(values), false);
   std::vector<bool> second(static_cast<size_t>(nodes), false);

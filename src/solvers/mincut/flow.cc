@@ -1,29 +1,20 @@
-// The auxiliary graph G' of Algorithm 1 and its minimum s-t cut (Boost.Graph max-flow).
+// The auxiliary graph G' of Algorithm 1 and its minimum s-t cut (the shared min_cut library's
+// integer flow network: Boost.Graph max-flow).
 // Vertices: s, t; an in- and an out-vertex per V_f value; one vertex per node outside V_f (the
 // paper's i_in for i not in V_f, which only leads to t). A multi-output V_f node links every
 // input's out-vertex to every output's in-vertex, so each output is "a node" in the paper's sense.
 #include <fmt/format.h>
 
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/boykov_kolmogorov_max_flow.hpp>
-#include <boost/graph/push_relabel_max_flow.hpp>
 #include <cmath>
 
+#include "min_cut/min_cut.h"
 #include "mincut/mincut.h"
 #include "remat/error.h"
 
 namespace remat::mincut {
 namespace {
 
-using Traits = boost::adjacency_list_traits<boost::vecS, boost::vecS, boost::directedS>;
-struct FlowEdge {
-  int64_t capacity = 0;
-  int64_t residual = 0;
-  Traits::edge_descriptor reverse;
-};
-using FlowGraph =
-    boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, boost::no_property, FlowEdge>;
-using Vertex = Traits::vertex_descriptor;
+using Vertex = int32_t;
 
 // Finite capacities are scaled to integers summing to at most 2^40 (about 12 significant
 // digits); "infinite" is 2^42, above any finite cut, and small enough that push-relabel's initial
@@ -36,19 +27,12 @@ class AuxiliaryGraph {
  public:
   AuxiliaryGraph(const Graph& graph, const JointAnalysis& a) : graph_(graph), a_(a) {
     number_vertices();
-    g_ = FlowGraph(static_cast<size_t>(num_vertices_));
+    g_ = min_cut::IntegerFlowNetwork(num_vertices_);
     add_edges();
   }
 
   Cut cut(MaxFlowAlgorithm algorithm) {
-    const auto idx = boost::get(boost::vertex_index, g_);
-    const auto cap = boost::get(&FlowEdge::capacity, g_);
-    const auto res = boost::get(&FlowEdge::residual, g_);
-    const auto rev = boost::get(&FlowEdge::reverse, g_);
-    const int64_t flow =
-        algorithm == MaxFlowAlgorithm::kPushRelabel
-            ? boost::push_relabel_max_flow(g_, kSource, kSink, cap, res, rev, idx)
-            : boost::boykov_kolmogorov_max_flow(g_, cap, res, rev, idx, kSource, kSink);
+    const int64_t flow = g_.max_flow(kSource, kSink, algorithm);
     REMAT_CHECK(flow < kInfinite, "mincut: G' has no finite cut");
     Cut result = saved_set();
     int64_t cut_value = 0;
@@ -90,10 +74,7 @@ class AuxiliaryGraph {
   Vertex out(ValueId v) const { return static_cast<Vertex>(in_vertex_[v] + 1); }
 
   void add_edge(Vertex from, Vertex to, int64_t capacity) {
-    const auto forward = boost::add_edge(from, to, g_).first;
-    const auto backward = boost::add_edge(to, from, g_).first;
-    g_[forward] = FlowEdge{capacity, 0, backward};
-    g_[backward] = FlowEdge{0, 0, forward};
+    g_.add_edge(from, to, capacity);
     ++num_edges_;
   }
 
@@ -135,21 +116,7 @@ class AuxiliaryGraph {
   // not (the cut with the largest source side: values are saved as late as the cut allows, and a
   // zero-capacity value is saved only when the backward needs it through no cheaper route).
   Cut saved_set() const {
-    std::vector<uint8_t> reaches_sink(static_cast<size_t>(num_vertices_), 0);
-    std::vector<Vertex> stack = {kSink};
-    reaches_sink[kSink] = 1;
-    while (!stack.empty()) {
-      const Vertex w = stack.back();
-      stack.pop_back();
-      // Every edge u -> w is the reverse of one of w's out-edges.
-      for (const auto& e : boost::make_iterator_range(boost::out_edges(w, g_))) {
-        const Vertex u = boost::target(e, g_);
-        if (g_[g_[e].reverse].residual > 0 && !reaches_sink[u]) {
-          reaches_sink[u] = 1;
-          stack.push_back(u);
-        }
-      }
-    }
+    const std::vector<bool> reaches_sink = g_.reaching(kSink);
     Cut result;
     for (int32_t i = 0; i < graph_.num_values(); ++i) {
       const ValueId v{i};
@@ -160,7 +127,7 @@ class AuxiliaryGraph {
 
   const Graph& graph_;
   const JointAnalysis& a_;
-  FlowGraph g_;
+  min_cut::IntegerFlowNetwork g_{0};
   IdVector<ValueId, int32_t> in_vertex_;
   IdVector<NodeId, int32_t> node_vertex_;
   IdVector<ValueId, int64_t> scaled_;

@@ -22,6 +22,7 @@
 #include <span>
 #include <vector>
 
+#include "min_cut/min_cut.h"
 #include "remat/graph.h"
 #include "remat/ids.h"
 #include "remat/params.h"
@@ -34,7 +35,7 @@ enum class Objective {
   kRuntime,  // the paper: memory traffic between forward and backward, kind-based bans
   kMemory,   // capacity = bytes, only non-recomputable nodes banned: fewest saved bytes
 };
-enum class MaxFlowAlgorithm { kBoykovKolmogorov, kPushRelabel };
+using MaxFlowAlgorithm = min_cut::MaxFlowAlgorithm;
 enum class Lowering {
   kRelease,  // a recomputed value is held only between its first and last direct backward use
   kKeep,     // every recomputed value stays until its last use (no second recomputation)
