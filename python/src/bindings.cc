@@ -876,6 +876,16 @@ PYBIND11_MODULE(_remat, m) {
       "A budget (bytes, or text such as \"50%\" of baseline_peak_bytes or \"90MB\") in bytes, "
       "read as the CLI's --budget.");
   m.def("format_bytes", &format_bytes, py::arg("bytes"));
+  m.def(
+      "better_plan",
+      [](int64_t a_peak, double a_cost, int64_t b_peak, double b_cost, int64_t budget_bytes) {
+        return better_plan({a_peak, a_cost}, {b_peak, b_cost}, budget_bytes);
+      },
+      py::arg("a_peak_bytes"), py::arg("a_cost"), py::arg("b_peak_bytes"), py::arg("b_cost"),
+      py::arg("budget_bytes"),
+      "Whether plan a beats plan b under the budget, by the rule every solver uses: within it "
+      "beats over it; within it the cheaper wins, over it the lower peak; ties go to the other "
+      "figure.");
   m.attr("DEFAULT_WORK_LIMIT") = kDefaultWorkLimit;
   m.def("sequence_plan_json", &sequence_plan_json, py::arg("graph"), py::arg("sequence"),
         py::arg("budget_bytes"), py::arg("solver"), py::arg("status"),

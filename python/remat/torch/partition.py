@@ -164,13 +164,9 @@ def _greedy_members(graph, backward_start, budget, result, work_limit, time_limi
 
 
 def _better_plan(a, b, budget):
-    """Whether plan a (peak_bytes, cost) is better than plan b under `budget`: within it and
-    cheaper, or within it where b is not, or both over it and a's peak lower."""
-    if (a.peak_bytes <= budget) != (b.peak_bytes <= budget):
-        return a.peak_bytes <= budget
-    if a.peak_bytes <= budget:
-        return a.cost < b.cost
-    return a.peak_bytes < b.peak_bytes
+    """Whether plan a (peak_bytes, cost) is better than plan b under `budget`, by the rule every
+    solver's plans are compared with (remat/toolkit.h's better_plan)."""
+    return remat._remat.better_plan(a.peak_bytes, a.cost, b.peak_bytes, b.cost, budget)
 
 
 def _simulated_peak(graph, sequence):
