@@ -127,8 +127,8 @@ std::vector<SolverEntry> make_rows() {
        .params = checkmate::lp_params,
        .keeps_default_order = true,
        .warm_starts = true,
-       // Its LP has O(n^2) variables: on RL1 (100 nodes) it takes 1.5 s, on RL2 (250) the whole
-       // 60 s of a MOCCASIN run (CI 2.85 % where MOCCASIN alone reaches 0.90 %).
+       // Its LP has O(n^2) variables: on 250 nodes it takes a whole MOCCASIN run and plans worse
+       // than MOCCASIN alone (checkmate_bench prints its seconds).
        .warm_start_max_nodes = 150});
 #endif
   return rows;
