@@ -177,10 +177,10 @@ ParamMap quick_settings(std::string_view member, const Graph& g, const ParamMap&
 // temperature, finds cheaper first passes for less work (bench/auto_speed_bench.py: ResNet-18 at
 // 50 %); when its plan is over the budget, the first pass runs again with the member's settings.
 // Its plans fall into a few cost levels (which large convolutions run twice), and a run rarely
-// leaves the level it settles in: more tries at two fifths of the quick window each
-// (`quick_window`: the quick settings chose the window), with the product objective (which
-// settles in the cheapest levels more often), find the cheap levels more surely than fewer
-// longer runs for the same work (kFirstPassTries).
+// leaves the level it settles in, so many short tries (kFirstPassTries, each at two fifths of the
+// quick window where the quick settings chose it: `quick_window`) with the product objective
+// (which settles in the cheapest levels more often) reach them more surely than a few long ones
+// (bench/auto_speed_bench.py: ResNet-18 at 50 %).
 ParamMap first_pass_settings(std::string_view member, const Graph& g, const ParamMap& given,
                              bool quick_window) {
   ParamMap out = given;
@@ -195,7 +195,7 @@ ParamMap first_pass_settings(std::string_view member, const Graph& g, const Para
 }
 
 // The seeds of a two-pass plan's first pass outside the anytime rounds (solve_first_pass).
-constexpr int kFirstPassTries = 5;
+constexpr int kFirstPassTries = 7;
 
 // The settings of a FastSA run from the best plan that fits before the anytime rounds (the
 // cheapest member's, or FastSA's own), where the user's parameters name none: stage 2 starts at a
