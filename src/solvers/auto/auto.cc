@@ -178,8 +178,8 @@ ParamMap quick_settings(std::string_view member, const Graph& g, const ParamMap&
 // 50 %); when its plan is over the budget, the first pass runs again with the member's settings.
 // Its plans fall into a few cost levels (which large convolutions run twice), and a run rarely
 // leaves the level it settles in, so several short tries (kFirstPassTries, each at two fifths of
-// the quick window where the quick settings chose it: `quick_window`; half of them with the dear
-// nodes pinned, two_pass.h) with the product objective (which settles in the cheapest levels
+// the quick window where the quick settings chose it: `quick_window`; every other one with the
+// dear nodes pinned, two_pass.h) with the product objective (which settles in the cheapest levels
 // more often) reach them more surely than a few long ones (bench/auto_speed_bench.py: ResNet-18
 // at 50 %).
 ParamMap first_pass_settings(std::string_view member, const Graph& g, const ParamMap& given,
@@ -565,10 +565,9 @@ class Portfolio {
   // its share: with less work, more tries find worse plans), on d.first_pass and
   // d.first_pass_pinned in turn (the pinned graph's runs settle in the cheapest plans more often,
   // but where the budget needs a dear node twice, or the work is short, they find nothing within
-  // it), the best plan kept;
-  // when that is over the budget, once more on d.first_pass with the settings of its other runs.
-  // Its wall time sums the runs; counter `<label>_first_pass_tries` counts those with
-  // first_pass_settings.
+  // it), the best plan kept; when that is over the budget, once more on d.first_pass with the
+  // settings of its other runs. Its wall time sums the runs; counter `<label>_first_pass_tries`
+  // counts those with first_pass_settings.
   SolveResult solve_first_pass(const SolverEntry& finisher, const std::string& label,
                                const DeferredOutputs& d, std::span<const uint64_t> seeds) {
     std::optional<SolveResult> best;

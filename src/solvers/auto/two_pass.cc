@@ -16,6 +16,8 @@ namespace {
 // defer_outputs compares: each step is a maximum flow over the graph.
 constexpr int kPriceSteps = 20;
 constexpr size_t kMaxDeferredSets = 12;
+// drop_second_pass_reruns tries the dearest steps only, each a simulation of the whole plan.
+constexpr size_t kMostDropTries = 64;
 // A price of a held byte above any node's cost per byte it saves: the cut keeps only the values no
 // node can make again, the fewest bytes of them.
 constexpr double kOnlyWhatMustStay = 1e100;
@@ -389,6 +391,7 @@ Sequence drop_second_pass_reruns(const Graph& g, Sequence plan, size_t second_pa
     if (g.node(plan[i]).cost > 0) steps.push_back(i);
   std::stable_sort(steps.begin(), steps.end(),
                    [&](size_t a, size_t b) { return g.node(plan[a]).cost > g.node(plan[b]).cost; });
+  if (steps.size() > kMostDropTries) steps.resize(kMostDropTries);
   std::vector<bool> dropped(plan.size(), false);
   Sequence trial;
   trial.reserve(plan.size());
