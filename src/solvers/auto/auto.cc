@@ -176,14 +176,27 @@ ParamMap quick_settings(std::string_view member, const Graph& g, const ParamMap&
 // change it within the budget. Stage 1 annealed to its end, from ten times the default initial
 // temperature, finds cheaper first passes for less work (bench/auto_speed_bench.py: ResNet-18 at
 // 50 %); when its plan is over the budget, the first pass runs again with the member's settings.
-ParamMap first_pass_settings(std::string_view member, const ParamMap& given) {
+// Its plans fall into a few cost levels (which large convolutions run twice), and a run rarely
+// leaves the level it settles in, so several short tries (kFirstPassTries, each at two fifths of
+// the quick window where the quick settings chose it: `quick_window`; every other one with the
+// dear nodes pinned, two_pass.h) with the product objective (which settles in the cheapest levels
+// more often) reach them more surely than a few long ones (bench/auto_speed_bench.py: ResNet-18
+// at 50 %).
+ParamMap first_pass_settings(std::string_view member, const Graph& g, const ParamMap& given,
+                             bool quick_window) {
   ParamMap out = given;
   if (member == "fastsa") {
     out.try_emplace("stop_at_budget", "false");
     out.try_emplace("initial_temperature_pct", "1");
+    out.try_emplace("objective", "product");
+    if (quick_window)
+      out["convergence_window"] = std::to_string(quick_fastsa_window(g.num_nodes()) * 2 / 5);
   }
   return out;
 }
+
+// The seeds of a two-pass plan's first pass outside the anytime rounds (solve_first_pass).
+constexpr int kFirstPassTries = 5;
 
 // The settings of a FastSA run from the best plan that fits before the anytime rounds (the
 // cheapest member's, or FastSA's own), where the user's parameters name none: stage 2 starts at a
@@ -517,12 +530,15 @@ class Portfolio {
                         "step over budget");
       return;
     }
-    // The finisher's first pass tries two seeds: its cost varies with the seed more than any
-    // later run can make up (bench/auto_speed_bench.py); each anytime round tries its own.
-    const std::vector<uint64_t> seeds =
-        seed ? std::vector<uint64_t>{*seed}
-             : std::vector<uint64_t>{options_.seed, derive_seed(options_.seed, 2)};
-    const SolveResult first = solve_first_pass(finisher, d->first_pass, seeds);
+    // The finisher's first pass tries kFirstPassTries seeds (the run's, then derive_seed(seed,
+    // 2), 3, ...): its cost varies with the seed more than any later run can make up
+    // (bench/auto_speed_bench.py); each anytime round tries its own, once on each first-pass
+    // graph (solve_first_pass alternates them).
+    std::vector<uint64_t> seeds = {seed.value_or(options_.seed)};
+    if (seed) seeds.push_back(*seed);
+    for (uint64_t i = 2; !seed && i <= kFirstPassTries; ++i)
+      seeds.push_back(derive_seed(options_.seed, i));
+    const SolveResult first = solve_first_pass(finisher, label, *d, seeds);
     counters_.emplace_back(label + "_deferred_outputs", static_cast<double>(d->deferred.size()));
     counters_.emplace_back(label + "_kept_values", static_cast<double>(d->kept.size()));
     counters_.emplace_back(label + "_first_pass_seconds", first.plan.stats.wall_time_s);
@@ -534,7 +550,8 @@ class Portfolio {
       return;
     }
     run_member(finisher, label, 0.5,
-               WarmStart{two_pass_sequence(g_, *d, first.plan.sequence),
+               WarmStart{drop_second_pass_reruns(g_, two_pass_sequence(g_, *d, first.plan.sequence),
+                                                 first.plan.sequence.size(), options_.budget.bytes),
                          fmt::format("two passes: {} outputs deferred, {} values kept, first pass "
                                      "{:.1f}% in {:.3f} s",
                                      d->deferred.size(), d->kept.size(), first_peak,
@@ -543,11 +560,16 @@ class Portfolio {
                seed);
   }
 
-  // A two-pass plan's first pass: `finisher` on `first_pass` with first_pass_settings, once with
-  // each seed of `seeds` (each run half of the work left), the best plan kept; when that is over
-  // the budget, once more with the settings of its other runs. Its wall time sums the runs.
-  SolveResult solve_first_pass(const SolverEntry& finisher, const Graph& first_pass,
-                               std::span<const uint64_t> seeds) {
+  // A two-pass plan's first pass: `finisher` with first_pass_settings, once with each seed of
+  // `seeds` (each run half of the work left; after two, only while every run has converged within
+  // its share: with less work, more tries find worse plans), on d.first_pass and
+  // d.first_pass_pinned in turn (the pinned graph's runs settle in the cheapest plans more often,
+  // but where the budget needs a dear node twice, or the work is short, they find nothing within
+  // it), the best plan kept; when that is over the budget, once more on d.first_pass with the
+  // settings of its other runs. Its wall time sums the runs; counter `<label>_first_pass_tries`
+  // counts those with first_pass_settings.
+  SolveResult solve_first_pass(const SolverEntry& finisher, const std::string& label,
+                               const DeferredOutputs& d, std::span<const uint64_t> seeds) {
     std::optional<SolveResult> best;
     double seconds = 0;
     auto keep = [&](SolveResult r) {
@@ -555,16 +577,27 @@ class Portfolio {
       if (!best || better(r.eval, best->eval, options_.budget.bytes)) best = std::move(r);
     };
     bool tuned = false;  // first_pass_settings changed something
+    const auto given = params_.member_params.find(std::string(finisher.name));
+    const bool quick_window =
+        params_.quick && !own_settings_ &&
+        (given == params_.member_params.end() ||
+         (!given->second.contains("schedule") && !given->second.contains("convergence_window")));
+    int tries = 0;
+    bool cut_short = false;  // a try ended on its work share, not on convergence
     for (uint64_t seed : seeds) {
-      if (best && limits_.stop()) break;
+      if ((best && limits_.stop()) || (tries >= 2 && cut_short)) break;
       SolveOptions o = member_options(finisher, 0.5, seed);
       const ParamMap usual = o.params;
-      o.params = first_pass_settings(finisher.name, usual);
+      o.params = first_pass_settings(finisher.name, g_, usual, quick_window);
       tuned = o.params != usual;
-      keep(solve_part(first_pass, finisher, o));
+      SolveResult r = solve_part(tries % 2 == 1 ? d.first_pass_pinned : d.first_pass, finisher, o);
+      cut_short = cut_short || r.plan.stats.stop_reason != StopReason::kConverged;
+      keep(std::move(r));
+      ++tries;
     }
+    counters_.emplace_back(label + "_first_pass_tries", tries);
     if (!fits(*best) && tuned && !limits_.stop())
-      keep(solve_part(first_pass, finisher, member_options(finisher, 0.5, seeds.front())));
+      keep(solve_part(d.first_pass, finisher, member_options(finisher, 0.5, seeds.front())));
     best->plan.stats.wall_time_s = seconds;
     return std::move(*best);
   }
