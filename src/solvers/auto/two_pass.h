@@ -2,8 +2,8 @@
 // A weight gradient is a graph output: once made, it stays resident to the end of the step. In a
 // training graph the backward makes the last layers' gradients first, so on a network whose first
 // layers have the largest activations (ResNet-18 at batch 32, 128 px) they fill the memory the
-// first layers' backward needs: at 50 % of its peak only 1.8 MB is free at the stem's batch-norm
-// backward, while layers 2-4's weight gradients are 44 MB, and no one-pass plan fits. Deferring
+// first layers' backward needs: at 50 % of its peak layers 2-4's weight gradients are resident at
+// the stem's batch-norm backward, where little else fits, and no one-pass plan fits. Deferring
 // them to a second pass does: the first pass is the graph without them, solved at the budget by
 // any solver; the second pass recomputes, in the default order, what they need that the first
 // pass no longer holds (a forward and part of the backward again), then makes them. Where the
@@ -81,9 +81,9 @@ Sequence two_pass_sequence(const Graph& graph, const DeferredOutputs& d,
 // `plan` (two_pass_sequence's) without the second-pass runs the plan does not need to stay within
 // `budget_bytes`: each step from `second_pass_start` on (the 64 dearest), the dearest first, is
 // dropped where the simulator still finds the plan valid and within the budget (its readers then
-// read what the first pass left, held across the boundary). ResNet-18 at 50 %: the stem's
-// convolution, whose output the first pass's last steps read. FastSA's run from the two passes
-// finds such drops too, but not on every seed.
+// read what the first pass left, held across the boundary), such as a stem convolution whose
+// output the first pass's last steps read. FastSA's run from the two passes finds such drops too,
+// but not on every seed.
 Sequence drop_second_pass_reruns(const Graph& graph, Sequence plan, size_t second_pass_start,
                                  int64_t budget_bytes);
 
