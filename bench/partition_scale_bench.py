@@ -4,10 +4,10 @@ the eager compiler), one joint graph planned per model.
 
     ./scripts/python bench/partition_scale_bench.py --layers 12,24,48 --fraction 0.3 --results
 
-Per model: the partition's wall and CPU seconds, the CPU
-seconds of the greedy member (remat.torch.greedy.greedy_plan) within them, the plan that won,
-its recomputed MFLOP and its simulated activation memory against the budget. --results writes
-the table to bench/results/partition_scale_bench.md (or the file given) as well.
+Per model: the partition's wall and CPU seconds, the CPU seconds of the greedy member (the
+`greedy` solver, run by remat.torch.partition) within them, the plan that won, its recomputed
+MFLOP and its simulated activation memory against the budget. --results writes the table to
+bench/results/partition_scale_bench.md (or the file given) as well.
 """
 
 import argparse
@@ -37,11 +37,11 @@ def gpt2(layers):
 
 
 class GreedyClock:
-    """Counts the CPU seconds spent in greedy_plan while installed."""
+    """Counts the CPU seconds spent in the greedy solver while installed."""
 
     def __init__(self):
         self.seconds = 0.0
-        self.original = partition_module.greedy_plan
+        self.original = partition_module._greedy_plan
 
     def __enter__(self):
         def timed(*args, **kwargs):
@@ -51,11 +51,11 @@ class GreedyClock:
             finally:
                 self.seconds += time.process_time() - start
 
-        partition_module.greedy_plan = timed
+        partition_module._greedy_plan = timed
         return self
 
     def __exit__(self, *exc):
-        partition_module.greedy_plan = self.original
+        partition_module._greedy_plan = self.original
 
 
 def measure(layers, fraction):

@@ -11,8 +11,9 @@ namespace remat::greedy {
 namespace {
 
 // Indexed steps and priced values per work unit (docs/limits.md): about a CPU second of the
-// reference machine (bench/partition_scale_bench.py runs the greedy on HF GPT-2 joint graphs).
-constexpr double kOpsPerUnit = 5e7;
+// reference machine on `remat gen joint --nodes 6000` graphs (`remat solve --solver greedy`
+// prints the seconds and the work).
+constexpr double kOpsPerUnit = 5e8;
 
 struct GreedyParams {
   int64_t chain_depth = 4;
