@@ -11,6 +11,7 @@
 #include "checkmate/checkmate.h"
 #endif
 #include "fastsa/fastsa.h"
+#include "greedy/greedy.h"
 #include "mincut/mincut.h"
 #ifdef REMAT_HAVE_GECODE
 #include "moccasin/moccasin.h"
@@ -58,6 +59,12 @@ std::vector<SolverEntry> make_rows() {
        // Its objective is the saved set for a fusing compiler, not the simulator's cost.
        .minimises_cost = false,
        .portfolio = kMember},
+      {.name = "greedy",
+       .description = "greedy recomputation: the forward step lowering the peak most per cost, "
+                      "each round (joint graphs)",
+       .make = greedy::make,
+       .accepts = {.needs_phases = true},
+       .params = greedy::params},
       {.name = "rotor",
        .description =
            "Rotor's optimal persistent chain DP (persistence=weak: Algorithm 1); on a joint graph, "
