@@ -353,10 +353,8 @@ class Portfolio {
     // its whole schedule, most of the portfolio's time, for a plan that the warm runs mostly
     // match. So the default `auto` is not always as good as FastSA alone at its defaults
     // (bench/auto_speed_bench.py --fastsa-alone measures the two side by side). Given more work
-    // (anytime), the cold run has FastSA's own settings: that plan is then FastSA's alone.
-    own_settings_ = anytime();
+    // (anytime), a cold run with FastSA's own settings opens the rounds (improve).
     run_member(finisher, name, !starts.empty() ? 0.5 : nothing_fits ? 0.75 : 1.0, {});
-    own_settings_ = false;
     if (finished(cost_floor)) return;
     if (!starts.empty()) {
       run_warm(finisher, name + "_warm", starts.size() > 1 ? 0.5 : 1.0, starts[0]);
@@ -420,6 +418,8 @@ class Portfolio {
   // change its first pass much (counter fastsa_improve_two_pass_rounds). The rounds run on work,
   // so the plan is the same for the same work limit and seed on any machine.
   void improve(const SolverEntry& finisher, double cost_floor) {
+    rounds_ = true;
+    run_own_settings(finisher, cost_floor);
     run_anytime_milp(cost_floor);
     const std::string name = std::string(finisher.name) + "_improve";
     const double smallest_round = options_.work_limit / 100;
@@ -457,6 +457,19 @@ class Portfolio {
     skip(name, fmt::format("{} rounds, {} found a better plan, {:.3f} units", rounds, improved,
                            limits_.spent() - work_before));
     if (two_pass_fits_) counters_.emplace_back(name + "_two_pass_rounds", two_pass_rounds);
+  }
+
+  // The first anytime round: where the quick settings changed FastSA's cold run, a cold run with
+  // FastSA's own settings (fastsa_own_settings) with half of the work left, so that given more
+  // work `auto`'s plan is no worse than FastSA's alone at its defaults.
+  void run_own_settings(const SolverEntry& finisher, double cost_floor) {
+    const auto given = params_.member_params.find(std::string(finisher.name));
+    const ParamMap own = given == params_.member_params.end() ? ParamMap{} : given->second;
+    if (!params_.quick || finished(cost_floor) || quick_settings(finisher.name, g_, own) == own)
+      return;
+    own_settings_ = true;
+    run_member(finisher, std::string(finisher.name) + "_own_settings", 0.5, {});
+    own_settings_ = false;
   }
 
   // The anytime rounds' MILP: on graphs of at most anytime_checkmate_max_nodes nodes, checkmate
@@ -638,8 +651,8 @@ class Portfolio {
   SolveOptions member_options(const SolverEntry& member, double share,
                               std::optional<uint64_t> seed = {}) const {
     const double left = limits_.left();
-    const double slice = whole_slice_ ? left : work_slice(member, left);
-    const double fraction = left > 0 ? slice * share / left : 0;
+    const double slice = whole_slice_ ? left : work_slice(member, slice_base(member));
+    const double fraction = left > 0 ? std::min(slice * share, left) / left : 0;
     SolveOptions o = part_options(options_, limits_, fraction);
     o.seed = seed.value_or(options_.seed);
     if (const auto it = params_.member_params.find(std::string(member.name));
@@ -647,6 +660,20 @@ class Portfolio {
       o.params = it->second;
     if (params_.quick && !own_settings_) o.params = quick_settings(member.name, g_, o.params);
     return o;
+  }
+
+  // The work `member`'s slice is a share of: the work left, except in an anytime run before its
+  // rounds, where it is what the default work limit would have left (the finisher's: the less of
+  // the two), each run capped by the work left. So with a larger limit those runs are the
+  // default's and the plan is no worse than the default's; with a smaller one, the members before
+  // the finisher still get the default's slices (rockmate's grid cut to a share of a 20-unit limit
+  // missed the default's plan: bench/auto_speed_bench.py --search 20, joint_10000).
+  double slice_base(const SolverEntry& member) const {
+    const double left = limits_.left();
+    if (rounds_ || !anytime()) return left;
+    const double default_left = std::max(0.0, kDefaultWorkLimit - limits_.spent());
+    return member.portfolio.role == PortfolioRole::kFinisher ? std::min(left, default_left)
+                                                             : default_left;
   }
 
   // Whether the user gave `member` parameters (its errors are then theirs to fix).
@@ -729,6 +756,7 @@ class Portfolio {
   StopReason stopped_ = StopReason::kConverged;  // the members' stop reasons, the worst
   bool own_settings_ = false;  // the run ahead: no quick_settings (anytime: cold run, rounds)
   bool whole_slice_ = false;   // the run ahead: its share is of all the work left (anytime MILP)
+  bool rounds_ = false;        // the anytime rounds have begun (improve)
   // defer_outputs for the user's budget, once asked (run_two_pass).
   std::optional<std::optional<DeferredOutputs>> deferred_;
   bool two_pass_fits_ = false;  // the finisher's two-pass plan fits: the rounds plan it again
