@@ -330,11 +330,10 @@ class Portfolio {
   //  - when other members' plans fit the budget (not the default schedule), warm from the
   //    cheapest (with warm_start_settings) and then from the second cheapest of another member:
   //    stage 2 from that plan.
-  //    Neither cold nor warm always wins, nor does the cheaper start: ResNet-50 at 50 %, warm
-  //    from rockmate's plan (+9.2 %) +7.0 %, from rotor's (+14.5 %) +5.4 % (docs/solvers/auto.md).
+  //    Neither cold nor warm always wins, nor does the cheaper start (bench/models_bench.py
+  //    prints every member's plan beside auto's).
   //    Over the budget FastSA never starts from another solver's plan: grouped stage 1 reaches
-  //    lower peaks than single-node moves from it (measured when dropout masks were pinned, GPT-4
-  //    at 50 %: 51.7 % cold, 59.3 % from mincut's 60.3 %).
+  //    lower peaks than single-node moves from it.
   //  - when no member's plan fits but the cold run's does, a warm run from it (refine).
   //  - when nothing fits after the cold run, a restart with another seed: the annealing is a
   //    random search and one chain may miss what another finds (docs/solvers/auto.md); when its
@@ -379,9 +378,8 @@ class Portfolio {
       if (finished(cost_floor) || fits(*best_)) return;
     }
     // Nothing fits: the plan returned is the lowest peak found, whatever its cost (mincut's
-    // memory objective reaches low peaks by recomputing nearly everything: EfficientNet-B0 at
-    // 25 %, 30.6 % at +3342 % against FastSA's 32.3 % at +7.9 %). FastSA's stage 2 from that
-    // plan, with its peak as the budget, removes recomputation without raising the peak.
+    // memory objective reaches low peaks by recomputing nearly everything). FastSA's stage 2 from
+    // that plan, with its peak as the budget, removes recomputation without raising the peak.
     run_member(finisher, name + "_polish", 1.0,
                WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}});
   }
@@ -526,10 +524,10 @@ class Portfolio {
 
   // Nothing fits after FastSA's cold run and restart. Where the graph outputs made early (a
   // training graph's weight gradients) fill the memory that later steps need, a plan that makes
-  // them in a second pass may fit (two_pass.h; ResNet-18 at 50 %: one pass 56.3 %, two passes
-  // within budget). FastSA plans the first pass on the graph without them (solve_first_pass),
-  // and then runs on the whole graph from that plan followed by the second pass; `seed`, when
-  // given (an anytime round), is both runs' seed and the first pass's only one.
+  // them in a second pass may fit (two_pass.h; bench/auto_speed_bench.py's ResNet-18 at 50 %).
+  // FastSA plans the first pass on the graph without them (solve_first_pass), and then runs on
+  // the whole graph from that plan followed by the second pass; `seed`, when given (an anytime
+  // round), is both runs' seed and the first pass's only one.
   void run_two_pass(const SolverEntry& finisher, const std::string& label,
                     std::optional<uint64_t> seed = {}) {
     if (!deferred_) deferred_ = defer_outputs(g_, options_.budget.bytes);

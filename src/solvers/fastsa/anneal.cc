@@ -67,9 +67,9 @@ int32_t nop_in_range(const SaState& state, std::pair<int32_t, int32_t> range, Rn
 enum class Move { kAdd, kRemove, kRotate };
 
 // When the convergence window fires while the schedule is still hot, the stage cools to its final
-// temperature over this many more windows before it may stop (see Annealer::run). ResNet-50
-// (traced, batch 32) at 50 %: +15.0 % without, +11.0 % over 1 window, +10.0 % over 3 or 6, +8.7 %
-// with the whole fixed schedule (22 M iterations, 6x the time).
+// temperature over this many more windows before it may stop (see Annealer::run): a stage stopped
+// hot leaves recomputation a cooler walk removes, and more windows than this bought little more
+// for their time (bench/fastsa_bench.cc measures the schedules).
 constexpr double kQuenchWindows = 3;
 
 // One proposed mutation, enough to apply, log and undo it.
