@@ -586,6 +586,32 @@ def test_simulate_partition_holds_only_the_returned_copy_of_a_gradient_to_the_en
     bw.recompile()
     assert simulate_partition(joint, fw, bw, outputs).activation_bytes == before
 
+def test_a_fused_call_holds_what_its_inner_values_are_made_of_until_it_runs():
+    # A kernel computes an inner value of its fusion group where it reads it: what the value is
+    # made of lives until then, wherever the calls making it stand in the graph. Moving them to
+    # the start of the backward (the GELU backward's pointwise calls on the saved fc1 output,
+    # fused with the late call reading the incoming gradient) must not lower the simulated peak.
+    from remat.torch.partition import simulate_partition
+
+    batch = (torch.randn(256, 32), torch.randint(0, 10, (256,)))
+    joint, outputs = joint_graph_of(GeluMLP(), batch, F.cross_entropy)
+    fw, bw = _compat.min_cut_partition(joint, None, num_fwd_outputs=outputs)
+    before = simulate_partition(joint, fw, bw, outputs).activation_bytes
+    calls = [n for n in bw.graph.nodes if n.op == "call_function"]
+    (fc1,) = [n for n in bw.graph.nodes if n.op == "placeholder" and len(
+        [u for u in n.users if _compat.packet_name(u.target) == "mul"]) >= 2]
+    made_of_fc1 = {fc1}  # the calls reading nothing but fc1's output and each other
+    for n in calls:
+        if n.all_input_nodes and set(n.all_input_nodes) <= made_of_fc1:
+            made_of_fc1.add(n)
+    moved = [n for n in calls if n in made_of_fc1]
+    assert len(moved) > 3 and calls.index(moved[0]) > 10
+    for n in moved:
+        calls[0].prepend(n)
+    bw.recompile()
+    assert simulate_partition(joint, fw, bw, outputs).activation_bytes >= before
+
+
 def test_measured_peak_counts_what_fn_allocates_not_the_frees_of_older_storages():
     # A training step sets the last step's gradients to None first. The profiler reports the
     # free of a storage an earlier profiling session saw allocated; counting it would lower the
