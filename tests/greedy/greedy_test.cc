@@ -40,7 +40,7 @@ void expect_pricing_as_the_simulator(const Graph& g, size_t rounds) {
   ASSERT_FALSE(moves.moves.empty()) << g.name();
   InsertionPricer pricer(g);
   for (size_t round = 0; round < rounds; ++round) {
-    pricer.index(sequence);
+    pricer.index(sequence, simulate(g, sequence, {.timeline = true}).timeline);
     std::vector<std::pair<size_t, int32_t>> priced;
     for (size_t k = 0; k < moves.moves.size(); ++k) {
       const greedy::Move& move = moves.moves[k];

@@ -43,7 +43,7 @@ class Greedy {
         limits_(options.work_limit, options.time_limit_s),
         ops_limit_(work_ops(limits_.left(), kOpsPerUnit)),
         sequence_(default_schedule(graph)),
-        eval_(simulate(graph, sequence_)),
+        eval_(simulate(graph, sequence_, {.timeline = true})),
         moves_(find_moves(graph, sequence_, chain_depth)),
         applied_(moves_.moves.size(), 0),
         pricer_(graph) {
@@ -91,7 +91,7 @@ class Greedy {
   }
 
   std::optional<Choice> best_move() {
-    pricer_.index(sequence_);
+    pricer_.index(sequence_, eval_.timeline);
     std::optional<Choice> best;
     for (size_t k = 0; k < moves_.moves.size(); ++k) {
       if (applied_[k]) continue;
@@ -111,7 +111,7 @@ class Greedy {
     sequence_.insert(sequence_.begin() + choice.at, move.chain.begin(), move.chain.end());
     for (NodeId n : move.chain) reads_ += static_cast<int64_t>(graph_.node(n).inputs.size());
     applied_[choice.move] = 1;
-    eval_ = simulate(graph_, sequence_);  // the judge's figures, not the pricer's
+    eval_ = simulate(graph_, sequence_, {.timeline = true});  // the judge's figures
     ++rounds_;
     recomputed_steps_ += static_cast<int64_t>(move.chain.size());
   }

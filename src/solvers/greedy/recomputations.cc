@@ -5,6 +5,8 @@
 #include <limits>
 #include <utility>
 
+#include "remat/error.h"
+
 namespace remat::greedy {
 namespace {
 
@@ -96,7 +98,9 @@ void prefix_sums(std::vector<int32_t>& begin, std::vector<int32_t>& at) {
 
 }  // namespace
 
-void InsertionPricer::index(std::span<const NodeId> sequence) {
+void InsertionPricer::index(std::span<const NodeId> sequence, std::span<const int64_t> timeline) {
+  REMAT_CHECK(timeline.size() == sequence.size(),
+              "greedy: the timeline is not the indexed sequence's (simulate with timeline)");
   const Graph& g = graph_;
   steps_ = static_cast<int32_t>(sequence.size());
   const auto values = static_cast<size_t>(g.num_values());
@@ -118,36 +122,15 @@ void InsertionPricer::index(std::span<const NodeId> sequence) {
     for (ValueId v : node.outputs) made_at_[static_cast<size_t>(made_next[v.value()]++)] = t;
   }
 
-  // Each copy lives from its production to its last read before the next production (the last
-  // copy of a graph output to the end), as the simulator has it.
-  std::vector<int64_t> delta(static_cast<size_t>(steps_) + 1, 0);
-  for (size_t v = 0; v < values; ++v) {
-    const int64_t bytes = g.value(ValueId{static_cast<int32_t>(v)}).size_bytes;
-    int32_t r = read_begin_[v];
-    for (int32_t k = made_begin_[v]; k < made_begin_[v + 1]; ++k) {
-      const int32_t produced = made_at_[static_cast<size_t>(k)];
-      const bool last = k + 1 == made_begin_[v + 1];
-      const int32_t next = last ? steps_ : made_at_[static_cast<size_t>(k) + 1];
-      while (r < read_begin_[v + 1] && read_at_[static_cast<size_t>(r)] <= produced) ++r;
-      int32_t end = produced;
-      while (r < read_begin_[v + 1] && read_at_[static_cast<size_t>(r)] < next)
-        end = read_at_[static_cast<size_t>(r++)];
-      if (last && g.value(ValueId{static_cast<int32_t>(v)}).is_output) end = steps_ - 1;
-      delta[static_cast<size_t>(produced)] += bytes;
-      delta[static_cast<size_t>(end) + 1] -= bytes;
-    }
-  }
-  int64_t live = 0;
-  for (ValueId v : g.graph_inputs()) live += g.value(v).size_bytes;
-  memory_.resize(static_cast<size_t>(steps_));
+  // The simulator's memory at a step is what is live across it plus the step's temporaries; what
+  // is carried into the step is that less the temporaries and what the step makes.
+  memory_.assign(timeline.begin(), timeline.end());
   crossing_.resize(static_cast<size_t>(steps_));
   for (int32_t t = 0; t < steps_; ++t) {
     const Node& node = g.node(sequence[static_cast<size_t>(t)]);
-    live += delta[static_cast<size_t>(t)];
-    memory_[static_cast<size_t>(t)] = live + node.temp_bytes;
     int64_t made = 0;
     for (ValueId v : node.outputs) made += g.value(v).size_bytes;
-    crossing_[static_cast<size_t>(t)] = live - made;
+    crossing_[static_cast<size_t>(t)] = memory_[static_cast<size_t>(t)] - node.temp_bytes - made;
   }
   suffix_max_.assign(static_cast<size_t>(steps_) + 1, std::numeric_limits<int64_t>::min());
   for (int32_t t = steps_ - 1; t >= 0; --t)

@@ -1,14 +1,14 @@
 // recomputations.h — the greedy solver's moves and their exact pricing.
 // A move inserts a chain of forward steps (a recomputation and the steps it needs) just before
 // the first backward step reading the recomputed step's outputs. InsertionPricer indexes a valid
-// schedule once (each value's productions and reads, the memory at every step, a range-maximum
-// table) and then gives the simulator's peak of the schedule with any chain inserted in time
-// proportional to the values the chain touches (times a logarithm), not to the schedule's
+// schedule once (each value's productions and reads, the simulator's memory at every step, a
+// range-maximum table) and then gives the simulator's peak of the schedule with any chain inserted
+// in time proportional to the values the chain touches (times a logarithm), not to the schedule's
 // length: the copies the chain makes end the old copies' lives at their last earlier reads, the
 // values it reads live on until it runs, and nothing after the insertion point changes.
 //   const Moves moves = find_moves(graph, sequence, 4);
 //   InsertionPricer pricer(graph);
-//   pricer.index(sequence);
+//   pricer.index(sequence, simulate(graph, sequence, {.timeline = true}).timeline);
 //   const Move& move = moves.moves[0];
 //   const int32_t at = pricer.first_read_of(move.step, moves.backward_begin + 1);
 //   std::optional<int64_t> peak = pricer.peak_with(move.chain, at);
@@ -52,8 +52,9 @@ class InsertionPricer {
  public:
   explicit InsertionPricer(const Graph& graph);
 
-  // Indexes `sequence`, which must be valid (the simulator's verdict).
-  void index(std::span<const NodeId> sequence);
+  // Indexes `sequence`, which must be valid, with `timeline` the simulator's memory at each of
+  // its steps (simulate with SimulateOptions::timeline).
+  void index(std::span<const NodeId> sequence, std::span<const int64_t> timeline);
   // The first position at or after `from` whose step reads an output of `step`; -1 if none.
   int32_t first_read_of(NodeId step, int32_t from) const;
   // The simulator's peak of the indexed sequence with `chain` inserted before position `at`
