@@ -461,8 +461,7 @@ class Portfolio {
   // FastSA's own settings (fastsa_own_settings) with half of the work left, so that given more
   // work `auto`'s plan is no worse than FastSA's alone at its defaults.
   void run_own_settings(const SolverEntry& finisher, double cost_floor) {
-    const auto given = params_.member_params.find(std::string(finisher.name));
-    const ParamMap own = given == params_.member_params.end() ? ParamMap{} : given->second;
+    const ParamMap& own = params_of(finisher);
     if (!params_.quick || finished(cost_floor) || quick_settings(finisher.name, g_, own) == own)
       return;
     own_settings_ = true;
@@ -588,11 +587,9 @@ class Portfolio {
       if (!best || better(r.eval, best->eval, options_.budget.bytes)) best = std::move(r);
     };
     bool tuned = false;  // first_pass_settings changed something
-    const auto given = params_.member_params.find(std::string(finisher.name));
-    const bool quick_window =
-        params_.quick && !own_settings_ &&
-        (given == params_.member_params.end() ||
-         (!given->second.contains("schedule") && !given->second.contains("convergence_window")));
+    const ParamMap& given = params_of(finisher);
+    const bool quick_window = params_.quick && !own_settings_ && !given.contains("schedule") &&
+                              !given.contains("convergence_window");
     int tries = 0;
     bool cut_short = false;  // a try ended on its work share, not on convergence
     for (uint64_t seed : seeds) {
@@ -653,9 +650,7 @@ class Portfolio {
     const double fraction = left > 0 ? std::min(slice * share, left) / left : 0;
     SolveOptions o = part_options(options_, limits_, fraction);
     o.seed = seed.value_or(options_.seed);
-    if (const auto it = params_.member_params.find(std::string(member.name));
-        it != params_.member_params.end())
-      o.params = it->second;
+    o.params = params_of(member);
     if (params_.quick && !own_settings_) o.params = quick_settings(member.name, g_, o.params);
     return o;
   }
@@ -677,6 +672,13 @@ class Portfolio {
   // Whether the user gave `member` parameters (its errors are then theirs to fix).
   bool given_params(const SolverEntry& member) const {
     return params_.member_params.contains(std::string(member.name));
+  }
+
+  // The parameters the user gave `member` (MEMBER.KEY=VALUE); empty when none.
+  const ParamMap& params_of(const SolverEntry& member) const {
+    static const ParamMap kNone;
+    const auto it = params_.member_params.find(std::string(member.name));
+    return it == params_.member_params.end() ? kNone : it->second;
   }
 
   // Runs `member` through the judged solve(), recording it as `label`, with `share` of its slice,
