@@ -393,20 +393,18 @@ Sequence drop_second_pass_reruns(const Graph& g, Sequence plan, size_t second_pa
                    [&](size_t a, size_t b) { return g.node(plan[a]).cost > g.node(plan[b]).cost; });
   if (steps.size() > kMostDropTries) steps.resize(kMostDropTries);
   std::vector<bool> dropped(plan.size(), false);
-  Sequence trial;
-  trial.reserve(plan.size());
+  auto kept_steps = [&] {
+    Sequence out;
+    for (size_t i = 0; i < plan.size(); ++i)
+      if (!dropped[i]) out.push_back(plan[i]);
+    return out;
+  };
   for (size_t step : steps) {
     dropped[step] = true;
-    trial.clear();
-    for (size_t i = 0; i < plan.size(); ++i)
-      if (!dropped[i]) trial.push_back(plan[i]);
-    const Evaluation e = simulate(g, trial);
+    const Evaluation e = simulate(g, kept_steps());
     if (!e.valid || e.peak_bytes > budget_bytes) dropped[step] = false;
   }
-  Sequence out;
-  for (size_t i = 0; i < plan.size(); ++i)
-    if (!dropped[i]) out.push_back(plan[i]);
-  return out;
+  return kept_steps();
 }
 
 }  // namespace remat::auto_solver
