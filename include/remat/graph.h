@@ -123,8 +123,9 @@ class Graph {
 };
 
 // A 128-bit hash (32 hex digits) of everything a plan depends on: nodes and values with their
-// names, sizes, costs, kinds, phases and edges, but not the graph's name. Plan files record it,
-// and a plan is refused for a graph with another fingerprint.
+// names, sizes, costs, kinds, phases and edges, but not the graph's name nor the nodes' temp bytes
+// (a device's workspaces: a plan stays valid whatever they are). Plan files record it, and a plan
+// is refused for a graph with another fingerprint.
 std::string graph_fingerprint(const Graph& graph);
 
 }  // namespace remat

@@ -53,7 +53,10 @@ std::string graph_fingerprint(const Graph& graph) {
     h.add(n.name);
     h.add(n.op);
     h.add(n.cost);
-    h.add(n.temp_bytes);
+    // Not the node's temp bytes: they are the workspace a device's libraries take, measured on
+    // a GPU and unknown to a trace on fake tensors, and a plan stays valid whatever they are (its
+    // peak is simulated again where it is read). The slot keeps earlier fingerprints.
+    h.add(int64_t{0});
     h.add(static_cast<int64_t>(n.kind) * 16 + static_cast<int64_t>(n.phase) * 2 +
           static_cast<int64_t>(n.recomputable));
     h.add(static_cast<int64_t>(n.inputs.size()));

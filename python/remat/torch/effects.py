@@ -30,14 +30,16 @@ from remat.torch.execute import traced_call
 
 class Recorder(fx.Interpreter):
     """Runs the traced step once, keeping every value alive (so storages are never reused) and
-    recording which inputs each call writes (version counter, schema, hidden writes) and, when
-    timed, how long each call takes."""
+    recording which inputs each call writes (version counter, schema, hidden writes), the
+    workspace each call on a GPU takes (see workspace_probe) and, when timed, how long each call
+    takes."""
 
     def __init__(self, gm, timed=False):
         super().__init__(gm, garbage_collect_values=False)
         self.timed = timed
         self.writes = {}  # fx node -> list of written input fx nodes
         self.seconds = {}
+        self.workspace = {}  # fx node -> bytes the call held only while it ran
         # (fx node, element or None) -> (storage key, bytes), for values whose storage a rewrite
         # changed after this run (see rewrites.rewrite_private_inplace).
         self.storage_override = {}
@@ -64,16 +66,49 @@ class Recorder(fx.Interpreter):
         args, kwargs = self.fetch_args_kwargs_from_env(n)
         inputs = [(i, self.env[i]) for i in n.all_input_nodes]
         before = [_compat.version_of(v) if isinstance(v, torch.Tensor) else None for _, v in inputs]
+        probe = workspace_probe(n, args, kwargs)
+        if probe is not None:
+            probe.start()
         start = time.perf_counter()
         result = traced_call(n.target)(*args, **kwargs)
         if self.timed and result is not None:
             _synchronize(result)
         self.seconds[n] = time.perf_counter() - start
+        if probe is not None:
+            self.workspace[n] = probe.stop()
         written = {i for (i, v), b in zip(inputs, before)
                    if b is not None and _compat.version_of(v) != b}
         written.update(declared_writes(n))
         self.writes[n] = sorted(written, key=position_in(n.graph))
         return result
+
+
+class CudaWorkspace:
+    """The bytes a call on a CUDA device allocates and frees before it returns (the workspaces
+    of cuDNN's convolutions, cuBLAS's and reductions' scratch): torch.cuda's peak during the call
+    above what is allocated after it. The recorded run frees nothing between calls, so all that
+    the call left allocated is its outputs."""
+
+    def __init__(self, device):
+        self.device = device
+
+    def start(self):
+        torch.cuda.reset_peak_memory_stats(self.device)
+
+    def stop(self):
+        return max(0, torch.cuda.max_memory_allocated(self.device)
+                   - torch.cuda.memory_allocated(self.device))
+
+
+def workspace_probe(n, args, kwargs):
+    """A CudaWorkspace for call `n` (fx node) of `args` and `kwargs` when it reads a CUDA tensor
+    with data, else None (the CPU's
+    allocations are not counted: there a plan's measured peak is its live tensors, as the
+    simulator's)."""
+    for x in tree_flatten((args, kwargs))[0]:
+        if isinstance(x, torch.Tensor) and x.is_cuda and not _compat.is_without_data(x):
+            return CudaWorkspace(x.device)
+    return None
 
 
 def _synchronize(result):

@@ -597,4 +597,19 @@ def read_plan(traced, path):
     if not evaluation.valid:
         raise ValueError(f"{path}: the plan is not valid for the traced graph: "
                          f"{evaluation.error}")
-    return list(sequence), json.loads(text), text
+    info = json.loads(text)
+    budget = info.get("budget_bytes")
+    if isinstance(budget, int) and evaluation.peak_bytes > budget:
+        # The fingerprint leaves out the calls' workspaces (node temps): a plan made on fake
+        # tensors, or on another GPU, can peak higher on the traced graph than where it was made.
+        warnings.warn(f"{path}: on the traced graph the plan peaks at "
+                      f"{remat.format_bytes(evaluation.peak_bytes)}, above the budget of "
+                      f"{remat.format_bytes(budget)} it was made for (the graph's call "
+                      f"workspaces, {remat.format_bytes(_max_temp(g))} at most, differ from "
+                      "those of the graph it was planned on); plan it here to fit",
+                      stacklevel=3)
+    return list(sequence), info, text
+
+
+def _max_temp(g):
+    return max((g.node(i)["temp"] for i in range(g.num_nodes)), default=0)

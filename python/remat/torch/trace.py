@@ -343,6 +343,7 @@ class _Builder:
             "inputs": inputs,
             "outputs": outputs,
             "recomputable": effects.recomputable(index) and n not in self.run_once,
+            "temp": max(r.workspace.get(n, 0) for r in self.runs),
         }
 
     def cost(self, n, packet, kind):
