@@ -10,6 +10,7 @@
 #include "remat/generate.h"
 #include "remat/io.h"
 #include "remat/simulate.h"
+#include "testing/generated_joint.h"
 #include "testing/testing.h"
 
 namespace remat {
@@ -18,11 +19,7 @@ namespace {
 using greedy::find_moves;
 using greedy::InsertionPricer;
 using greedy::Moves;
-
-Graph joint(int32_t nodes, uint64_t seed) {
-  return generate_joint(
-      {.num_nodes = nodes, .seed = seed, .rows = 16, .min_width = 4, .max_width = 64});
-}
+using testing::generated_joint;
 
 Sequence with_chain(const Sequence& sequence, std::span<const NodeId> chain, int32_t at) {
   Sequence out = sequence;
@@ -64,7 +61,7 @@ void expect_pricing_as_the_simulator(const Graph& g, size_t rounds) {
 class GreedyPricer : public ::testing::TestWithParam<uint64_t> {};
 
 TEST_P(GreedyPricer, PricesEveryMoveAsTheSimulatorReplaysIt) {
-  expect_pricing_as_the_simulator(joint(120, GetParam()), 6);
+  expect_pricing_as_the_simulator(generated_joint(120, GetParam()), 6);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, GreedyPricer, ::testing::Values(1, 2, 3, 4));
@@ -78,7 +75,7 @@ TEST(GreedyPricer, PricesEveryMoveOfTracedModelsAsTheSimulatorReplaysIt) {
 }
 
 TEST(GreedyMoves, ChainsRecomputableForwardStepsBeforeTheStepTheyFeed) {
-  const Graph g = joint(200, 5);
+  const Graph g = generated_joint(200, 5);
   const Sequence sequence = default_schedule(g);
   const Moves moves = find_moves(g, sequence, 4);
   for (const greedy::Move& move : moves.moves) {
@@ -103,7 +100,7 @@ int64_t budget_at(const Graph& g, double fraction) {
 
 TEST(Greedy, LowersThePeakWithAValidPlanThatRerunsOnlyRecomputableNodes) {
   for (uint64_t seed : {1, 2, 3}) {
-    const Graph g = joint(300, seed);
+    const Graph g = generated_joint(300, seed);
     const SolveResult r = testing::solve_and_check(g, budget_at(g, 0.6), "greedy");
     EXPECT_LT(r.eval.peak_bytes, baseline(g).peak_bytes) << "seed " << seed;
     EXPECT_GT(r.plan.stats.counter("recomputations").value_or(0), 0);
@@ -117,7 +114,7 @@ TEST(Greedy, LowersThePeakWithAValidPlanThatRerunsOnlyRecomputableNodes) {
 }
 
 TEST(Greedy, KeepsTheDefaultScheduleWhenItFits) {
-  const Graph g = joint(200, 1);
+  const Graph g = generated_joint(200, 1);
   const SolveResult r = testing::solve_and_check(g, baseline(g).peak_bytes, "greedy");
   EXPECT_EQ(r.plan.sequence, default_schedule(g));
 }
@@ -161,7 +158,7 @@ TEST(Greedy, RecomputesTheStepGivingMostMemoryPerCost) {
 }
 
 TEST(Greedy, GivesTheSamePlanOnEveryRun) {
-  const Graph g = joint(400, 7);
+  const Graph g = generated_joint(400, 7);
   const SolveResult a = testing::solve_and_check(g, budget_at(g, 0.5), "greedy");
   const SolveResult b = testing::solve_and_check(g, budget_at(g, 0.5), "greedy");
   EXPECT_EQ(a.plan.sequence, b.plan.sequence);
@@ -169,7 +166,7 @@ TEST(Greedy, GivesTheSamePlanOnEveryRun) {
 }
 
 TEST(Greedy, StopsOnTheWorkLimitWithinIt) {
-  const Graph g = joint(400, 7);
+  const Graph g = generated_joint(400, 7);
   const SolveResult full = testing::solve_and_check(g, budget_at(g, 0.3), "greedy");
   const double rounds = full.plan.stats.counter("recomputations").value_or(0);
   ASSERT_GT(rounds, 2);

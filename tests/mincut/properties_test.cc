@@ -8,8 +8,8 @@
 
 #include "mincut/mincut.h"
 #include "mincut/validity.h"
-#include "remat/generate.h"
 #include "remat/simulate.h"
+#include "testing/generated_joint.h"
 #include "testing/testing.h"
 
 namespace remat {
@@ -23,12 +23,8 @@ using mincut::MincutParams;
 using mincut::Objective;
 using testing::forward_set;
 using testing::ForwardSet;
+using testing::generated_joint;
 using testing::valid_saved;
-
-Graph joint(int32_t nodes, uint64_t seed) {
-  return generate_joint(
-      {.num_nodes = nodes, .seed = seed, .rows = 16, .min_width = 4, .max_width = 64});
-}
 
 struct Case {
   int32_t nodes;
@@ -37,7 +33,7 @@ struct Case {
 class MincutLemma34 : public ::testing::TestWithParam<Case> {};
 
 TEST_P(MincutLemma34, EveryCutIsAValidSavedSet) {
-  const Graph g = joint(GetParam().nodes, GetParam().seed);
+  const Graph g = generated_joint(GetParam().nodes, GetParam().seed);
   const ForwardSet f = forward_set(g);
   for (Objective objective : {Objective::kRuntime, Objective::kMemory}) {
     for (bool bans : {true, false}) {
@@ -66,7 +62,7 @@ TEST_P(MincutLemma34, EveryCutIsAValidSavedSet) {
 }
 
 TEST_P(MincutLemma34, LoweredPlansKeepTheCutsPromises) {
-  const Graph g = joint(GetParam().nodes, GetParam().seed);
+  const Graph g = generated_joint(GetParam().nodes, GetParam().seed);
   const JointAnalysis a = analyze_joint(g, MincutParams{});
   const mincut::Cut cut = find_min_cut(g, a, MaxFlowAlgorithm::kBoykovKolmogorov);
   for (mincut::Lowering lowering : {mincut::Lowering::kRelease, mincut::Lowering::kKeep}) {
@@ -98,7 +94,7 @@ TEST_P(MincutLemma34, LoweredPlansKeepTheCutsPromises) {
 TEST(MincutLowering, StepLimitStopsTheReleaseLowering) {
   // The memory cut of a chain recomputes quadratically under kRelease; a limit marks the
   // lowering incomplete so the solver can use kKeep instead.
-  const Graph g = joint(300, 6);
+  const Graph g = generated_joint(300, 6);
   const JointAnalysis a = analyze_joint(g, MincutParams{.objective = Objective::kMemory});
   const mincut::Cut cut = find_min_cut(g, a, MaxFlowAlgorithm::kBoykovKolmogorov);
   const mincut::Lowered full = mincut::lower_cut(g, a, cut.saved, mincut::Lowering::kRelease);
@@ -116,7 +112,7 @@ TEST(MincutOptimality, CutEqualsTheCheapestValidSetOnTinyGraphs) {
   // Theorem 3.6: the min cut is the least-capacity valid V_saved. Enumerate every subset of V_f.
   int checked = 0;
   for (uint64_t seed = 1; seed <= 40 && checked < 12; ++seed) {
-    const Graph g = joint(14 + static_cast<int32_t>(seed % 6), seed);
+    const Graph g = generated_joint(14 + static_cast<int32_t>(seed % 6), seed);
     const ForwardSet f = forward_set(g);
     std::vector<ValueId> vf;
     for (int32_t i = 0; i < g.num_values(); ++i)
@@ -144,7 +140,7 @@ TEST(MincutOptimality, CutEqualsTheCheapestValidSetOnTinyGraphs) {
 }
 
 TEST(MincutSolve, SameGraphSameOptionsSamePlan) {
-  const Graph g = joint(400, 11);
+  const Graph g = generated_joint(400, 11);
   const Baseline base = baseline(g);
   const SolveResult a = testing::solve_and_check(g, base.peak_bytes, "mincut");
   const SolveResult b = testing::solve_and_check(g, base.peak_bytes, "mincut");
@@ -152,7 +148,7 @@ TEST(MincutSolve, SameGraphSameOptionsSamePlan) {
 }
 
 TEST(MincutSolve, BudgetDecidesTheStatusAndTheFallback) {
-  const Graph g = joint(400, 12);
+  const Graph g = generated_joint(400, 12);
   const Baseline base = baseline(g);
   const SolveResult runtime = testing::solve_and_check(g, base.peak_bytes, "mincut");
   EXPECT_EQ(runtime.plan.stats.status, SolveStatus::kFeasible);
