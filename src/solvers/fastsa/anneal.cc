@@ -171,7 +171,7 @@ class Annealer {
         done = settings_.stop_when_feasible && (fits || fits_exactly());
         done = done || at_least_cost();
       } else {
-        undo(p);
+        state_.undo_last();
       }
     }
     r.iterations = it;
@@ -254,20 +254,6 @@ class Annealer {
         break;
       case Move::kRotate:
         state_.move(p.from, p.to);
-        break;
-    }
-  }
-  // The inverse mutation (§2.2: add and remove undo each other).
-  void undo(const Proposal& p) {
-    switch (p.move) {
-      case Move::kAdd:
-        state_.remove(p.to);
-        break;
-      case Move::kRemove:
-        state_.add(p.unit, p.from);
-        break;
-      case Move::kRotate:
-        state_.move(p.to, p.from);
         break;
     }
   }
