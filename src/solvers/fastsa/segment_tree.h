@@ -155,8 +155,18 @@ class RangeAddTree {
           k + 1 < count
               ? static_cast<int32_t>(std::bit_width(static_cast<uint32_t>(end ^ ends_[k + 1]))) - 1
               : height_;
-      int32_t node = (end + size_) >> 1;
-      for (int32_t level = 1; level <= levels; ++level, node >>= 1) pull(node);
+      // The value just computed stays in a register: each level loads only the sibling (final
+      // by then) and the pending add, so the climb does not wait on its own stores. (Both
+      // combines are symmetric to the bit, so the order of the two children does not matter.)
+      int32_t node = end + size_;
+      T value = nodes_[static_cast<size_t>(node)].value;
+      for (int32_t level = 1; level <= levels; ++level) {
+        const T sibling = nodes_[static_cast<size_t>(node ^ 1)].value;
+        node >>= 1;
+        Node& n = nodes_[static_cast<size_t>(node)];
+        value = Combine{}(value, sibling) + n.pending;
+        n.value = value;
+      }
     }
     ends_.clear();
   }
