@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "fastsa/anneal.h"
@@ -123,6 +124,71 @@ TEST(FastsaState, IncrementalPeakMatchesSimulatorOnLayeredGraphs) {
   }
 }
 
+// The incremental trees (deferred range adds merged per mutation, ancestors recomputed once)
+// equal trees built from scratch from the slots after every mutation and every undo, and
+// undo_last gives back the state before the mutation: slots, occupied-slot order, peak and cost.
+void check_undo_and_rebuild(const Graph& g, int32_t slots, int steps, uint64_t seed,
+                            double soft_scale) {
+  const UnitTable units = *node_units(g);
+  SaState s(units, slots, units.initial_order, soft_scale);
+  Rng rng(seed);
+  int undone = 0;
+  for (int step = 0; step < steps; ++step) {
+    const uint64_t kind = rng.below(3);
+    std::vector<int32_t> slots_before(static_cast<size_t>(s.num_slots()));
+    for (int32_t t = 0; t < s.num_slots(); ++t) slots_before[static_cast<size_t>(t)] = s.unit_at(t);
+    std::vector<int32_t> occupied_before(static_cast<size_t>(s.num_occupied()));
+    for (int32_t i = 0; i < s.num_occupied(); ++i)
+      occupied_before[static_cast<size_t>(i)] = s.occupied_slot(i);
+    const int64_t peak_before = s.peak();
+    const double cost_before = s.cost();
+    if (kind == 0) {
+      const auto unit = static_cast<int32_t>(rng.below(static_cast<uint64_t>(units.num_units())));
+      const int32_t to = random_nop(s, rng);
+      if (!s.can_add(unit, to)) continue;
+      s.add(unit, to);
+    } else {
+      const int32_t from =
+          s.occupied_slot(static_cast<int32_t>(rng.below(static_cast<uint64_t>(s.num_occupied()))));
+      const int32_t to = random_nop(s, rng);
+      if (kind == 1 && s.can_remove(from))
+        s.remove(from);
+      else if (kind == 2 && s.can_move(from, to))
+        s.move(from, to);
+      else
+        continue;
+    }
+    ASSERT_TRUE(s.trees_match_rebuild()) << "step " << step << " kind " << kind;
+    if (rng.below(2) == 0) continue;  // keep the mutation
+    s.undo_last();
+    ++undone;
+    ASSERT_TRUE(s.trees_match_rebuild()) << "undo of step " << step << " kind " << kind;
+    ASSERT_EQ(s.peak(), peak_before) << "step " << step;
+    ASSERT_NEAR(s.cost(), cost_before, 1e-9 * std::abs(cost_before)) << "step " << step;
+    for (int32_t t = 0; t < s.num_slots(); ++t)
+      ASSERT_EQ(s.unit_at(t), slots_before[static_cast<size_t>(t)]) << "step " << step;
+    std::vector<int32_t> occupied(static_cast<size_t>(s.num_occupied()));
+    for (int32_t i = 0; i < s.num_occupied(); ++i)
+      occupied[static_cast<size_t>(i)] = s.occupied_slot(i);
+    std::sort(occupied.begin(), occupied.end());
+    std::sort(occupied_before.begin(), occupied_before.end());
+    ASSERT_EQ(occupied, occupied_before) << "step " << step;
+  }
+  EXPECT_GT(undone, steps / 10);
+}
+
+TEST(FastsaState, IncrementalTreesEqualARebuildAfterMutationsAndUndos) {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    const Graph g =
+        rich_random_graph({.num_nodes = 30 + 5 * static_cast<int32_t>(seed), .seed = seed});
+    check_undo_and_rebuild(g, /*slots=*/256, /*steps=*/1500, seed, /*soft_scale=*/0);
+    check_undo_and_rebuild(g, /*slots=*/512, /*steps=*/500, seed + 10, /*soft_scale=*/0.01);
+    ASSERT_FALSE(HasFailure()) << g.name();
+  }
+  const Graph layered = generate_random_layered({.num_nodes = 80, .seed = 5});
+  check_undo_and_rebuild(layered, /*slots=*/1024, /*steps=*/1500, 7, /*soft_scale=*/0);
+}
+
 TEST(FastsaState, InitialStateEqualsBaseline) {
   const Graph g = rich_random_graph({.num_nodes = 40, .seed = 9});
   const UnitTable units = *node_units(g);
@@ -182,6 +248,38 @@ TEST(FastsaSegmentTree, MaxAndLeavesAfterRangeAdds) {
     ASSERT_EQ(tree.root(), *std::max_element(plain.begin(), plain.end()));
     const auto probe = static_cast<int32_t>(rng.below(64));
     ASSERT_EQ(tree.leaf(probe), plain[static_cast<size_t>(probe)]);
+  }
+}
+
+// One mutation's adds are deferred, merged into disjoint ranges (they overlap, share ends and
+// cancel) and applied by one rebuild: the root and every leaf equal plain arrays, on trees from
+// one leaf to a few thousand.
+TEST(FastsaSegmentTree, DeferredBatchesOfOverlappingAddsMatchPlainArrays) {
+  Rng rng(11);
+  for (int32_t size : {1, 2, 8, 64, 1024, 4096}) {
+    std::vector<int64_t> plain(static_cast<size_t>(size));
+    for (int64_t& x : plain) x = rng.between(-1000, 1000);
+    MaxAddTree tree(plain);
+    for (int batch = 0; batch < 300; ++batch) {
+      const auto adds = static_cast<int>(1 + rng.below(8));
+      for (int k = 0; k < adds; ++k) {
+        auto l = static_cast<int32_t>(rng.below(static_cast<uint64_t>(size)));
+        auto r = static_cast<int32_t>(rng.below(static_cast<uint64_t>(size)));
+        if (l > r) std::swap(l, r);
+        if (k > 0 && rng.below(3) == 0) r = l;  // a point add, as a slot's temp
+        const int64_t x = rng.between(-50, 50);
+        tree.add_deferred(l, r, x);
+        for (int32_t i = l; i <= r; ++i) plain[static_cast<size_t>(i)] += x;
+        if (rng.below(4) == 0) {  // the same range taken back, as a shrink then an extend
+          tree.add_deferred(l, r, -x);
+          for (int32_t i = l; i <= r; ++i) plain[static_cast<size_t>(i)] -= x;
+        }
+      }
+      tree.rebuild();
+      ASSERT_EQ(tree.root(), *std::max_element(plain.begin(), plain.end())) << "size " << size;
+    }
+    for (int32_t i = 0; i < size; ++i)
+      ASSERT_EQ(tree.leaf(i), plain[static_cast<size_t>(i)]) << "size " << size << " leaf " << i;
   }
 }
 

@@ -171,7 +171,7 @@ class Annealer {
         done = settings_.stop_when_feasible && (fits || fits_exactly());
         done = done || at_least_cost();
       } else {
-        undo(p);
+        state_.undo_last();
       }
     }
     r.iterations = it;
@@ -206,10 +206,16 @@ class Annealer {
                        : static_cast<int64_t>(std::ceil(static_cast<double>(iterations) * weight));
   }
 
-  double objective() const {
+  double objective() {
     const double peak =
         settings_.soft_peak_scale > 0 ? state_.soft_peak() : static_cast<double>(state_.peak());
-    return context_.objective(peak, state_.cost());
+    // A rotation leaves the cost as it was: its term (a pow) is computed once per cost.
+    const double cost = state_.cost();
+    if (cost != term_cost_) {
+      term_cost_ = cost;
+      cost_term_ = context_.objective.cost_term(cost);
+    }
+    return context_.objective.memory_term(peak) * cost_term_;
   }
 
   bool propose(Proposal& p) {
@@ -254,20 +260,6 @@ class Annealer {
         break;
       case Move::kRotate:
         state_.move(p.from, p.to);
-        break;
-    }
-  }
-  // The inverse mutation (§2.2: add and remove undo each other).
-  void undo(const Proposal& p) {
-    switch (p.move) {
-      case Move::kAdd:
-        state_.remove(p.to);
-        break;
-      case Move::kRemove:
-        state_.add(p.unit, p.from);
-        break;
-      case Move::kRotate:
-        state_.move(p.to, p.from);
         break;
     }
   }
@@ -364,24 +356,42 @@ class Annealer {
   int64_t simulated_moves_ = 0;  // the exact peak checks' moves (fits_exactly)
   const double degree_weight_ = degree_weight(units_);
   bool quenched_ = false;  // the convergence window fired once and the stage is cooling fast
+  double term_cost_ = std::numeric_limits<double>::quiet_NaN();  // the cost cost_term_ is of
+  double cost_term_ = 0;
 };
 
 }  // namespace
 
 double ObjectiveFunction::operator()(double peak, double cost) const {
+  return memory_term(peak) * cost_term(cost);
+}
+
+double ObjectiveFunction::memory_term(double peak) const {
   switch (kind) {
     case Objective::kProduct:
-      return std::max(budget, peak) * cost;
+      return std::max(budget, peak);
     case Objective::kStrict: {
       // L(x) = budget * (1 + x / 100): L(0) = budget, L(-100) = 0.
       const double x = 100.0 * (peak / budget - 1.0);
       const double elu = x > 0 ? x : std::expm1(x);
-      return budget * (1.0 + elu / 100.0) * std::pow(cost, cost_exponent);
+      return budget * (1.0 + elu / 100.0);
     }
     case Objective::kMemory:
       return peak;
   }
   return peak;
+}
+
+double ObjectiveFunction::cost_term(double cost) const {
+  switch (kind) {
+    case Objective::kProduct:
+      return cost;
+    case Objective::kStrict:
+      return std::pow(cost, cost_exponent);
+    case Objective::kMemory:
+      return 1;
+  }
+  return 1;
 }
 
 double move_weight(int32_t slots) {

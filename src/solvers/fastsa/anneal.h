@@ -34,7 +34,10 @@ struct ObjectiveFunction {
   // kStrict's cost exponent: the paper's 0.6, or 0 where only memory matters (the memory pass
   // of stage 1, fastsa.cc).
   double cost_exponent = 0.6;
+  // memory_term(peak) * cost_term(cost).
   double operator()(double peak, double cost) const;
+  double memory_term(double peak) const;
+  double cost_term(double cost) const;
 };
 
 struct StageSettings {

@@ -3,16 +3,21 @@
 // root. Only the global maximum is ever asked for, so lazy adds are never pushed down: a node
 // holds max(children) + its own pending add (the bottom-up, non-recursive variant), and one
 // range add touches two root-to-leaf paths. Nodes are {max, add} pairs so a sibling pair and its
-// parent sit in two cache lines.
+// parent sit in two cache lines. One mutation of the annealing makes a few range adds that mostly
+// share ends or cancel (a move shrinks a value's interval and extends it again): in the integer
+// tree they are deferred, merged into disjoint ranges and applied at once, and the ancestors of
+// all their ends are recomputed once each.
 // LogAddExpTree (Appendix C.2) is the same with log2(2^a + 2^b) in place of max: its root is a
 // smooth maximum that also sees the second-highest peaks. Values are doubles in scaled units.
 //   MaxAddTree tree(leaves);  tree.add(3, 7, 64);  int64_t peak = tree.max();
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 namespace remat::fastsa {
@@ -29,9 +34,12 @@ class RangeAddTree {
     nodes_.assign(2 * leaves.size(), Node{});
     for (int32_t i = 0; i < size_; ++i)
       nodes_[static_cast<size_t>(size_ + i)].value = leaves[static_cast<size_t>(i)];
+    height_ = std::bit_width(static_cast<uint32_t>(size_)) - 1;
     for (int32_t i = size_ - 1; i >= 1; --i) pull(i);
-    pending_.clear();
-    pending_.reserve(64);
+    ends_.clear();
+    ends_.reserve(64);
+    events_.clear();
+    events_.reserve(64);
   }
 
   int32_t size() const { return size_; }
@@ -44,52 +52,29 @@ class RangeAddTree {
     rebuild();
   }
 
-  // Batched form for one mutation's several interval updates: the adds are applied at once and
-  // the ancestors of all their end leaves are recomputed together by rebuild(), each shared
-  // ancestor once (the updates of one mutation mostly end at the same slot). root() is stale
-  // until rebuild().
+  // Batched form for one mutation's several interval updates: root() is stale until rebuild(),
+  // which applies the adds (integers: merged into disjoint ranges first; integer adds are exact,
+  // so the leaves are the same as one add at a time) and recomputes the ancestors of the ranges'
+  // end leaves, each once.
   void add_deferred(int32_t first, int32_t last, T x) {
     if (first > last) return;
-    int32_t l = first + size_, r = last + size_ + 1;
-    pending_.push_back(l);
-    if (r - 1 != l) pending_.push_back(r - 1);
-    // Branch-free: the parities of random ranges are coin flips, so every node on both borders
-    // gets an add, of zero where the range does not cover it (r - 1 is covered when r is odd).
-    while (l < r) {
-      const int32_t take_l = l & 1, take_r = r & 1;
-      apply(l, take_l ? x : T{});
-      apply(r - 1, take_r ? x : T{});
-      l = (l + take_l) >> 1;
-      r = (r - take_r) >> 1;
+    if constexpr (kMergeAdds) {
+      events_.push_back({first, x});
+      events_.push_back({last + 1, -x});
+    } else {
+      apply_range(first, last, x);
     }
   }
 
   void rebuild() {
-    if (pending_.empty()) return;
-    // Parents of a sorted list are sorted, so one sort and then adjacent duplicates per level.
-    // A mutation usually leaves a handful of end leaves: insertion sort, unless a unit with many
-    // inputs left many.
-    if (pending_.size() > 32) {
-      std::sort(pending_.begin(), pending_.end());
+    if constexpr (kMergeAdds) {
+      apply_events();  // ranges in slot order: their ends come sorted
+    } else if (ends_.size() > 32) {
+      std::sort(ends_.begin(), ends_.end());
     } else {
-      for (size_t i = 1; i < pending_.size(); ++i) {
-        const int32_t x = pending_[i];
-        size_t j = i;
-        for (; j > 0 && pending_[j - 1] > x; --j) pending_[j] = pending_[j - 1];
-        pending_[j] = x;
-      }
+      insertion_sort(ends_, [](int32_t e) { return e; });
     }
-    size_t count = pending_.size();
-    while (pending_[0] > 1) {
-      size_t kept = 0;
-      for (size_t k = 0; k < count; ++k) {
-        const int32_t parent = pending_[k] >> 1;
-        if (kept == 0 || pending_[kept - 1] != parent) pending_[kept++] = parent;
-      }
-      count = kept;
-      for (size_t k = 0; k < count; ++k) pull(pending_[k]);
-    }
-    pending_.clear();
+    pull_ancestors_of_ends();
   }
 
   // The value of one leaf (sum of the pending adds on its path); O(log n), for tests.
@@ -106,6 +91,86 @@ class RangeAddTree {
     T pending{};  // add applied to the whole subtree (read for internal nodes only)
   };
 
+  // Floating-point adds do not commute exactly: those are applied as they come, in order.
+  static constexpr bool kMergeAdds = std::is_integral_v<T>;
+  struct Event {
+    int32_t slot;  // the add starts here (x) or ends just before (-x)
+    T x;
+  };
+
+  template <class V, class Key>
+  static void insertion_sort(std::vector<V>& v, Key key) {
+    for (size_t i = 1; i < v.size(); ++i) {
+      const V x = v[i];
+      size_t j = i;
+      for (; j > 0 && key(v[j - 1]) > key(x); --j) v[j] = v[j - 1];
+      v[j] = x;
+    }
+  }
+
+  // Branch-free: the parities of random ranges are coin flips, so every node on both borders
+  // gets an add, of zero where the range does not cover it (r - 1 is covered when r is odd).
+  void apply_range(int32_t first, int32_t last, T x) {
+    int32_t l = first + size_, r = last + size_ + 1;
+    ends_.push_back(first);
+    if (last != first) ends_.push_back(last);
+    while (l < r) {
+      const int32_t take_l = l & 1, take_r = r & 1;
+      apply(l, take_l ? x : T{});
+      apply(r - 1, take_r ? x : T{});
+      l = (l + take_l) >> 1;
+      r = (r - take_r) >> 1;
+    }
+  }
+
+  // The deferred adds as a step function over the slots: sorted by slot, summed, and applied as
+  // one range per step where the sum is not zero.
+  void apply_events() {
+    if (events_.size() > 32) {
+      std::sort(events_.begin(), events_.end(),
+                [](const Event& a, const Event& b) { return a.slot < b.slot; });
+    } else {
+      insertion_sort(events_, [](const Event& e) { return e.slot; });
+    }
+    T sum{};
+    for (size_t k = 0; k < events_.size();) {
+      const int32_t slot = events_[k].slot;
+      for (; k < events_.size() && events_[k].slot == slot; ++k) sum += events_[k].x;
+      // After the last event the sum is back to zero; a step from `size_` covers no slot.
+      if (sum != T{} && k < events_.size() && slot < size_)
+        apply_range(slot, events_[k].slot - 1, sum);
+    }
+    events_.clear();
+  }
+
+  // Every ancestor of the end leaves, once each and after its children. With the ends sorted, a
+  // node above several of them is recomputed on the path of the last one: the path of end i
+  // stops below its lowest common ancestor with end i + 1, which lies bit_width(e_i ^ e_i+1)
+  // levels up (a repeated end adds nothing).
+  void pull_ancestors_of_ends() {
+    const size_t count = ends_.size();
+    for (size_t k = 0; k < count; ++k) {
+      const int32_t end = ends_[k];
+      const int32_t levels =
+          k + 1 < count
+              ? static_cast<int32_t>(std::bit_width(static_cast<uint32_t>(end ^ ends_[k + 1]))) - 1
+              : height_;
+      // The value just computed stays in a register: each level loads only the sibling (final
+      // by then) and the pending add, so the climb does not wait on its own stores. (Both
+      // combines are symmetric to the bit, so the order of the two children does not matter.)
+      int32_t node = end + size_;
+      T value = nodes_[static_cast<size_t>(node)].value;
+      for (int32_t level = 1; level <= levels; ++level) {
+        const T sibling = nodes_[static_cast<size_t>(node ^ 1)].value;
+        node >>= 1;
+        Node& n = nodes_[static_cast<size_t>(node)];
+        value = Combine{}(value, sibling) + n.pending;
+        n.value = value;
+      }
+    }
+    ends_.clear();
+  }
+
   // A leaf's pending add is never read (leaf() and pull() read internal nodes' only).
   void apply(int32_t i, T x) {
     Node& n = nodes_[static_cast<size_t>(i)];
@@ -120,8 +185,10 @@ class RangeAddTree {
   }
 
   int32_t size_ = 0;
+  int32_t height_ = 0;  // levels above the leaves
   std::vector<Node> nodes_;
-  std::vector<int32_t> pending_;  // end leaves of deferred adds; keeps its capacity
+  std::vector<int32_t> ends_;  // end leaves of applied adds; keeps its capacity
+  std::vector<Event> events_;  // deferred adds (integers); keeps its capacity
 };
 
 struct MaxOf {

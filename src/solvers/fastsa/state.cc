@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "remat/error.h"
@@ -55,22 +56,27 @@ SaState::SaState(const UnitTable& units, int32_t slots, std::span<const int32_t>
 // linear in slots and edges instead of one tree update per interval.
 void SaState::place_all(std::span<const int32_t> order) {
   const auto k = static_cast<int64_t>(order.size());
-  const auto slots = static_cast<size_t>(slots_);
-  std::vector<int64_t> live(slots + 1, 0);
   for (int64_t i = 0; i < k; ++i) {
     const auto t = static_cast<int32_t>((i + 1) * slots_ / (k + 1));
     REMAT_CHECK(is_nop(t), "fastsa: initial layout collision");
     const int32_t unit = order[static_cast<size_t>(i)];
-    slot_[static_cast<size_t>(t)] = unit;
-    occupied_pos_[static_cast<size_t>(t)] = static_cast<int32_t>(occupied_.size());
-    occupied_.push_back(t);
-    cost_ += units_->cost[static_cast<size_t>(unit)];
+    occupy(unit, t);
     // Slots ascend, so every list stays sorted.
     for (int32_t v : units_->inputs(unit)) uses_[static_cast<size_t>(v)].push_back(t);
     for (int32_t v : units_->outputs(unit)) productions_[static_cast<size_t>(v)].push_back(t);
   }
+  for (int32_t v = 0; v < units_->num_values(); ++v) refresh_first(v);
+  std::vector<int64_t> leaves;
+  std::vector<double> soft;
+  leaves_from_scratch(leaves, soft);
+  max_tree_.reset(leaves);
+  if (!soft.empty()) soft_tree_.reset(soft);
+}
+
+void SaState::leaves_from_scratch(std::vector<int64_t>& leaves, std::vector<double>& soft) const {
+  const auto slots = static_cast<size_t>(slots_);
+  std::vector<int64_t> live(slots + 1, 0);
   for (int32_t v = 0; v < units_->num_values(); ++v) {
-    refresh_first(v);
     const std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
     const int64_t size = units_->value_size[static_cast<size_t>(v)];
     for (size_t j = 0; j < prod.size() && size != 0; ++j) {
@@ -79,8 +85,8 @@ void SaState::place_all(std::span<const int32_t> order) {
       live[static_cast<size_t>(interval_end(v, prod[j], next)) + 1] -= size;
     }
   }
-  std::vector<int64_t> leaves(slots);
-  std::vector<double> soft(soft_scale_ > 0 ? slots : 0);
+  leaves.assign(slots, 0);
+  soft.assign(soft_scale_ > 0 ? slots : 0, 0.0);
   int64_t bytes = 0;
   for (size_t t = 0; t < slots; ++t) {
     bytes += live[t];
@@ -91,8 +97,20 @@ void SaState::place_all(std::span<const int32_t> order) {
       soft[t] =
           static_cast<double>(bytes + temp) * soft_scale_ - (unit == kNop ? kSoftNopOffset : 0);
   }
-  max_tree_.reset(leaves);
-  if (!soft.empty()) soft_tree_.reset(soft);
+}
+
+bool SaState::trees_match_rebuild() const {
+  std::vector<int64_t> leaves;
+  std::vector<double> soft;
+  leaves_from_scratch(leaves, soft);
+  for (int32_t t = 0; t < slots_; ++t) {
+    if (max_tree_.leaf(t) != leaves[static_cast<size_t>(t)]) return false;
+    if (!soft.empty() && std::abs(soft_tree_.leaf(t) - soft[static_cast<size_t>(t)]) >
+                             1e-6 * (1 + std::abs(soft[static_cast<size_t>(t)])))
+      return false;
+  }
+  // The root is the maximum over the leaves (a stale inner node would show here).
+  return max_tree_.root() == *std::max_element(leaves.begin(), leaves.end());
 }
 
 double SaState::soft_peak() const {
@@ -157,20 +175,42 @@ std::pair<int32_t, int32_t> SaState::move_range(int32_t from) const {
 }
 
 void SaState::add(int32_t unit, int32_t t) {
+  last_ = {.kind = Mutation::kAdd, .unit = unit, .to = t};
   add_deferred(unit, t);
   rebuild_trees();
 }
 
 void SaState::remove(int32_t t) {
+  last_ = {.kind = Mutation::kRemove, .unit = unit_at(t), .from = t};
   remove_deferred(t);
   rebuild_trees();
 }
 
 void SaState::move(int32_t from, int32_t to) {
   const int32_t unit = unit_at(from);
+  last_ = {.kind = Mutation::kMove, .unit = unit, .from = from, .to = to};
   remove_deferred(from);
   add_deferred(unit, to);
   rebuild_trees();
+}
+
+void SaState::undo_last() {
+  const LastMutation last = last_;
+  REMAT_CHECK(last.kind != Mutation::kNone, "fastsa: undo_last without a mutation to undo");
+  switch (last.kind) {
+    case Mutation::kAdd:
+      remove(last.to);
+      break;
+    case Mutation::kRemove:
+      add(last.unit, last.from);
+      break;
+    case Mutation::kMove:
+      move(last.to, last.from);
+      break;
+    case Mutation::kNone:
+      break;
+  }
+  last_ = {};
 }
 
 void SaState::add_deferred(int32_t unit, int32_t t) {
@@ -282,18 +322,14 @@ void SaState::refresh_first(int32_t v) {
   first.use = u.empty() ? kNoTime : u[0];
 }
 
-void SaState::place(int32_t unit, int32_t t) {
+void SaState::occupy(int32_t unit, int32_t t) {
   slot_[static_cast<size_t>(t)] = unit;
   occupied_pos_[static_cast<size_t>(t)] = static_cast<int32_t>(occupied_.size());
   occupied_.push_back(t);
   cost_ += units_->cost[static_cast<size_t>(unit)];
-  const int64_t temp = units_->temp[static_cast<size_t>(unit)];
-  max_tree_.add_deferred(t, t, kNopOffset + temp);
-  if (soft_scale_ > 0)
-    soft_tree_.add_deferred(t, t, kSoftNopOffset + static_cast<double>(temp) * soft_scale_);
 }
 
-void SaState::clear(int32_t t) {
+void SaState::vacate(int32_t t) {
   const int32_t unit = unit_at(t);
   const int32_t pos = occupied_pos_[static_cast<size_t>(t)];
   const int32_t last = occupied_.back();
@@ -303,6 +339,19 @@ void SaState::clear(int32_t t) {
   occupied_pos_[static_cast<size_t>(t)] = -1;
   slot_[static_cast<size_t>(t)] = kNop;
   cost_ -= units_->cost[static_cast<size_t>(unit)];
+}
+
+void SaState::place(int32_t unit, int32_t t) {
+  occupy(unit, t);
+  const int64_t temp = units_->temp[static_cast<size_t>(unit)];
+  max_tree_.add_deferred(t, t, kNopOffset + temp);
+  if (soft_scale_ > 0)
+    soft_tree_.add_deferred(t, t, kSoftNopOffset + static_cast<double>(temp) * soft_scale_);
+}
+
+void SaState::clear(int32_t t) {
+  const int32_t unit = unit_at(t);
+  vacate(t);
   const int64_t temp = units_->temp[static_cast<size_t>(unit)];
   max_tree_.add_deferred(t, t, -(kNopOffset + temp));
   if (soft_scale_ > 0)

@@ -7,7 +7,7 @@
 // times give the interval updates of §2.2.1 (extend, shrink, split, merge) as at most two range
 // adds, and the validity checks of §2.2 in O(1) (only the first production and first use matter).
 //   SaState s(units, 1 << 16, units.initial_order);
-//   if (s.can_add(u, t)) { s.add(u, t); ...; s.remove(t); }  // undo = the inverse mutation
+//   if (s.can_add(u, t)) { s.add(u, t); ...; s.undo_last(); }  // undo = the inverse mutation
 //   int64_t peak = s.peak();
 #pragma once
 
@@ -58,6 +58,13 @@ class SaState {
   void add(int32_t unit, int32_t t);
   void remove(int32_t t);
   void move(int32_t from, int32_t to);  // remove at `from`, add the same unit at `to`
+  // Undoes the last add, remove or move by the inverse mutation (§2.2).
+  void undo_last();
+
+  // Whether every leaf of the trees equals its value computed from scratch (the live bytes of
+  // each value's productions and uses, plus the temps): the invariant the incremental updates
+  // keep. O(slots + edges), for tests.
+  bool trees_match_rebuild() const;
 
   // Units in slot order, nops left out.
   std::vector<int32_t> sequence() const;
@@ -78,6 +85,11 @@ class SaState {
   void place(int32_t unit, int32_t t);
   void place_all(std::span<const int32_t> order);
   void clear(int32_t t);
+  // The slot bookkeeping of place and clear (slots, occupied slots, cost), without the trees.
+  void occupy(int32_t unit, int32_t t);
+  void vacate(int32_t t);
+  // The leaves of the max tree and the log-add-exp tree from the slots and times alone.
+  void leaves_from_scratch(std::vector<int64_t>& leaves, std::vector<double>& soft) const;
 
   const UnitTable* units_;
   int32_t slots_ = 0;
@@ -96,6 +108,14 @@ class SaState {
   };
   std::vector<FirstTimes> first_;
   void refresh_first(int32_t v);
+  enum class Mutation { kNone, kAdd, kRemove, kMove };
+  struct LastMutation {
+    Mutation kind = Mutation::kNone;
+    int32_t unit = kNop;
+    int32_t from = -1;  // kRemove, kMove
+    int32_t to = -1;    // kAdd, kMove
+  };
+  LastMutation last_;
   MaxAddTree max_tree_;
   LogAddExpTree soft_tree_;
   double soft_scale_ = 0;
