@@ -796,12 +796,32 @@ class _RunGraph:
         for v, value in enumerate(self.values):
             if "alias_of" in value and v in outside:
                 outside.add(value["alias_of"])
+        inner = set()
         for v, i in producer.items():
             if v not in outside and not self.values[v].get("output") \
                     and len(groups[group_of[i]]) > 1:
                 self.values[v]["size"] = 0
+                inner.add(v)
         return remat.Graph.build(f"{name} as partitioned", self.values,
-                                 [node for _, node in self.steps])
+                                 self._inlined(producer, inner))
+
+    def _inlined(self, producer, inner):
+        """The steps, each reading also what the inner values it reads are made from (those of
+        its fusion group, transitively): an inner value is computed in the kernel that reads it,
+        so what it is made from lives until that kernel runs, however far from its maker."""
+        nodes = []
+        for _, node in self.steps:
+            inputs, stack = list(node["inputs"]), [v for v in node["inputs"] if v in inner]
+            seen = set(inputs)
+            while stack:
+                for u in self.steps[producer[stack.pop()]][1]["inputs"]:
+                    if u not in seen:
+                        seen.add(u)
+                        inputs.append(u)
+                        if u in inner:
+                            stack.append(u)
+            nodes.append(dict(node, inputs=inputs))
+        return nodes
 
 
 def _evaluate(graph, sequence):
