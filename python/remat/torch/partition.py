@@ -590,17 +590,19 @@ def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None, group_of=No
     backward = [n for n in graph.nodes if n.op == "call_function" and n.name not in forward]
     chains = _backward_chains(backward, forward, fwd_outputs)
     rewired = 0
-    group_of = group_of or {}
     shared = {}  # fusion group -> its copies
     position = {n: k for k, n in enumerate(backward)}
-    nearby = (None, {})  # the last reader in no group, and its copies
+    nearby = (None, {})  # the last matmul (say) reading a copy, and its copies
     for reader in backward:
         # Each kernel its own: Inductor inlines a pointwise chain into each kernel reading it.
-        # Readers in no group (a matmul) a few calls apart share theirs (all are stored).
-        group = _kernel_of(reader, group_of)
+        # Calls a compiler does not fuse (a matmul, or a view for one) a few calls apart share
+        # theirs (each is stored for such a call anyway).
+        group = None if group_of is None else _kernel_of(reader, group_of)
+        copies = {}
         if group is not None:
             copies = shared.setdefault(group, {})
-        elif any(v in chains for v in reader.all_input_nodes):
+        elif group_of is not None and (effects.is_view(reader) or not _fusible_call(reader)) \
+                and any(v in chains for v in reader.all_input_nodes):
             last, copies = nearby
             if last is None or position[reader] - position[last] > NEARBY_CALLS:
                 copies = {}
