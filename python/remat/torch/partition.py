@@ -95,22 +95,14 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         fuse = solver != "mincut"
     default = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=fuse)
     base_peak = remat.baseline(default.graph)[0]
+    # A fraction is of the default schedule's activation memory (nothing recomputed).
+    asked = activation_budget_bytes(default.graph, budget, default.input_bytes)
     planned_module, joint = joint_module, default
     if fuse:
-        rewritten = copy.deepcopy(joint_module)
-        groups = [([n.name for n in members], node["phase"])
-                  for members, node in zip(default.node_fx, default.nodes) if len(members) > 1]
-        group_of = {name: g for g, (names, _) in enumerate(groups) for name in names}
-        if split_statistic_tails(rewritten, [names for names, phase in groups
-                                             if phase == "forward"], num_fwd_outputs) \
-                + fuse_pointwise_recomputation(rewritten, num_fwd_outputs, group_of) \
-                + sink_backward_views(rewritten, num_fwd_outputs):
-            planned_module = rewritten
-            joint = JointGraph(rewritten, num_fwd_outputs, backward_start=True, fuse=fuse)
+        planned_module, joint = _rewritten(joint_module, default, num_fwd_outputs,
+                                           None if asked is None else asked + default.input_bytes)
     graph = joint.graph
     lower = remat.memory_lower_bound(graph)
-    # A fraction is of the default schedule's activation memory (nothing recomputed).
-    asked = activation_budget_bytes(default.graph, budget, joint.input_bytes)
     if isinstance(budget, str) and budget.strip().lower() == "min":
         asked = lower - joint.input_bytes
     solve_budget = max(1, sum(graph.value(v)["size"] for v in range(graph.num_values)))
@@ -150,6 +142,36 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
 
 
 partition.last = None
+
+
+def _rewritten(joint_module, default, num_fwd_outputs, budget):
+    """(module, JointGraph) `partition` plans with `fuse`: a copy of `joint_module` after
+    split_statistic_tails, fuse_pointwise_recomputation and sink_backward_views (`joint_module`
+    and `default`, its JointGraph, where they change nothing). The copies of a chain that calls
+    no compiler fuses (matmuls) read are shared among those a few calls apart, which recomputes
+    less but holds each copy longer: not where that graph cannot meet `budget` (bytes, inputs
+    included) when the graph with a copy per such call can."""
+    groups = [([n.name for n in members], node["phase"])
+              for members, node in zip(default.node_fx, default.nodes) if len(members) > 1]
+    group_of = {name: g for g, (names, _) in enumerate(groups) for name in names}
+    forward_groups = [names for names, phase in groups if phase == "forward"]
+    found = None
+    for share_nearby in (True, False):
+        rewritten = copy.deepcopy(joint_module)
+        # Views first, so that the copies a view reads are made where it is read.
+        if not (split_statistic_tails(rewritten, forward_groups, num_fwd_outputs)
+                + sink_backward_views(rewritten, num_fwd_outputs)
+                + fuse_pointwise_recomputation(rewritten, num_fwd_outputs, group_of,
+                                               share_nearby)
+                + sink_backward_views(rewritten, num_fwd_outputs)):
+            return joint_module, default
+        joint = JointGraph(rewritten, num_fwd_outputs, backward_start=True, fuse=True)
+        lower = remat.memory_lower_bound(joint.graph)
+        if found is None or lower < found[2]:
+            found = (rewritten, joint, lower)
+        if budget is None or lower <= budget:
+            break
+    return found[0], found[1]
 
 
 def _greedy_members(graph, backward_start, budget, result, work_limit, time_limit, seed):
@@ -566,7 +588,8 @@ def _call_of(n):
     return n.args[0] if n.op == "call_function" and n.target is operator.getitem else n
 
 
-def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None, group_of=None):
+def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None, group_of=None,
+                                 share_nearby=True):
     """Gives the backward its own copy of each forward pointwise chain whose result it reads,
     in place, as Inductor recomputes such a chain in the backward kernel that reads it (or, for
     a matmul reading it, in the kernel just before): the result need not be saved, and the copy
@@ -583,7 +606,8 @@ def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None, group_of=No
     copies (meta["remat_recomputes"]): partition_stats counts it as a recomputation when the
     forward runs that call. The readers of one backward fusion group (`group_of`: fx call name ->
     its group, as JointGraph fuses the graph) share their copies, as its kernel computes each
-    value once. Returns the number of reads rewired."""
+    value once; with `share_nearby`, calls no compiler fuses share them too (_copies_for).
+    Returns the number of reads rewired."""
     graph = joint_module.graph
     forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
     fwd_outputs = set(_compat.joint_outputs(joint_module, num_fwd_outputs)[0])
@@ -592,21 +616,10 @@ def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None, group_of=No
     rewired = 0
     shared = {}  # fusion group -> its copies
     position = {n: k for k, n in enumerate(backward)}
-    nearby = (None, {})  # the last matmul (say) reading a copy, and its copies
+    recent = []  # (position of a reader, its copies)
     for reader in backward:
-        # Each kernel its own: Inductor inlines a pointwise chain into each kernel reading it.
-        # Calls a compiler does not fuse (a matmul, or a view for one) a few calls apart share
-        # theirs (each is stored for such a call anyway).
-        group = None if group_of is None else _kernel_of(reader, group_of)
-        copies = {}
-        if group is not None:
-            copies = shared.setdefault(group, {})
-        elif group_of is not None and (effects.is_view(reader) or not _fusible_call(reader)) \
-                and any(v in chains for v in reader.all_input_nodes):
-            last, copies = nearby
-            if last is None or position[reader] - position[last] > NEARBY_CALLS:
-                copies = {}
-            nearby = (reader, copies)
+        copies = _copies_for(reader, group_of, shared, recent if share_nearby else None,
+                             chains, position)
         for v in reader.all_input_nodes:
             chain = chains.get(v)
             if chain is None:
@@ -624,7 +637,34 @@ def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None, group_of=No
 
 
 MAX_COPIED_CHAIN = 32
-NEARBY_CALLS = 8
+NEARBY_CALLS = 16
+
+
+def _copies_for(reader, group_of, shared, recent, chains, position):
+    """The copies (forward node -> its copy) backward call `reader` reads, for
+    fuse_pointwise_recomputation: each kernel its own, as Inductor inlines a pointwise chain into
+    each kernel reading it (without `group_of`, each reader its own). The readers of one fusion
+    group share theirs. With `recent` (None: not), a call no compiler fuses with them (a matmul,
+    or a view for one) shares those of a reader of the same chain at most NEARBY_CALLS calls
+    before it (the matmul's is stored anyway), as does a group whose first reader it is."""
+    if group_of is None:
+        return {}
+    group = _kernel_of(reader, group_of)
+    if group in shared:
+        return shared[group]
+    needed = {n for v in reader.all_input_nodes if v in chains for n in chains[v]}
+    if not needed:
+        return {}  # it reads no copy
+    if recent is None or (group is None and _fusible_call(reader)
+                          and not effects.is_view(reader)):
+        return {} if group is None else shared.setdefault(group, {})
+    here = position[reader]
+    copies = next((c for at, c in reversed(recent) if here - at <= NEARBY_CALLS
+                   and needed.intersection(c)), {})
+    recent.append((here, copies))
+    if group is not None:
+        shared[group] = copies
+    return copies
 
 
 def _kernel_of(reader, group_of):
