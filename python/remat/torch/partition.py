@@ -82,12 +82,13 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     no memory there either; `compiler` (Inductor passes "inductor") neither. With `fuse` (None:
     for every solver but "mincut", which models fusion itself from the op kinds) each chain of
     calls a compiler fuses into one kernel is one remat node (JointGraph): its inner values are
-    not stored, as in the compiled step; and the backward gets its own copies of the forward's
-    pointwise chains it reads (fuse_pointwise_recomputation), as Inductor recomputes them in
-    the backward's kernels (a fraction budget stays a share of the activation memory without
-    them). `work_limit`: work units, None for remat's default, or a
-    function of the remat graph giving them (scaled_work_limit). Other keywords are the solver's
-    parameters."""
+    not stored, as in the compiled step; the values a chain makes from its statistics are chains
+    of their own (split_statistic_tails), so a plan may keep a statistic and make them again;
+    and the backward gets its own copies of the forward's pointwise chains it reads
+    (fuse_pointwise_recomputation), as Inductor recomputes them in the backward's kernels (a
+    fraction budget stays a share of the activation memory without them). `work_limit`: work
+    units, None for remat's default, or a function of the remat graph giving them
+    (scaled_work_limit). Other keywords are the solver's parameters."""
     start = time.perf_counter()
     joint_module.graph.eliminate_dead_code()
     merge_common_subexpressions(joint_module)
@@ -457,9 +458,12 @@ def split_statistic_tails(joint_module, groups, num_fwd_outputs=None):
 
     `groups`: the forward fusion groups (fx call names) as JointGraph fuses the graph. A value's
     copy runs the group's pointwise calls and views it needs, back to the statistics, the
-    group's inputs and the values of the group read outside it that no statistic went into; it
-    is placed before the first reader outside the group, which reads it instead (a backward
-    reader gets a backward copy). Returns the number of values copied."""
+    group's inputs, the values of the group read outside it that no statistic went into and the
+    copies of earlier values; it is placed after what it reads, and the readers outside the
+    group read it instead. A value only the backward reads (and no copied value is made from)
+    is copied only where its copy reads statistics, graph inputs and values the backward reads
+    anyway: the copy is a backward call, and would otherwise hold what it reads into the
+    backward where a plan might not. Returns the number of values copied."""
     graph = joint_module.graph
     by_name = {n.name: n for n in graph.nodes}
     outputs = {o for o in _compat.tree_flatten(
@@ -806,6 +810,7 @@ def _copy_into(graph, n, copies):
         masked.meta["remat_part_of_copy"] = True  # simulate_partition: `made` is the dropout
         n = n.args[0]
     made.meta["remat_recomputes"] = n.meta.get("remat_recomputes", n.name)
+    made.meta.pop(STATISTIC_TAIL, None)  # in the backward it fuses with its readers' chains
     return made
 
 
@@ -1386,7 +1391,8 @@ def fusion_groups(calls, is_fusible, may_join=None):
     phase whose result it reads, as Inductor fuses a consumer with its producers, unless that
     would make a group that reads (through other groups) what it makes itself: then the two
     could not run as one step. A view of a value made outside any group starts none (a backward
-    that reads the view gets its storage saved and makes the view again, as a step of its own)."""
+    that reads the view gets its storage saved and makes the view again, as a step of its own).
+    With `may_join(fx call, producer fx call)`, a call joins only the groups it may."""
     producer = {v: i for i, (_, node) in enumerate(calls) for v in node["outputs"]}
     group = list(range(len(calls)))  # call -> its group's id (the id of one of its calls)
     members = {i: [i] for i in range(len(calls))}
