@@ -1,20 +1,27 @@
-"""`auto`'s CPU seconds and plan quality against its work limit, on graphs of about 250 to 10,000
+"""`auto`'s CPU seconds and plan quality against its work limit, on graphs of about 250 to 100,000
 nodes: the default work limit beside larger ones, side by side in one run.
 
     ./scripts/python bench/auto_speed_bench.py [--results] [--remat build/src/remat] \
         [--budget 50] [--work-limits 60,240] [--graphs NAME,...] [--repeat] [--progress] \
-        [--search 20 [--fastsa-alone]]
+        [--search 20 [--fastsa-alone]] [--models mobilenet_v2,gpt4,...] [--graph-cache DIR]
 
 Graphs: tests/data/resnet18_b32_i128.json, tests/data/blocks/{hf_gpt2,hf_llama,hf_t5}.json, and
 `remat gen joint` / `remat gen random-layered` graphs of 1,000, 2,500 and 10,000 nodes (written to
-a temporary folder; `--graphs` picks by name). Per graph and work limit: the CPU seconds of the
-`remat solve --solver auto` process (reading the graph included), the work units it spent, why it
-stopped, status, peak and CI (% of the default schedule, from the simulator as `remat solve
---json` prints them) and the member whose plan won. The time limit is the CLI's backstop for the
-largest work limit, so every run stops on work or convergence, never on the clock.
+a temporary folder; `--graphs` picks by name); the 100,000-node ones (joint_100000,
+random-layered_100000: minutes each) only when `--graphs` names them. `--models` traces
+bench/models_bench.py's models (torchvision's and the GPT example, batch 32, images 128 x 128,
+with remat.torch on this machine; `--graph-cache` keeps the traces as models_bench's does) and adds
+them under their names. Per graph and work limit: the CPU seconds of the `remat solve --solver
+auto` process (reading the graph included), its peak resident memory (ru_maxrss), the work units
+it spent, why it stopped, status, peak and CI (% of the default schedule, from the simulator as
+`remat solve --json` prints them) and the member whose plan won. The time limit is the CLI's
+backstop for the largest work limit, so every run stops on work or convergence, never on the
+clock. `--budget-for NAME=PCT,...` solves those graphs at another budget (a graph where the
+default budget is below every plan any member finds).
 
-Bars (issue: planning speed, time given is time used): CPU ≤ 3 s up to 1,000 nodes and ≤ 20 s at
-10,000 nodes with the default limit; with a larger limit a CI no worse (`ci ≤ default` column).
+Bars (issue: planning speed, time given is time used): CPU ≤ 3 s up to 1,000 nodes, ≤ 20 s at
+10,000 nodes and ≤ 300 s (and 2 GB of memory) at 100,000 with the default limit; with a larger
+limit a CI no worse (`ci ≤ default` column).
 `--fastsa-alone` (with `--search`) runs FastSA alone at its own defaults beside the default `auto`
 and says whether `auto`'s plan is no worse (its cold run has quick settings, so this is measured,
 not guaranteed). `--repeat` runs each larger limit twice and checks the plan is the same
@@ -25,8 +32,8 @@ limit.
 
 import argparse
 import json
+import math
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -44,18 +51,16 @@ FILES = {
 }
 GENERATED = [("joint", 1000), ("joint", 2500), ("joint", 10000), ("random-layered", 1000),
              ("random-layered", 2500), ("random-layered", 10000)]
-
-
-def child_cpu():
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
+# Minutes each: run only when --graphs names them.
+LARGE = [("joint", 100000), ("random-layered", 100000)]
+RSS_BAR_MB = 2048  # the planner's memory on a 100,000-node graph
 
 
 def graph_paths(binary, directory, wanted):
     paths = dict(FILES)
-    for kind, nodes in GENERATED:
+    for kind, nodes in GENERATED + LARGE:
         name = f"{kind}_{nodes}"
-        if wanted and name not in wanted:
+        if (wanted and name not in wanted) or (not wanted and (kind, nodes) in LARGE):
             continue
         path = os.path.join(directory, f"{name}.json")
         subprocess.run([binary, "gen", kind, "--nodes", str(nodes), "--seed", "1", "-o", path],
@@ -64,24 +69,65 @@ def graph_paths(binary, directory, wanted):
     return {k: v for k, v in paths.items() if not wanted or k in wanted}
 
 
+# Runs argv[2:] and writes its CPU seconds and peak resident memory (KB) to the file argv[1]. A
+# child forked from this bench starts with the bench's resident memory as its peak (torch makes it
+# a gigabyte); a grandchild forked from this small interpreter does not.
+RUSAGE_WRAPPER = """import os, sys
+pid = os.spawnv(os.P_NOWAIT, sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(f"{usage.ru_utime + usage.ru_stime} {usage.ru_maxrss}")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_child(command):
+    """Runs `command`; returns its exit code, stdout, stderr, CPU seconds and peak resident memory
+    in MB, its own (RUSAGE_WRAPPER)."""
+    with tempfile.NamedTemporaryFile("r") as usage:
+        done = subprocess.run([sys.executable, "-c", RUSAGE_WRAPPER, usage.name, *command],
+                              capture_output=True, text=True)
+        figures = usage.read().split()  # none when the command could not start
+        cpu, rss_kb = (float(x) for x in figures) if figures else (0.0, 0.0)
+    return done.returncode, done.stdout, done.stderr, cpu, rss_kb / 1024
+
+
 def solve(binary, path, budget, work_limit, time_limit, solver="auto", params=()):
-    before = child_cpu()
     command = [binary, "solve", path, "--solver", solver, "--budget", f"{budget}%", "--json",
                "--work-limit", str(work_limit), "--time-limit", str(time_limit)]
     for p in params:
         command += ["--param", p]
-    done = subprocess.run(command, capture_output=True, text=True)
-    cpu = child_cpu() - before
-    if done.returncode != 0:
-        lines = done.stderr.strip().splitlines()
-        return {"error": lines[-1] if lines else f"exit {done.returncode}", "cpu": cpu}
-    plan = json.loads(done.stdout)
+    code, stdout, stderr, cpu, rss = run_child(command)
+    if code != 0:
+        lines = stderr.strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit {code}", "cpu": cpu, "rss": rss}
+    plan = json.loads(stdout)
     stats = plan["stats"]
     return {"status": plan["status"], "peak": plan["peak_percent_of_baseline"],
-            "ci": plan["cost_increase_percent"], "cpu": cpu, "work": stats.get("work", 0),
+            "ci": plan["cost_increase_percent"], "cpu": cpu, "rss": rss,
+            "work": stats.get("work", 0),
             "stop": stats.get("stop_reason", "?"), "sequence": plan.get("sequence"),
             "winner": stats.get("lists", {}).get("auto_winner", [solver])[0],
             "series": stats.get("series", {}), "nodes": plan.get("nodes")}
+
+
+def traced_models(names, directory, cache):
+    """bench/models_bench.py's models `names`, traced here (batch 32, images 128 x 128; reloaded
+    from `cache` when given and traced by the same tracer) and written to `directory`."""
+    if not names:
+        return {}
+    import remat
+    import models_bench
+    settings = argparse.Namespace(batch=32, image=128, vit_image=128, graph_cache=cache)
+    table = models_bench.model_table(settings.image, settings.batch, settings.vit_image)
+    paths = {}
+    for name in names:
+        if name not in table:
+            raise SystemExit(f"--models: '{name}' is not one of {', '.join(table)}")
+        path = os.path.join(directory, f"{name}.json")
+        remat.save(models_bench.load_or_trace(name, table[name], settings), path)
+        paths[name] = path
+    return paths
 
 
 def node_count(path):
@@ -91,7 +137,7 @@ def node_count(path):
 
 def row(name, nodes, limit, r, default):
     if "error" in r:
-        return f"| {name} | {nodes} | {limit:g} | error: {r['error']} | | | | | | | |"
+        return f"| {name} | {nodes} | {limit:g} | error: {r['error']} | | | | | | | | |"
     no_worse = ""
     if default is not None and "error" not in default and limit != default["limit"]:
         same_status = (r["status"] == "over-budget") == (default["status"] == "over-budget")
@@ -103,8 +149,9 @@ def row(name, nodes, limit, r, default):
             no_worse = "yes" if better else "**no**"
         else:
             no_worse = "**no**"
-    return (f"| {name} | {nodes} | {limit:g} | {r['cpu']:.2f} | {r['work']:.2f} | {r['stop']} | "
-            f"{r['status']} | {r['peak']:.1f} | {r['ci']:+.2f} | {r['winner']} | {no_worse} |")
+    return (f"| {name} | {nodes} | {limit:g} | {r['cpu']:.2f} | {r['rss']:.0f} | {r['work']:.2f} | "
+            f"{r['stop']} | {r['status']} | {r['peak']:.1f} | {r['ci']:+.2f} | {r['winner']} | "
+            f"{no_worse} |")
 
 
 def cell(r):
@@ -125,37 +172,53 @@ def score(r):
 
 
 def speed_bar(nodes):
-    """The issue's CPU bar for the default `auto` at this size (seconds), or None above it."""
+    """The issue's CPU bar for the default `auto` at this size (seconds)."""
     return 3.0 if nodes <= 1000 else 20.0 if nodes <= 10000 else 300.0
+
+
+def memory_bar(nodes):
+    """The issue's bar on the planner's memory (MB): 2 GB on graphs above 10,000 nodes."""
+    return RSS_BAR_MB if nodes > 10000 else None
+
+
+def search_limit(search, default):
+    """The search's work limit: `search`, or twice the work the default spent where that is more
+    (a search with less work than the default is no search)."""
+    spent = default.get("work", 0) if default else 0
+    return max(search, float(math.ceil(2 * spent)))
 
 
 def search_summary(rows, search):
     alone = any(a is not None for *_, a in rows)
-    print(f"\nThe default against a {search:g}-unit search (`anytime=true` at {search:g} units), "
+    print(f"\nThe default against a {search:g}-unit search (`anytime=true` at {search:g} units, "
+          "or twice the default's work where that is more), "
           "per graph: the default's CPU seconds against the bar (3 s up to 1,000 nodes, 20 s up "
-          "to 10,000) and its CI gap to the search (bar: 1 point)" +
+          f"to 10,000, 300 s above, where its resident memory must also stay within "
+          f"{RSS_BAR_MB} MB) and its CI gap to the search (bar: 1 point)" +
           ("; beside them FastSA alone at its own defaults and the same work limit, and whether "
            "`auto`'s plan is no worse than it" if alone else "") + ".\n")
     extra_head = (" FastSA alone CI % | FastSA alone CPU s | auto ≤ FastSA alone |" if alone
                   else "")
-    print("| graph | nodes | default CPU s | bar s | default CI % | search CI % | gap (points) "
-          "| bars met |" + extra_head)
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |" +
+    print("| graph | nodes | default CPU s | bar s | default RSS MB | default CI % | search CI % "
+          "| gap (points) | bars met |" + extra_head)
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |" +
           (" ---: | ---: | --- |" if alone else ""))
     for name, nodes, default, searched, fastsa in rows:
         if "error" in default or "error" in searched:
-            print(f"| {name} | {nodes} | | | | | | error |" + (" | | |" if alone else ""))
+            print(f"| {name} | {nodes} | | | | | | | error |" + (" | | |" if alone else ""))
             continue
         same = (default["status"] == "over-budget") == (searched["status"] == "over-budget")
         gap = default["ci"] - searched["ci"] if same else float("nan")
-        met = default["cpu"] <= speed_bar(nodes) and same and gap <= 1.0
+        rss_ok = memory_bar(nodes) is None or default["rss"] <= memory_bar(nodes)
+        met = default["cpu"] <= speed_bar(nodes) and rss_ok and same and gap <= 1.0
         extra = ""
         if fastsa is not None:
             no_worse = score(default) <= score(fastsa)
             extra = (f" {cell(fastsa)} | {fastsa['cpu']:.2f} | "
                      f"{'yes' if no_worse else '**no**'} |")
         print(f"| {name} | {nodes} | {default['cpu']:.2f} | {speed_bar(nodes):g} | "
-              f"{cell(default)} | {cell(searched)} | {gap:+.2f} | {'yes' if met else '**no**'} |"
+              f"{default['rss']:.0f} | {cell(default)} | {cell(searched)} | {gap:+.2f} | "
+              f"{'yes' if met else '**no**'} |"
               + extra)
 
 
@@ -227,6 +290,14 @@ def main():
                         help="print the best plan over the work spent, largest limit")
     parser.add_argument("--extra", default="",
                         help="more graphs, NAME=PATH,... (e.g. models_bench's --graph-cache files)")
+    parser.add_argument("--models", default="",
+                        help="bench/models_bench.py's models to trace here and add (e.g. "
+                        "mobilenet_v2,gpt4,regnet_y_400mf; needs the remat Python package)")
+    parser.add_argument("--graph-cache", default=None, metavar="DIR",
+                        help="with --models: keep the traced graphs here (as models_bench's "
+                        "--graph-cache) and reload them on later runs")
+    parser.add_argument("--budget-for", default="",
+                        help="NAME=PCT,...: these graphs at this budget instead of --budget")
     parser.add_argument("--search", type=float, default=0,
                         help="also run `auto` with anytime=true at this work limit per graph and "
                         "compare the first limit's plan and CPU seconds to it (the issue: 60)")
@@ -250,49 +321,60 @@ def main():
             parser.error(f"--extra: '{item}' is not NAME=PATH")
         name, path = item.split("=", 1)
         extra[name] = path
+    budget_for = {}
+    for item in filter(None, args.budget_for.split(",")):
+        if "=" not in item:
+            parser.error(f"--budget-for: '{item}' is not NAME=PCT")
+        name, pct = item.split("=", 1)
+        budget_for[name] = float(pct)
     limits = [float(x) for x in args.work_limits.split(",")]
     wanted = [g for g in args.graphs.split(",") if g]
     time_limit = 10 * max(limits) + 10
 
     with tempfile.TemporaryDirectory() as tmp, \
             bench_results.recorded("auto_speed_bench", args.results):
-        paths = graph_paths(args.remat, tmp, wanted) | extra
+        models = traced_models([m for m in args.models.split(",") if m], tmp, args.graph_cache)
+        paths = graph_paths(args.remat, tmp, wanted) | extra | models
         if wanted == ["none"]:  # the curve alone
             paths = {}
         curve_names = [g for g in args.curve_graphs.split(",") if g]
-        print(f"`auto` at {args.budget:g} % of the default schedule's peak; CPU seconds of the "
-              f"`remat solve` process; work limits {', '.join(f'{x:g}' for x in limits)} "
-              f"(time limit {time_limit:g} s, never reached).\n")
-        print("| graph | nodes | work limit | CPU s | work | stopped | status | peak % | CI % | "
-              "winner | ≤ default |")
-        print("| --- | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | --- | --- |")
+        print(f"`auto` at {args.budget:g} % of the default schedule's peak" +
+              "".join(f", {n} at {b:g} %" for n, b in budget_for.items()) +
+              "; CPU seconds and peak resident memory (RSS) of the `remat solve` process; work "
+              f"limits {', '.join(f'{x:g}' for x in limits)} (time limit {time_limit:g} s, never "
+              "reached).\n")
+        print("| graph | nodes | work limit | CPU s | RSS MB | work | stopped | status | peak % | "
+              "CI % | winner | ≤ default |")
+        print("| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | --- | --- |")
         progress = []
         mismatches = []
         searched = []
         for name, path in paths.items():
             nodes = node_count(path)
+            budget = budget_for.get(name, args.budget)
             default = None
             for limit in limits:
-                r = solve(args.remat, path, args.budget, limit, time_limit)
+                r = solve(args.remat, path, budget, limit, time_limit)
                 r["limit"] = limit
                 if default is None:
                     default = r
                 print(row(name, nodes, limit, r, default), flush=True)
                 if args.repeat and limit != limits[0] and "error" not in r:
-                    again = solve(args.remat, path, args.budget, limit, time_limit)
+                    again = solve(args.remat, path, budget, limit, time_limit)
                     if again.get("sequence") != r["sequence"]:
                         mismatches.append(f"{name} at {limit:g}")
                 if limit == max(limits) and "error" not in r:
                     progress.append((name, r))
             if args.search:
-                r = solve(args.remat, path, args.budget, args.search, 10 * args.search + 10,
+                search = search_limit(args.search, default)
+                r = solve(args.remat, path, budget, search, 10 * search + 10,
                           params=["anytime=true"])
-                r["limit"] = args.search
-                print(row(name, nodes, args.search, r, default).replace(
-                    f"| {args.search:g} |", f"| {args.search:g} (search) |", 1), flush=True)
+                r["limit"] = search
+                print(row(name, nodes, search, r, default).replace(
+                    f"| {search:g} |", f"| {search:g} (search) |", 1), flush=True)
                 alone = None
                 if args.fastsa_alone:
-                    alone = solve(args.remat, path, args.budget, limits[0], time_limit,
+                    alone = solve(args.remat, path, budget, limits[0], time_limit,
                                   solver="fastsa")
                     alone["limit"] = limits[0]
                     print(row(name, nodes, limits[0], alone, None).replace(
@@ -311,7 +393,7 @@ def main():
                 print_progress(name, r)
         if args.curve:
             every = graph_paths(args.remat, tmp, curve_names) | extra
-            curve(args.remat, every, curve_names, args.budget,
+            curve(args.remat, every | models, curve_names, args.budget,
                   [float(x) for x in args.curve.split(",")], args.curve_time_cap)
 
 

@@ -586,6 +586,7 @@ def test_simulate_partition_holds_only_the_returned_copy_of_a_gradient_to_the_en
     bw.recompile()
     assert simulate_partition(joint, fw, bw, outputs).activation_bytes == before
 
+
 class NormSoftmaxMLP(nn.Module):
     def __init__(self):
         super().__init__()

@@ -120,11 +120,10 @@ def test_common_subexpressions_merged_only_when_pure():
     assert not torch.equal(after[2], after[3])
 
 
-def test_the_greedy_plan_recomputes_the_step_giving_most_memory_per_cost():
+def test_the_greedy_solver_recomputes_the_step_giving_most_memory_per_cost():
     # a (cheap to make) and b (dear) are both read by the backward: making a again before its
     # backward reader lowers the peak as much as making b again, at a thousandth of the cost.
     import remat
-    from remat.torch.greedy import greedy_plan
 
     sizes = [("x", 1), ("a", 100), ("b", 100), ("loss", 1), ("start", 0), ("grad_b", 100),
              ("grad_a", 1)]
@@ -136,10 +135,11 @@ def test_the_greedy_plan_recomputes_the_step_giving_most_memory_per_cost():
              {"name": "start", "cost": 0, "inputs": [3], "outputs": [4], "recomputable": False},
              {"name": "grad_b", "cost": 1, "inputs": [2, 4], "outputs": [5]},
              {"name": "grad_a", "cost": 1, "inputs": [1, 5], "outputs": [6]}]
+    for i, node in enumerate(nodes):
+        node["phase"] = "forward" if i < 3 else "backward"
     graph = remat.Graph.build("two activations", values, nodes)
     default = remat.simulate(graph, remat.default_schedule(graph))
-    sequence, evaluation = greedy_plan(graph, remat.default_schedule(graph),
-                                       default.peak_bytes - 1, backward_start=3)
-    assert sequence == [0, 1, 2, 3, 4, 0, 5]
-    assert evaluation.peak_bytes == default.peak_bytes - 99
-    assert evaluation.cost == default.cost + 1
+    result = remat.solve(graph, default.peak_bytes - 1, "greedy")
+    assert list(result.sequence) == [0, 1, 2, 3, 4, 0, 5]
+    assert result.peak_bytes == default.peak_bytes - 99
+    assert result.cost == default.cost + 1

@@ -39,7 +39,7 @@ def random_nodes(graph):
 
 def low_budget_plan():
     """fastsa at 50 % of the baseline peak (within budget only by recomputing masks: with the
-    masks kept it stays over, at 52.6 %, docs/python.md)."""
+    masks kept it stays over)."""
     if "plan" not in _cache:
         g = gpt()[3].graph
         budget = remat.parse_budget(g, "50%")

@@ -13,7 +13,7 @@ std::string Problem::display_name() const {
 }
 
 Problem read_problem(const std::string& path) {
-  // One read and one parse: a 240 MB graph parsed twice took twice the time.
+  // One read and one parse: on a large graph the parse is most of the time.
   std::variant<Graph, Chain> data = parse_graph_or_chain(read_text_file(path), path);
   Problem p{.path = path};
   if (Chain* parsed_chain = std::get_if<Chain>(&data)) {

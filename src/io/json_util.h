@@ -27,7 +27,7 @@ json parse_json(std::string_view text, std::string_view source,
                 const json::parser_callback_t& callback = nullptr);
 
 // Streams the "values" and "nodes" of a remat-graph document into a GraphSpec while it is parsed,
-// so the document tree never holds the graph (a 240 MB file otherwise takes 5x its size). It
+// so the document tree never holds the graph (it would take several times the file's size). It
 // streams when "format": "remat-graph" comes before them, as remat writes it; otherwise the
 // document keeps them and graph_from_doc reads it.
 class GraphStream {

@@ -284,6 +284,40 @@ TEST(Auto, AnytimeUsesTheWorkGivenNeverWorseAndDeterministic) {
   EXPECT_TRUE(std::is_sorted(work.begin(), work.end()));
 }
 
+// An anytime run starts with the default's runs: each member before the rounds gets the slice the
+// default work limit gives it (not a share of a smaller limit) and FastSA's cold run the quick
+// settings, so every run the default made finds the same plan and the portfolio's plan is no
+// worse than the default's, here with a limit below the default but above what its runs spend.
+// Rockmate's grid here needs 0.8 units to find its plan; a fifth of this limit is less.
+TEST(Auto, AnytimeRunStartsWithTheDefaultsRunsNeverWorse) {
+  const Graph g = generate_joint({.num_nodes = 100, .seed = 2});
+  SolveOptions options;
+  options.budget = {baseline(g).peak_bytes * 6 / 10};
+  options.params = {{"members", "none,rockmate,fastsa"},
+                    {"rockmate.budgets", "2x2"},
+                    {"rockmate.milp_iterations", "20"},
+                    {"fastsa.iterations_scale", "0.01"}};
+  const SolveResult fast = solve(g, "auto", options);
+  options.work_limit = 1;
+  options.params["anytime"] = "true";
+  const SolveResult anytime = solve(g, "auto", options);
+  const std::string lines =
+      fmt::format("{}\n---\n{}", fmt::join(list_of(fast.plan.stats, "auto_members"), "\n"),
+                  fmt::join(list_of(anytime.plan.stats, "auto_members"), "\n"));
+  int compared = 0;
+  for (const auto& [key, value] : fast.plan.stats.counters) {
+    if (!key.ends_with("_cost") && !key.ends_with("_peak_bytes") && !key.ends_with("_work"))
+      continue;
+    ++compared;
+    EXPECT_EQ(anytime.plan.stats.counter(key), value) << key << "\n" << lines;
+  }
+  EXPECT_GE(compared, 9) << lines;  // none, rockmate, fastsa and its warm run
+  EXPECT_TRUE(not_worse(anytime.eval.peak_bytes, anytime.eval.cost, fast.eval.peak_bytes,
+                        fast.eval.cost, options.budget.bytes))
+      << lines;
+  EXPECT_LE(anytime.plan.stats.work, options.work_limit * 1.01) << lines;
+}
+
 // The portfolio stops on work only when its own work ran out: members that end on their slices
 // or their own caps (FastSA at a hundredth of its iterations converges; rockmate's MILPs stop on
 // their iteration caps) leave it converged; with a limit that skips FastSA it says work_limit.

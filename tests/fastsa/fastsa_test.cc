@@ -192,6 +192,20 @@ TEST(Fastsa, FirstStageStopsOnceBudgetIsMet) {
   EXPECT_EQ(r.plan.stats.status, SolveStatus::kFeasible);
 }
 
+// The exact peak checks of grouped stage 1 (a simulation of the plan at each new lowest peak) count
+// against the work limit as the stage runs: on a random layered graph, where the peak falls in
+// many small steps, the solve spends its work limit and no more.
+TEST(Fastsa, ExactPeakChecksStayWithinTheWorkLimit) {
+  const Graph g = generate_random_layered({.num_nodes = 2000, .seed = 1});
+  SolveOptions options;
+  options.budget = {percent_of_baseline(g, 50)};
+  options.work_limit = 0.1;
+  options.params = {{"schedule", "fixed"}};
+  const SolveResult r = solve(g, "fastsa", options);
+  EXPECT_EQ(r.plan.stats.stop_reason, StopReason::kWorkLimit);
+  EXPECT_LE(r.plan.stats.work, options.work_limit * 1.01);
+}
+
 TEST(Fastsa, TimeLimitIsASafetyCap) {
   const Graph g = generate_random_layered({.num_nodes = 200, .seed = 4});
   SolveOptions options;

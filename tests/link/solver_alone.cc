@@ -24,6 +24,8 @@
 #include "checkmate/checkmate.h"
 #elif defined(REMAT_LINK_FASTSA)
 #include "fastsa/fastsa.h"
+#elif defined(REMAT_LINK_GREEDY)
+#include "greedy/greedy.h"
 #elif defined(REMAT_LINK_MINCUT)
 #include "mincut/mincut.h"
 #elif defined(REMAT_LINK_MOCCASIN)
@@ -114,6 +116,8 @@ bool run() {
          solves_graph(*checkmate::make_lp(others), layered, {});
 #elif defined(REMAT_LINK_FASTSA)
   return solves_graph(*fastsa::make(others), layered, {{"iterations_scale", "0.01"}});
+#elif defined(REMAT_LINK_GREEDY)
+  return solves_graph(*greedy::make(others), joint, {});
 #elif defined(REMAT_LINK_MINCUT)
   return solves_graph(*mincut::make(others), joint, {});
 #elif defined(REMAT_LINK_MOCCASIN)

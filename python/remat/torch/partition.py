@@ -38,7 +38,6 @@ import remat
 from remat.torch import _compat, op_kinds
 from remat.torch import cost as cost_models
 from remat.torch import effects
-from remat.torch.greedy import greedy_plan
 
 SAFETY_TIME_LIMIT_S = 600.0
 BACKWARD_START = "remat_backward_start"
@@ -116,8 +115,7 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
                          seed=seed, **params)
     sequence, planner = list(result.sequence), result.solver
     if solver == "auto" and asked is not None:  # more members of the portfolio
-        sequence, planner = _greedy_members(graph, joint.backward_start, solve_budget, result,
-                                            work_limit, limit, seed)
+        sequence, planner = _greedy_members(graph, solve_budget, result, work_limit, limit, seed)
     fw, bw, executed = lower_plan(planned_module, joint, sequence)
     peak = _simulated_peak(graph, executed)
     if peak >= base_peak and (joint is not default
@@ -175,20 +173,31 @@ def _rewritten(joint_module, default, num_fwd_outputs, budget):
     return found[0], found[1]
 
 
-def _greedy_members(graph, backward_start, budget, result, work_limit, time_limit, seed):
+def _greedy_members(graph, budget, result, work_limit, time_limit, seed):
     """(sequence, who planned it): the best by _better_plan of auto's `result`, the greedy plan
-    (greedy.py) and FastSA started from the greedy plan (its annealing goes on from there where
-    single recomputations stop lowering the peak)."""
-    greedy, evaluation = greedy_plan(graph, remat.default_schedule(graph), budget,
-                                     backward_start)
+    (the `greedy` solver, docs/solvers/greedy.md) and, when the greedy plan fits the budget,
+    FastSA started from it (its annealing goes on from there where single recomputations stop
+    lowering the peak). From a plan over the budget FastSA is not started, as in auto: its own
+    grouped stage 1 reaches lower peaks, and the run costs a good part of the planning time
+    (bench/partition_scale_bench.py)."""
     work_limit, time_limit, seed, threads = remat._solve_settings(work_limit, time_limit, seed)
-    warm = remat._remat.solve(graph, budget, "fastsa", time_limit, seed, threads, {},
-                              start=greedy, work_limit=work_limit)
+    greedy = _greedy_plan(graph, budget, work_limit, time_limit)
+    members = [(greedy, "greedy")]
+    if greedy.peak_bytes <= budget:
+        members.append((remat._remat.solve(graph, budget, "fastsa", time_limit, seed, threads, {},
+                                           start=greedy.sequence, work_limit=work_limit),
+                        "fastsa from greedy"))
     best, planner = result, result.solver
-    for plan, name in ((evaluation, "greedy"), (warm, "fastsa from greedy")):
+    for plan, name in members:
         if _better_plan(plan, best, budget):
             best, planner = plan, name
-    return (greedy if best is evaluation else list(best.sequence)), planner
+    return list(best.sequence), planner
+
+
+def _greedy_plan(graph, budget, work_limit, time_limit):
+    """The `greedy` solver's plan of `graph` under `budget` bytes (a SolveResult)."""
+    return remat._remat.solve(graph, budget, "greedy", time_limit, 1, 1, {},
+                              work_limit=work_limit)
 
 
 def _better_plan(a, b, budget):

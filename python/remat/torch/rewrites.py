@@ -204,7 +204,7 @@ def split_convolution_backward(gm):
 
     Why: a weight gradient is a graph output, resident from when it is made to the end of the
     step. Made with the input's gradient, it is made as early as the backward reaches its layer:
-    on ResNet-18 (batch 32, 128 px) layer 4's weight gradients (28 MB) were resident through the
+    on ResNet-18 (batch 32, 128 px) layer 4's weight gradients were resident through the
     stem's backward, where the plan's peak was. Split, the solver may make them later, from
     inputs that are small there.
     """

@@ -104,7 +104,7 @@ Retention repair_retention(const Graph& g, Retention start, int64_t budget_bytes
   int64_t evaluations = 0;
   // Greedy: of the drops at the peak's stage, take the one that removes the most memory above the
   // budget per unit of added cost, judged by simulating each (the furthest-next-use rule alone
-  // chose drops whose recomputation cascaded: RL 1 at 90 % stalled at 95.5 % with CI +261 %).
+  // chose drops whose recomputation cascaded, and stalled over the budget on RL 1 at 90 %).
   while (now.peak > budget_bytes) {
     if (limits.stop()) {
       if (cut_short != nullptr) *cut_short = true;

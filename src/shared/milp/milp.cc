@@ -91,7 +91,7 @@ std::mutex& cbc_main_mutex() {
 
 // Clp's solves and CbcMain1 put their own SIGINT handlers in place of the caller's unless told not
 // to (both are told): a Ctrl-C then stopped only the LP or sub-search running, and the CLI's
-// interrupt was lost (measured: SIGINT 1.8 s into a 60 s run on 100 nodes, and it ran 60 s). The
+// interrupt was lost (the run went on to its time limit). The
 // handlers also put the caller's handler back should anything else have replaced it.
 struct SearchStop {
   SearchStop(double seconds, int64_t iteration_limit)

@@ -176,14 +176,27 @@ ParamMap quick_settings(std::string_view member, const Graph& g, const ParamMap&
 // change it within the budget. Stage 1 annealed to its end, from ten times the default initial
 // temperature, finds cheaper first passes for less work (bench/auto_speed_bench.py: ResNet-18 at
 // 50 %); when its plan is over the budget, the first pass runs again with the member's settings.
-ParamMap first_pass_settings(std::string_view member, const ParamMap& given) {
+// Its plans fall into a few cost levels (which large convolutions run twice), and a run rarely
+// leaves the level it settles in, so several short tries (kFirstPassTries, each at two fifths of
+// the quick window where the quick settings chose it: `quick_window`; every other one with the
+// dear nodes pinned, two_pass.h) with the product objective (which settles in the cheapest levels
+// more often) reach them more surely than a few long ones (bench/auto_speed_bench.py: ResNet-18
+// at 50 %).
+ParamMap first_pass_settings(std::string_view member, const Graph& g, const ParamMap& given,
+                             bool quick_window) {
   ParamMap out = given;
   if (member == "fastsa") {
     out.try_emplace("stop_at_budget", "false");
     out.try_emplace("initial_temperature_pct", "1");
+    out.try_emplace("objective", "product");
+    if (quick_window)
+      out["convergence_window"] = std::to_string(quick_fastsa_window(g.num_nodes()) * 2 / 5);
   }
   return out;
 }
+
+// The seeds of a two-pass plan's first pass outside the anytime rounds (solve_first_pass).
+constexpr int kFirstPassTries = 5;
 
 // The settings of a FastSA run from the best plan that fits before the anytime rounds (the
 // cheapest member's, or FastSA's own), where the user's parameters name none: stage 2 starts at a
@@ -317,11 +330,10 @@ class Portfolio {
   //  - when other members' plans fit the budget (not the default schedule), warm from the
   //    cheapest (with warm_start_settings) and then from the second cheapest of another member:
   //    stage 2 from that plan.
-  //    Neither cold nor warm always wins, nor does the cheaper start: ResNet-50 at 50 %, warm
-  //    from rockmate's plan (+9.2 %) +7.0 %, from rotor's (+14.5 %) +5.4 % (docs/solvers/auto.md).
+  //    Neither cold nor warm always wins, nor does the cheaper start (bench/models_bench.py
+  //    prints every member's plan beside auto's).
   //    Over the budget FastSA never starts from another solver's plan: grouped stage 1 reaches
-  //    lower peaks than single-node moves from it (measured when dropout masks were pinned, GPT-4
-  //    at 50 %: 51.7 % cold, 59.3 % from mincut's 60.3 %).
+  //    lower peaks than single-node moves from it.
   //  - when no member's plan fits but the cold run's does, a warm run from it (refine).
   //  - when nothing fits after the cold run, a restart with another seed: the annealing is a
   //    random search and one chain may miss what another finds (docs/solvers/auto.md); when its
@@ -340,10 +352,8 @@ class Portfolio {
     // its whole schedule, most of the portfolio's time, for a plan that the warm runs mostly
     // match. So the default `auto` is not always as good as FastSA alone at its defaults
     // (bench/auto_speed_bench.py --fastsa-alone measures the two side by side). Given more work
-    // (anytime), the cold run has FastSA's own settings: that plan is then FastSA's alone.
-    own_settings_ = anytime();
+    // (anytime), a cold run with FastSA's own settings opens the rounds (improve).
     run_member(finisher, name, !starts.empty() ? 0.5 : nothing_fits ? 0.75 : 1.0, {});
-    own_settings_ = false;
     if (finished(cost_floor)) return;
     if (!starts.empty()) {
       run_warm(finisher, name + "_warm", starts.size() > 1 ? 0.5 : 1.0, starts[0]);
@@ -368,9 +378,8 @@ class Portfolio {
       if (finished(cost_floor) || fits(*best_)) return;
     }
     // Nothing fits: the plan returned is the lowest peak found, whatever its cost (mincut's
-    // memory objective reaches low peaks by recomputing nearly everything: EfficientNet-B0 at
-    // 25 %, 30.6 % at +3342 % against FastSA's 32.3 % at +7.9 %). FastSA's stage 2 from that
-    // plan, with its peak as the budget, removes recomputation without raising the peak.
+    // memory objective reaches low peaks by recomputing nearly everything). FastSA's stage 2 from
+    // that plan, with its peak as the budget, removes recomputation without raising the peak.
     run_member(finisher, name + "_polish", 1.0,
                WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}});
   }
@@ -407,6 +416,8 @@ class Portfolio {
   // change its first pass much (counter fastsa_improve_two_pass_rounds). The rounds run on work,
   // so the plan is the same for the same work limit and seed on any machine.
   void improve(const SolverEntry& finisher, double cost_floor) {
+    rounds_ = true;
+    run_own_settings(finisher, cost_floor);
     run_anytime_milp(cost_floor);
     const std::string name = std::string(finisher.name) + "_improve";
     const double smallest_round = options_.work_limit / 100;
@@ -444,6 +455,18 @@ class Portfolio {
     skip(name, fmt::format("{} rounds, {} found a better plan, {:.3f} units", rounds, improved,
                            limits_.spent() - work_before));
     if (two_pass_fits_) counters_.emplace_back(name + "_two_pass_rounds", two_pass_rounds);
+  }
+
+  // The first anytime round: where the quick settings changed FastSA's cold run, a cold run with
+  // FastSA's own settings (fastsa_own_settings) with half of the work left, so that given more
+  // work `auto`'s plan is no worse than FastSA's alone at its defaults.
+  void run_own_settings(const SolverEntry& finisher, double cost_floor) {
+    const ParamMap& own = params_of(finisher);
+    if (!params_.quick || finished(cost_floor) || quick_settings(finisher.name, g_, own) == own)
+      return;
+    own_settings_ = true;
+    run_member(finisher, std::string(finisher.name) + "_own_settings", 0.5, {});
+    own_settings_ = false;
   }
 
   // The anytime rounds' MILP: on graphs of at most anytime_checkmate_max_nodes nodes, checkmate
@@ -500,10 +523,10 @@ class Portfolio {
 
   // Nothing fits after FastSA's cold run and restart. Where the graph outputs made early (a
   // training graph's weight gradients) fill the memory that later steps need, a plan that makes
-  // them in a second pass may fit (two_pass.h; ResNet-18 at 50 %: one pass 56.3 %, two passes
-  // within budget). FastSA plans the first pass on the graph without them (solve_first_pass),
-  // and then runs on the whole graph from that plan followed by the second pass; `seed`, when
-  // given (an anytime round), is both runs' seed and the first pass's only one.
+  // them in a second pass may fit (two_pass.h; bench/auto_speed_bench.py's ResNet-18 at 50 %).
+  // FastSA plans the first pass on the graph without them (solve_first_pass), and then runs on
+  // the whole graph from that plan followed by the second pass; `seed`, when given (an anytime
+  // round), is both runs' seed and the first pass's only one.
   void run_two_pass(const SolverEntry& finisher, const std::string& label,
                     std::optional<uint64_t> seed = {}) {
     if (!deferred_) deferred_ = defer_outputs(g_, options_.budget.bytes);
@@ -517,12 +540,15 @@ class Portfolio {
                         "step over budget");
       return;
     }
-    // The finisher's first pass tries two seeds: its cost varies with the seed more than any
-    // later run can make up (bench/auto_speed_bench.py); each anytime round tries its own.
-    const std::vector<uint64_t> seeds =
-        seed ? std::vector<uint64_t>{*seed}
-             : std::vector<uint64_t>{options_.seed, derive_seed(options_.seed, 2)};
-    const SolveResult first = solve_first_pass(finisher, d->first_pass, seeds);
+    // The finisher's first pass tries kFirstPassTries seeds (the run's, then derive_seed(seed,
+    // 2), 3, ...): its cost varies with the seed more than any later run can make up
+    // (bench/auto_speed_bench.py); each anytime round tries its own, once on each first-pass
+    // graph (solve_first_pass alternates them).
+    std::vector<uint64_t> seeds = {seed.value_or(options_.seed)};
+    if (seed) seeds.push_back(*seed);
+    for (uint64_t i = 2; !seed && i <= kFirstPassTries; ++i)
+      seeds.push_back(derive_seed(options_.seed, i));
+    const SolveResult first = solve_first_pass(finisher, label, *d, seeds);
     counters_.emplace_back(label + "_deferred_outputs", static_cast<double>(d->deferred.size()));
     counters_.emplace_back(label + "_kept_values", static_cast<double>(d->kept.size()));
     counters_.emplace_back(label + "_first_pass_seconds", first.plan.stats.wall_time_s);
@@ -534,7 +560,8 @@ class Portfolio {
       return;
     }
     run_member(finisher, label, 0.5,
-               WarmStart{two_pass_sequence(g_, *d, first.plan.sequence),
+               WarmStart{drop_second_pass_reruns(g_, two_pass_sequence(g_, *d, first.plan.sequence),
+                                                 first.plan.sequence.size(), options_.budget.bytes),
                          fmt::format("two passes: {} outputs deferred, {} values kept, first pass "
                                      "{:.1f}% in {:.3f} s",
                                      d->deferred.size(), d->kept.size(), first_peak,
@@ -543,11 +570,16 @@ class Portfolio {
                seed);
   }
 
-  // A two-pass plan's first pass: `finisher` on `first_pass` with first_pass_settings, once with
-  // each seed of `seeds` (each run half of the work left), the best plan kept; when that is over
-  // the budget, once more with the settings of its other runs. Its wall time sums the runs.
-  SolveResult solve_first_pass(const SolverEntry& finisher, const Graph& first_pass,
-                               std::span<const uint64_t> seeds) {
+  // A two-pass plan's first pass: `finisher` with first_pass_settings, once with each seed of
+  // `seeds` (each run half of the work left; after two, only while every run has converged within
+  // its share: with less work, more tries find worse plans), on d.first_pass and
+  // d.first_pass_pinned in turn (the pinned graph's runs settle in the cheapest plans more often,
+  // but where the budget needs a dear node twice, or the work is short, they find nothing within
+  // it), the best plan kept; when that is over the budget, once more on d.first_pass with the
+  // settings of its other runs. Its wall time sums the runs; counter `<label>_first_pass_tries`
+  // counts those with first_pass_settings.
+  SolveResult solve_first_pass(const SolverEntry& finisher, const std::string& label,
+                               const DeferredOutputs& d, std::span<const uint64_t> seeds) {
     std::optional<SolveResult> best;
     double seconds = 0;
     auto keep = [&](SolveResult r) {
@@ -555,16 +587,25 @@ class Portfolio {
       if (!best || better(r.eval, best->eval, options_.budget.bytes)) best = std::move(r);
     };
     bool tuned = false;  // first_pass_settings changed something
+    const ParamMap& given = params_of(finisher);
+    const bool quick_window = params_.quick && !own_settings_ && !given.contains("schedule") &&
+                              !given.contains("convergence_window");
+    int tries = 0;
+    bool cut_short = false;  // a try ended on its work share, not on convergence
     for (uint64_t seed : seeds) {
-      if (best && limits_.stop()) break;
+      if ((best && limits_.stop()) || (tries >= 2 && cut_short)) break;
       SolveOptions o = member_options(finisher, 0.5, seed);
       const ParamMap usual = o.params;
-      o.params = first_pass_settings(finisher.name, usual);
+      o.params = first_pass_settings(finisher.name, g_, usual, quick_window);
       tuned = o.params != usual;
-      keep(solve_part(first_pass, finisher, o));
+      SolveResult r = solve_part(tries % 2 == 1 ? d.first_pass_pinned : d.first_pass, finisher, o);
+      cut_short = cut_short || r.plan.stats.stop_reason != StopReason::kConverged;
+      keep(std::move(r));
+      ++tries;
     }
+    counters_.emplace_back(label + "_first_pass_tries", tries);
     if (!fits(*best) && tuned && !limits_.stop())
-      keep(solve_part(first_pass, finisher, member_options(finisher, 0.5, seeds.front())));
+      keep(solve_part(d.first_pass, finisher, member_options(finisher, 0.5, seeds.front())));
     best->plan.stats.wall_time_s = seconds;
     return std::move(*best);
   }
@@ -605,20 +646,39 @@ class Portfolio {
   SolveOptions member_options(const SolverEntry& member, double share,
                               std::optional<uint64_t> seed = {}) const {
     const double left = limits_.left();
-    const double slice = whole_slice_ ? left : work_slice(member, left);
-    const double fraction = left > 0 ? slice * share / left : 0;
+    const double slice = whole_slice_ ? left : work_slice(member, slice_base(member));
+    const double fraction = left > 0 ? std::min(slice * share, left) / left : 0;
     SolveOptions o = part_options(options_, limits_, fraction);
     o.seed = seed.value_or(options_.seed);
-    if (const auto it = params_.member_params.find(std::string(member.name));
-        it != params_.member_params.end())
-      o.params = it->second;
+    o.params = params_of(member);
     if (params_.quick && !own_settings_) o.params = quick_settings(member.name, g_, o.params);
     return o;
+  }
+
+  // The work `member`'s slice is a share of: the work left, except in an anytime run before its
+  // rounds, where it is what the default work limit would have left (the finisher's: the less of
+  // the two), each run capped by the work left. So with a larger limit those runs are the
+  // default's and the plan is no worse than the default's; with a smaller one, the members before
+  // the finisher still get the default's slices (rockmate's grid cut to a share of a 20-unit limit
+  // missed the default's plan: bench/auto_speed_bench.py --search 20, joint_10000).
+  double slice_base(const SolverEntry& member) const {
+    const double left = limits_.left();
+    if (rounds_ || !anytime()) return left;
+    const double default_left = std::max(0.0, kDefaultWorkLimit - limits_.spent());
+    return member.portfolio.role == PortfolioRole::kFinisher ? std::min(left, default_left)
+                                                             : default_left;
   }
 
   // Whether the user gave `member` parameters (its errors are then theirs to fix).
   bool given_params(const SolverEntry& member) const {
     return params_.member_params.contains(std::string(member.name));
+  }
+
+  // The parameters the user gave `member` (MEMBER.KEY=VALUE); empty when none.
+  const ParamMap& params_of(const SolverEntry& member) const {
+    static const ParamMap kNone;
+    const auto it = params_.member_params.find(std::string(member.name));
+    return it == params_.member_params.end() ? kNone : it->second;
   }
 
   // Runs `member` through the judged solve(), recording it as `label`, with `share` of its slice,
@@ -696,6 +756,7 @@ class Portfolio {
   StopReason stopped_ = StopReason::kConverged;  // the members' stop reasons, the worst
   bool own_settings_ = false;  // the run ahead: no quick_settings (anytime: cold run, rounds)
   bool whole_slice_ = false;   // the run ahead: its share is of all the work left (anytime MILP)
+  bool rounds_ = false;        // the anytime rounds have begun (improve)
   // defer_outputs for the user's budget, once asked (run_two_pass).
   std::optional<std::optional<DeferredOutputs>> deferred_;
   bool two_pass_fits_ = false;  // the finisher's two-pass plan fits: the rounds plan it again

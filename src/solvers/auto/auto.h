@@ -20,10 +20,12 @@
 // Before those rounds, FastSA and rockmate run with quick settings (quick=true: a shorter
 // convergence window, a smaller option grid) unless the user gives them parameters, so the
 // default `auto` plans in seconds (bench/auto_speed_bench.py).
-// With a work limit above the default (or anytime=true), the work left after the finisher goes
-// to further FastSA rounds from the best plan with new seeds (fastsa_improve_N; where only the
-// two-pass plan fits, every other round plans the two passes again) until the work ends or the
-// plan has the least possible cost: time given is time used.
+// With a work limit above the default (or anytime=true), the runs above get the slices the default
+// limit gives them (so a larger limit's plan is no worse than the default's), and the work left
+// after the finisher goes to a cold FastSA run at its own settings and further FastSA rounds from
+// the best plan with new seeds (fastsa_improve_N; where only the two-pass plan fits, every other
+// round plans the two passes again) until the work ends or the plan has the least possible cost:
+// time given is time used.
 // A member whose row does not accept the graph, or that refuses it as it runs (InputError), is
 // recorded as "not applicable: why"; neither is fatal, except that a member given parameters
 // (MEMBER.KEY=VALUE) passes its InputError on: a bad parameter is the user's to fix, never

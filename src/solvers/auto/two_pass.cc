@@ -16,6 +16,8 @@ namespace {
 // defer_outputs compares: each step is a maximum flow over the graph.
 constexpr int kPriceSteps = 20;
 constexpr size_t kMaxDeferredSets = 12;
+// drop_second_pass_reruns tries the dearest steps only, each a simulation of the whole plan.
+constexpr size_t kMostDropTries = 64;
 // A price of a held byte above any node's cost per byte it saves: the cut keeps only the values no
 // node can make again, the fewest bytes of them.
 constexpr double kOnlyWhatMustStay = 1e100;
@@ -159,6 +161,14 @@ int64_t second_pass_peak(const Graph& g, const std::vector<bool>& deferred,
   return peak;
 }
 
+// The graph's nodes' total cost over its values' total bytes.
+double cost_per_byte(const Graph& g) {
+  double total_cost = 0, total_bytes = 1;
+  for (const Node& node : g.nodes()) total_cost += node.cost;
+  for (const Value& value : g.values()) total_bytes += static_cast<double>(value.size_bytes);
+  return std::max(total_cost, 1.0) / total_bytes;
+}
+
 // The cheapest second pass when holding a byte to the end of the first pass costs `price`: a
 // minimum cut where each node the second pass re-runs costs its cost, each value it reads is
 // either kept (price x size) or made again by its producer, and the deferred nodes run.
@@ -216,10 +226,7 @@ Keeping keep_at_price(const Graph& g, const std::vector<bool>& deferred, double 
 // at the lowest price that does. nullopt when not even keeping nothing fits.
 std::optional<Keeping> cheapest_keeping(const Graph& g, const std::vector<bool>& deferred,
                                         int64_t budget_bytes) {
-  double total_cost = 0, total_bytes = 1;
-  for (const Node& node : g.nodes()) total_cost += node.cost;
-  for (const Value& value : g.values()) total_bytes += static_cast<double>(value.size_bytes);
-  const double unit = std::max(total_cost, 1.0) / total_bytes;
+  const double unit = cost_per_byte(g);
   auto fits = [&](const Keeping& k) {
     return k.floor <= budget_bytes && k.second_peak <= budget_bytes;
   };
@@ -305,15 +312,34 @@ std::optional<DeferredOutputs> defer_outputs(const Graph& g, int64_t budget_byte
   auto& [deferred, keeping] = *best;
   std::vector<NodeId> original;
   Graph first_pass = without_nodes(g, membership(g, deferred), keeping.kept, original);
+  Graph first_pass_pinned = pin_dear_nodes(first_pass);
   std::vector<ValueId> kept;
   for (int32_t v = 0; v < g.num_values(); ++v)
     if (keeping.kept[static_cast<size_t>(v)]) kept.push_back(ValueId{v});
   return DeferredOutputs{.deferred = std::move(deferred),
                          .kept = std::move(kept),
                          .first_pass = std::move(first_pass),
+                         .first_pass_pinned = std::move(first_pass_pinned),
                          .original = std::move(original),
                          .first_pass_floor = keeping.floor,
                          .second_pass_rerun_cost = keeping.rerun_cost};
+}
+
+Graph pin_dear_nodes(const Graph& g) {
+  const double average = cost_per_byte(g);
+  const std::vector<bool> required = required_nodes(g);
+  GraphSpec spec;
+  spec.name = g.name();
+  spec.values.assign(g.values().begin(), g.values().end());
+  for (int32_t n = 0; n < g.num_nodes(); ++n) {
+    Node node = g.node(NodeId{n});
+    int64_t bytes = 0;
+    for (ValueId v : node.outputs) bytes += g.value(v).size_bytes;
+    if (required[static_cast<size_t>(n)] && node.cost > average * static_cast<double>(bytes))
+      node.recomputable = false;
+    spec.nodes.push_back(std::move(node));
+  }
+  return Graph::build(std::move(spec), fmt::format("{} (dear nodes once)", g.name()));
 }
 
 Sequence two_pass_sequence(const Graph& g, const DeferredOutputs& d,
@@ -356,6 +382,29 @@ Sequence two_pass_sequence(const Graph& g, const DeferredOutputs& d,
   for (int32_t n = 0; n < g.num_nodes(); ++n)
     if (needed[static_cast<size_t>(n)]) out.push_back(NodeId{n});
   return out;
+}
+
+Sequence drop_second_pass_reruns(const Graph& g, Sequence plan, size_t second_pass_start,
+                                 int64_t budget_bytes) {
+  std::vector<size_t> steps;
+  for (size_t i = second_pass_start; i < plan.size(); ++i)
+    if (g.node(plan[i]).cost > 0) steps.push_back(i);
+  std::stable_sort(steps.begin(), steps.end(),
+                   [&](size_t a, size_t b) { return g.node(plan[a]).cost > g.node(plan[b]).cost; });
+  if (steps.size() > kMostDropTries) steps.resize(kMostDropTries);
+  std::vector<bool> dropped(plan.size(), false);
+  auto kept_steps = [&] {
+    Sequence out;
+    for (size_t i = 0; i < plan.size(); ++i)
+      if (!dropped[i]) out.push_back(plan[i]);
+    return out;
+  };
+  for (size_t step : steps) {
+    dropped[step] = true;
+    const Evaluation e = simulate(g, kept_steps());
+    if (!e.valid || e.peak_bytes > budget_bytes) dropped[step] = false;
+  }
+  return kept_steps();
 }
 
 }  // namespace remat::auto_solver

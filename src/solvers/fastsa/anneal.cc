@@ -67,9 +67,9 @@ int32_t nop_in_range(const SaState& state, std::pair<int32_t, int32_t> range, Rn
 enum class Move { kAdd, kRemove, kRotate };
 
 // When the convergence window fires while the schedule is still hot, the stage cools to its final
-// temperature over this many more windows before it may stop (see Annealer::run). ResNet-50
-// (traced, batch 32) at 50 %: +15.0 % without, +11.0 % over 1 window, +10.0 % over 3 or 6, +8.7 %
-// with the whole fixed schedule (22 M iterations, 6x the time).
+// temperature over this many more windows before it may stop (see Annealer::run): a stage stopped
+// hot leaves recomputation a cooler walk removes, and more windows than this bought little more
+// for their time (bench/fastsa_bench.cc measures the schedules).
 constexpr double kQuenchWindows = 3;
 
 // One proposed mutation, enough to apply, log and undo it.
@@ -117,12 +117,21 @@ class Annealer {
     const int64_t window = settings_.convergence_window;
     // The work limit cuts the schedule short; it does not shorten it (the temperatures fall as
     // over the whole schedule).
-    const double weight = move_weight(settings_.slots);
+    const double weight = move_weight(settings_.slots) * degree_weight_;
+    const int64_t moves_at_start = context_.moves_left;
     const int64_t last = std::min(settings_.iterations, affordable_iterations(weight));
+    bool simulations_used_the_work = false;
     for (; it < last && !done; ++it) {
       if ((it & 1023) == 0 && it > 0) {
         if (context_.deadline != nullptr && context_.deadline->expired()) {
           r.time_limit_hit = true;
+          break;
+        }
+        // The exact peak checks (fits_exactly) spend the walk's moves too: the stage ends when
+        // they and the iterations have spent what it started with.
+        if (simulated_moves_ > 0 &&
+            weighted_moves(it, weight) + simulated_moves_ >= moves_at_start) {
+          simulations_used_the_work = true;
           break;
         }
         // Checked every 1024 iterations, so the stop point is a pure function of the seed.
@@ -166,9 +175,9 @@ class Annealer {
       }
     }
     r.iterations = it;
-    r.work_limit_hit =
-        !done && !r.time_limit_hit && !r.converged && last < settings_.iterations && it == last;
-    context_.moves_left -= weighted_moves(it, weight);
+    r.work_limit_hit = simulations_used_the_work || (!done && !r.time_limit_hit && !r.converged &&
+                                                     last < settings_.iterations && it == last);
+    context_.moves_left -= weighted_moves(it, weight) + simulated_moves_;
     context_.work_limit_hit |= r.work_limit_hit;
     context_.time_limit_hit |= r.time_limit_hit;
     r.at_least_cost = at_least_cost();
@@ -278,8 +287,8 @@ class Annealer {
     const int64_t exact = settings_.exact_peak(order);
     int64_t steps = 0;
     for (int32_t u : order) steps += static_cast<int64_t>(units_.members_of(u).size());
-    context_.moves_left -=
-        static_cast<int64_t>(kMovesPerSimulatedStep * static_cast<double>(steps));
+    simulated_moves_ +=
+        static_cast<int64_t>(kMovesPerSimulatedStep * degree_weight_ * static_cast<double>(steps));
     if (exact > context_.budget_bytes) return false;
     best_peak_ = exact;
     best_cost_ = state_.cost();
@@ -352,6 +361,8 @@ class Annealer {
   int64_t iteration_ = 0;
   int64_t last_improvement_ = 0;  // iteration of the last new best plan or objective
   int64_t lowest_checked_peak_ = std::numeric_limits<int64_t>::max();
+  int64_t simulated_moves_ = 0;  // the exact peak checks' moves (fits_exactly)
+  const double degree_weight_ = degree_weight(units_);
   bool quenched_ = false;  // the convergence window fired once and the stage is cooling fast
 };
 
@@ -377,6 +388,12 @@ double move_weight(int32_t slots) {
   return slots <= kReferenceSlots
              ? 1.0
              : std::pow(static_cast<double>(slots) / static_cast<double>(kReferenceSlots), 0.4);
+}
+
+double degree_weight(const UnitTable& units) {
+  const double degree = static_cast<double>(units.input_ids.size() + units.output_ids.size()) /
+                        std::max(1.0, static_cast<double>(units.num_units()));
+  return degree <= kReferenceDegree ? 1.0 : std::sqrt(degree / kReferenceDegree);
 }
 
 StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,

@@ -81,6 +81,14 @@ inline constexpr double kMovesPerSimulatedStep = 0.25;
 inline constexpr int32_t kReferenceSlots = 1 << 16;
 // (slots / kReferenceSlots)^0.4, at least 1.
 double move_weight(int32_t slots);
+// A move updates the memory of each input and output of its unit, and a simulated step reads
+// each of its node's: on units with more of them than kReferenceDegree on average (random layered
+// graphs of 100,000 nodes have about 39, joint training graphs about 3), a move and a step count
+// degree_weight(units) times as much, so that a unit stays about the same CPU time there
+// (bench/auto_speed_bench.py: random-layered_100000).
+inline constexpr double kReferenceDegree = 8;
+// (mean inputs and outputs per unit / kReferenceDegree)^0.5, at least 1.
+double degree_weight(const UnitTable& units);
 
 // Shared by the stages of one walk.
 struct WalkContext {

@@ -18,8 +18,7 @@ namespace {
 
 // When nothing fits, stage 2 starts from the memory pass's plan only if its peak is lower than
 // the groups' strict plan's by this fraction of the baseline peak: a slightly lower peak bought
-// with recomputation chosen for memory alone is lost again in stage 2 at a higher cost
-// (ResNet-18 at 50 %: the same 56.3 %, +8.8 % CI instead of +6.6 %).
+// with recomputation chosen for memory alone is lost again in stage 2 at a higher cost.
 constexpr double kClearlyLowerPeak = 0.01;
 
 struct WalkResult {
@@ -232,8 +231,8 @@ class Walk {
 
   // The strict objective weighs the peak against cost^0.6, so stage 1 takes a recomputation only
   // when it lowers the peak about as much as it raises the cost. On large graphs with a low
-  // memory lower bound that stalls short of the budget (random layered, 3,000 nodes at 70 %:
-  // 74.8 % after 20 M iterations). This pass anneals the groups from the plan reached with the
+  // memory lower bound that stalls short of the budget (random layered graphs of thousands of
+  // nodes at 70 %). This pass anneals the groups from the plan reached with the
   // cost exponent at 0 (the same Elu shape at the budget, memory alone) until the budget is met;
   // stage 2 then removes what recomputation it can. Its temperatures are in bytes, so the point
   // of the schedule where it stopped is carried over to the strict objective's scale.

@@ -71,7 +71,7 @@ FastsaParams parse_fastsa_params(const ParamMap& params);
 // T for a state that starts with `units` occupied slots. App. D.4 fixes T = 2^20 (about 126
 // slots per node on its largest graph); we scale it with the graph: 16 slots per unit, at least
 // 2^12, at most 2^20, so the tree of a 1,000-node graph stays in cache (16 and 64 slots per unit
-// gave the same Table 1 figures; 16 is about 1.5x faster on 6,000 nodes). `requested` (> 0)
+// gave the same Table 1 figures; 16 is faster on large graphs). `requested` (> 0)
 // overrides, raised if needed to hold 4 x units.
 int32_t slots_for(int64_t units, int64_t requested);
 

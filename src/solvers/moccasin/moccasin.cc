@@ -421,7 +421,7 @@ class MoccasinSolver final : public Solver {
     if (start) incumbent = to_solution(inst, start_positions, why_not);
     // Without a usable start the search starts from the default schedule, posted as a solution:
     // finding it by search costs a dive through every variable (on RL4, 1,000 nodes and 500,500
-    // staged events, that dive alone outlasted phase 1's complete-search share of 60 s).
+    // staged events, that dive alone outlasted phase 1's complete-search share).
     std::optional<Solution> fallback;
     if (!incumbent) {
       std::string unused;

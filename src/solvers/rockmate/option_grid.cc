@@ -73,7 +73,7 @@ Sequence keep_only(const Graph& sub, const BlockModel& bm, const IdVector<ValueI
 // backward the forward value that frees the most bytes at the loss per unit of recomputation (with
 // the values it needs that nothing keeps), and again from there, each step a plan. Cheap stand-ins
 // for the MILP where CBC finds nothing in a grid point's time (a GPT attention block: recomputing
-// its dropout masks and layer norm frees 0.8 MB at the loss for 0.3 % of its cost), and its warm
+// its dropout masks and layer norm frees much at the loss for little cost), and its warm
 // starts. The simulator measures every plan.
 std::vector<Found> greedy_drop_plans(const BlockModel& bm, Limits& limits) {
   const Graph& sub = *bm.graph;
@@ -132,9 +132,8 @@ int32_t u_column(const checkmate::StageModel& sm, int32_t t, int32_t k) {
 }
 
 // The repair of keep-all that seeds each M_peak row simulates one plan per candidate drop, each in
-// time about quadratic in the block's nodes (measured on DenseNet-121's blocks of 140, 309 and 759
-// nodes: 2.4-2.9 ns per drop and node squared). Its work limit is about 25 ms of that, the wall
-// clock limit it had before, counted in drops so that it stops at the same point on any machine.
+// time about quadratic in the block's nodes. Its work limit is counted in drops x nodes^2, so that
+// it stops at the same point on any machine (build/bench/work_unit_bench prints what work costs).
 int64_t repair_evaluations(int32_t nodes) {
   constexpr double kRepairWork = 1e7;  // simulated drops x nodes^2
   const double n = std::max(1, nodes);
