@@ -17,7 +17,7 @@ from torch.utils.checkpoint import checkpoint
 
 import remat
 import remat.torch as rt
-from remat.torch import _compat
+from remat.torch import _compat, effects
 from remat.torch.compile import RematBudgetWarning, RematFallbackWarning
 from remat.torch.partition import partition_stats
 from models import cnn, mlp, transformer
@@ -320,6 +320,52 @@ def test_a_kernel_fusing_an_early_and_a_late_call_runs_where_the_plan_puts_the_l
     assert _compat.in_plan_order(nodes) == [start, *middle, late, fused]
     by_first_call = sorted(nodes, key=lambda n: n.min_order)
     assert _compat.in_plan_order(by_first_call) == [start, *middle, late, fused]
+
+
+def in_order_peak_bytes(gm):
+    """The peak bytes of running `gm`'s calls in its order, each call's result (views aside)
+    stored from its call to its last reader: the order a plan fixes."""
+    last_read = {a: n for n in gm.graph.nodes for a in n.all_input_nodes}
+    live = peak = 0
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and not effects.is_view(n):
+            live += n.meta["val"].untyped_storage().nbytes()
+            peak = max(peak, live)
+        live -= sum(a.meta["val"].untyped_storage().nbytes() for a in n.all_input_nodes
+                    if last_read[a] is n and a.op == "call_function"
+                    and not effects.is_view(a))
+    return peak
+
+
+def test_inductor_runs_a_late_recomputation_of_a_planned_graph_where_the_plan_puts_it():
+    # `again` recomputes `early` (both read x) for a matmul that must wait for `late`. Inductor
+    # fuses kernels that read a common buffer though far apart: `again` then ran with `early`
+    # and its result lived through the graph's largest value, above the plan's peak.
+    def fn(x, w):
+        early = x * 3.0 + 1.0
+        late = (early @ w) @ w.t()  # a 512 x 1024 value between
+        again = x * 3.0 + 1.0
+        return (again.t() @ late).sum()
+
+    graphs = []
+
+    def planned(gm, inputs, **kwargs):
+        for n in gm.graph.nodes:
+            n.meta[_compat.PLANNED_CALL] = True
+        graphs.append(gm)
+        return _compat._compile_graph(gm, inputs, **kwargs)
+
+    from torch._inductor.compile_fx import compile_fx
+
+    torch._dynamo.reset()
+    x, w = torch.randn(512, 256), torch.randn(256, 1024)
+    with torch._inductor.config.patch(fx_graph_cache=False), torch.no_grad():
+        step = torch.compile(fn, backend=lambda gm, inputs: compile_fx(
+            gm, inputs, inner_compile=planned,
+            config_patches={"_post_fusion_custom_pass": _compat.keep_planned_order}))
+        step(x, w)
+        _, peak = rt.measured_peak_bytes(lambda: step(x, w))
+    assert peak <= 1.02 * in_order_peak_bytes(graphs[0])
 
 
 class GeluMLP(nn.Module):
