@@ -406,13 +406,16 @@ def _planned_graph_choices():
     step's (bench/compile_bench.py prints both)."""
     global _PlannedGraphChoices
     if _PlannedGraphChoices is None:
+        from torch._inductor import scheduler as inductor_scheduler
         from torch._inductor.choices import InductorChoices
-        from torch._inductor.scheduler import MixOrderReduction
+
+        # Older PyTorch has no fusion of reductions along different dimensions.
+        mix_order = getattr(inductor_scheduler, "MixOrderReduction", None)
 
         class PlannedGraphChoices(InductorChoices):
             @staticmethod
             def can_fuse_horizontal(scheduler, node1, node2, shared_data_score):
-                return MixOrderReduction.can_fuse(node1, node2) \
+                return mix_order is not None and mix_order.can_fuse(node1, node2) \
                     and InductorChoices.can_fuse_horizontal(scheduler, node1, node2,
                                                             shared_data_score)
 
