@@ -17,7 +17,7 @@ from torch.utils.checkpoint import checkpoint
 
 import remat
 import remat.torch as rt
-from remat.torch import _compat
+from remat.torch import _compat, effects
 from remat.torch.compile import RematBudgetWarning, RematFallbackWarning
 from remat.torch.partition import partition_stats
 from models import cnn, mlp, transformer
@@ -322,6 +322,52 @@ def test_a_kernel_fusing_an_early_and_a_late_call_runs_where_the_plan_puts_the_l
     assert _compat.in_plan_order(by_first_call) == [start, *middle, late, fused]
 
 
+def in_order_peak_bytes(gm):
+    """The peak bytes of running `gm`'s calls in its order, each call's result (views aside)
+    stored from its call to its last reader: the order a plan fixes."""
+    last_read = {a: n for n in gm.graph.nodes for a in n.all_input_nodes}
+    live = peak = 0
+    for n in gm.graph.nodes:
+        if n.op == "call_function" and not effects.is_view(n):
+            live += n.meta["val"].untyped_storage().nbytes()
+            peak = max(peak, live)
+        live -= sum(a.meta["val"].untyped_storage().nbytes() for a in n.all_input_nodes
+                    if last_read[a] is n and a.op == "call_function"
+                    and not effects.is_view(a))
+    return peak
+
+
+def test_inductor_runs_a_late_recomputation_of_a_planned_graph_where_the_plan_puts_it():
+    # `again` recomputes `early` (both read x) for a matmul that must wait for `late`. Inductor
+    # fuses kernels that read a common buffer though far apart: `again` then ran with `early`
+    # and its result lived through the graph's largest value, above the plan's peak.
+    def fn(x, w):
+        early = x * 3.0 + 1.0
+        late = (early @ w) @ w.t()  # a 512 x 1024 value between
+        again = x * 3.0 + 1.0
+        return (again.t() @ late).sum()
+
+    graphs = []
+
+    def planned(gm, inputs, **kwargs):
+        for n in gm.graph.nodes:
+            n.meta[_compat.PLANNED_CALL] = True
+        graphs.append(gm)
+        return _compat._compile_graph(gm, inputs, **kwargs)
+
+    from torch._inductor.compile_fx import compile_fx
+
+    torch._dynamo.reset()
+    x, w = torch.randn(512, 256), torch.randn(256, 1024)
+    with torch._inductor.config.patch(fx_graph_cache=False), torch.no_grad():
+        step = torch.compile(fn, backend=lambda gm, inputs: compile_fx(
+            gm, inputs, inner_compile=planned,
+            config_patches={"_post_fusion_custom_pass": _compat.keep_planned_order}))
+        step(x, w)
+        _, peak = rt.measured_peak_bytes(lambda: step(x, w))
+    assert peak <= 1.02 * in_order_peak_bytes(graphs[0])
+
+
 class GeluMLP(nn.Module):
     def __init__(self):
         super().__init__()
@@ -585,6 +631,92 @@ def test_simulate_partition_holds_only_the_returned_copy_of_a_gradient_to_the_en
     next(n for n in bw.graph.nodes if n.op == "output").replace_input_with(weight, returned)
     bw.recompile()
     assert simulate_partition(joint, fw, bw, outputs).activation_bytes == before
+
+
+class NormSoftmaxMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc1, self.norm, self.fc2 = nn.Linear(32, 64), nn.LayerNorm(64), nn.Linear(64, 64)
+        self.fc3 = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc3(self.fc2(self.norm(self.fc1(x))).softmax(dim=-1))
+
+
+def planned_joint_graph(joint, outputs):
+    """The remat graph `partition` plans on `joint` (after its rewrites), as JointGraph."""
+    from remat.torch.partition import (JointGraph, fuse_pointwise_recomputation,
+                                       merge_common_subexpressions, split_statistic_tails)
+
+    merge_common_subexpressions(joint)
+    default = JointGraph(joint, outputs, backward_start=True, fuse=True)
+    rewritten = copy.deepcopy(joint)
+    groups = [[n.name for n in members] for members, node in zip(default.node_fx, default.nodes)
+              if len(members) > 1 and node["phase"] == "forward"]
+    assert split_statistic_tails(rewritten, groups, outputs) > 0
+    fuse_pointwise_recomputation(rewritten, outputs)
+    return JointGraph(rewritten, outputs, backward_start=True, fuse=True)
+
+
+def values_of(joint_graph, packet):
+    return [v for v, n in enumerate(joint_graph.value_node) if n is not None
+            and n.op == "call_function" and _compat.packet_name(
+                (n.args[0] if n.target.__name__ == "getitem" else n).target) == packet]
+
+
+def test_a_softmax_keeps_its_max_and_sum_apart_from_the_values_made_from_them():
+    # PyTorch's budget plans keep a softmax's max and sum (a value per row) and make the softmax
+    # again from them and its input: the statistics must be values a plan can keep, and the
+    # softmax a step of its own reading them, not inner values of one fused step.
+    batch = (torch.randn(64, 32), torch.randint(0, 10, (64,)))
+    joint, outputs = joint_graph_of(NormSoftmaxMLP(), batch, F.cross_entropy)
+    graph = planned_joint_graph(joint, outputs)
+    softmax_max = next(v for v in values_of(graph, "amax") if v in graph.producer_step
+                       and graph.nodes[graph.producer_step[v]]["phase"] == "forward"
+                       and graph.graph.value(v)["size"] == 64 * 4)
+    (softmax,) = [v for v in values_of(graph, "div") if graph.graph.value(v)["size"] == 64 * 64 * 4
+                  and graph.nodes[graph.producer_step[v]]["phase"] == "forward"]
+    made_by = graph.producer_step[softmax]
+    assert graph.producer_step[softmax_max] != made_by
+    assert softmax_max in graph.nodes[made_by]["inputs"]
+    assert graph.nodes[made_by]["outputs"] == [softmax]
+
+
+def test_each_value_a_layer_norm_makes_from_its_statistics_is_kept_or_made_on_its_own():
+    # A layer norm's fused step made its normalized input (the backward reads it), its output
+    # and its 1/std at once: a plan kept all or made all again. Each is now a step of its own
+    # reading the mean and variance.
+    batch = (torch.randn(64, 32), torch.randint(0, 10, (64,)))
+    joint, outputs = joint_graph_of(NormSoftmaxMLP(), batch, F.cross_entropy)
+    graph = planned_joint_graph(joint, outputs)
+    (statistics,) = [graph.producer_step[v] for v in values_of(graph, "var_mean")][:1]
+    readers = [node for node in graph.nodes if node["phase"] == "forward" and set(
+        graph.nodes[statistics]["outputs"]).intersection(node["inputs"])]
+    made = [v for node in readers for v in node["outputs"] if graph.graph.value(v)["size"] > 0]
+    assert len(readers) >= 2
+    assert all(len([v for v in node["outputs"] if graph.graph.value(v)["size"] > 0]) == 1
+               for node in readers)
+    assert any(graph.graph.value(v)["size"] == 64 * 64 * 4 for v in made)
+
+
+def test_the_loss_graph_of_logits_from_another_graph_plans_no_worse_than_the_default():
+    # Hugging Face's causal LM computes its loss after a graph break: the loss graph reads the
+    # logits as an input. PyTorch saves the logits and the log-sum-exp statistics and makes the
+    # log-softmax again; remat's plan must be able to do the same, not save the log-softmax
+    # (more than the default partition, which made the compile backend fall back).
+    from remat.torch.partition import simulate_partition
+
+    logits = torch.randn(256, 128, requires_grad=True)
+    joint, outputs = joint_graph_of(nn.Identity(), (logits, torch.randint(0, 128, (256,))),
+                                    F.cross_entropy)
+    theirs = copy.deepcopy(joint)
+    fw, bw = _compat.min_cut_partition(theirs, None, num_fwd_outputs=outputs)
+    their_bytes = simulate_partition(theirs, fw, bw, outputs).activation_bytes
+    ours = copy.deepcopy(joint)
+    fw, bw = rt.partition(ours, None, solver="auto", budget=0.5, num_fwd_outputs=outputs)
+    assert simulate_partition(ours, fw, bw, outputs).activation_bytes <= their_bytes
+
 
 def test_a_fused_call_holds_what_its_inner_values_are_made_of_until_it_runs():
     # A kernel computes an inner value of its fusion group where it reads it: what the value is

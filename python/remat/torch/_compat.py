@@ -387,11 +387,43 @@ def _compile_graph(gm, example_inputs, **kwargs):
     planned the graph."""
     from torch._inductor import config
     from torch._inductor.compile_fx import compile_fx_inner
+    from torch._inductor.virtualized import V
 
     if not any(n.meta.get(PLANNED_CALL) for n in gm.graph.nodes):
         return compile_fx_inner(gm, example_inputs, **kwargs)
-    with config.patch(PLANNED_GRAPH_CONFIG):
+    with config.patch(PLANNED_GRAPH_CONFIG), V.set_choices_handler(_planned_graph_choices()):
         return compile_fx_inner(gm, example_inputs, **kwargs)
+
+
+def _planned_graph_choices():
+    """Inductor's heuristics (InductorChoices) for a graph remat planned: no horizontal fusion
+    (two kernels that read a common buffer and do not read each other run as one) but of
+    reductions of one tensor along different dimensions (a normalization's backward). Inductor
+    fuses such kernels up to 64 of its nodes apart; the fused kernel makes all its outputs where
+    it runs, so a recomputation the plan places just before a late reader (a matmul's weight
+    gradient reading a copy of a layer norm's output) runs with an early one that reads the same
+    saved values, and its result lives from there: the plan's peak would not be the compiled
+    step's (bench/compile_bench.py prints both)."""
+    global _PlannedGraphChoices
+    if _PlannedGraphChoices is None:
+        from torch._inductor import scheduler as inductor_scheduler
+        from torch._inductor.choices import InductorChoices
+
+        # Older PyTorch has no fusion of reductions along different dimensions.
+        mix_order = getattr(inductor_scheduler, "MixOrderReduction", None)
+
+        class PlannedGraphChoices(InductorChoices):
+            @staticmethod
+            def can_fuse_horizontal(scheduler, node1, node2, shared_data_score):
+                return mix_order is not None and mix_order.can_fuse(node1, node2) \
+                    and InductorChoices.can_fuse_horizontal(scheduler, node1, node2,
+                                                            shared_data_score)
+
+        _PlannedGraphChoices = PlannedGraphChoices
+    return _PlannedGraphChoices()
+
+
+_PlannedGraphChoices = None  # made on first use: Inductor's import is slow
 
 
 def keep_planned_order(nodes):

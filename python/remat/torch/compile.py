@@ -16,7 +16,8 @@ Dynamo captures each graph, AOTAutograd traces its joint forward+backward graph,
 activation memory than PyTorch's default partition of it (simulate_partition, one model for
 both), goes to PyTorch's min-cut partitioner with one warning (RematFallbackWarning) naming why;
 a plan over the budget warns with its figures. Under Inductor the planned graphs' kernels run in
-the plan's order where Inductor estimates that order no worse (_compat.keep_planned_order).
+the plan's order where Inductor estimates that order no worse (_compat.keep_planned_order), and
+no kernel fuses with another only for reading the same buffer (_compat._planned_graph_choices).
 """
 
 import copy

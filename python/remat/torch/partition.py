@@ -81,12 +81,13 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     no memory there either; `compiler` (Inductor passes "inductor") neither. With `fuse` (None:
     for every solver but "mincut", which models fusion itself from the op kinds) each chain of
     calls a compiler fuses into one kernel is one remat node (JointGraph): its inner values are
-    not stored, as in the compiled step; and the backward gets its own copies of the forward's
-    pointwise chains it reads (fuse_pointwise_recomputation), as Inductor recomputes them in
-    the backward's kernels (a fraction budget stays a share of the activation memory without
-    them). `work_limit`: work units, None for remat's default, or a
-    function of the remat graph giving them (scaled_work_limit). Other keywords are the solver's
-    parameters."""
+    not stored, as in the compiled step; the values a chain makes from its statistics are chains
+    of their own (split_statistic_tails), so a plan may keep a statistic and make them again;
+    and the backward gets its own copies of the forward's pointwise chains it reads
+    (fuse_pointwise_recomputation), as Inductor recomputes them in the backward's kernels (a
+    fraction budget stays a share of the activation memory without them). `work_limit`: work
+    units, None for remat's default, or a function of the remat graph giving them
+    (scaled_work_limit). Other keywords are the solver's parameters."""
     start = time.perf_counter()
     joint_module.graph.eliminate_dead_code()
     merge_common_subexpressions(joint_module)
@@ -94,17 +95,14 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         fuse = solver != "mincut"
     default = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=fuse)
     base_peak = remat.baseline(default.graph)[0]
+    # A fraction is of the default schedule's activation memory (nothing recomputed).
+    asked = activation_budget_bytes(default.graph, budget, default.input_bytes)
     planned_module, joint = joint_module, default
     if fuse:
-        rewritten = copy.deepcopy(joint_module)
-        if fuse_pointwise_recomputation(rewritten, num_fwd_outputs) \
-                + sink_backward_views(rewritten, num_fwd_outputs):
-            planned_module = rewritten
-            joint = JointGraph(rewritten, num_fwd_outputs, backward_start=True, fuse=fuse)
+        planned_module, joint = _rewritten(joint_module, default, num_fwd_outputs,
+                                           None if asked is None else asked + default.input_bytes)
     graph = joint.graph
     lower = remat.memory_lower_bound(graph)
-    # A fraction is of the default schedule's activation memory (nothing recomputed).
-    asked = activation_budget_bytes(default.graph, budget, joint.input_bytes)
     if isinstance(budget, str) and budget.strip().lower() == "min":
         asked = lower - joint.input_bytes
     solve_budget = max(1, sum(graph.value(v)["size"] for v in range(graph.num_values)))
@@ -143,6 +141,36 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
 
 
 partition.last = None
+
+
+def _rewritten(joint_module, default, num_fwd_outputs, budget):
+    """(module, JointGraph) `partition` plans with `fuse`: a copy of `joint_module` after
+    split_statistic_tails, fuse_pointwise_recomputation and sink_backward_views (`joint_module`
+    and `default`, its JointGraph, where they change nothing). The copies of a chain that calls
+    no compiler fuses (matmuls) read are shared among those a few calls apart, which recomputes
+    less but holds each copy longer: not where that graph cannot meet `budget` (bytes, inputs
+    included) when the graph with a copy per such call can."""
+    groups = [([n.name for n in members], node["phase"])
+              for members, node in zip(default.node_fx, default.nodes) if len(members) > 1]
+    group_of = {name: g for g, (names, _) in enumerate(groups) for name in names}
+    forward_groups = [names for names, phase in groups if phase == "forward"]
+    found = None
+    for share_nearby in (True, False):
+        rewritten = copy.deepcopy(joint_module)
+        # Views first, so that the copies a view reads are made where it is read.
+        if not (split_statistic_tails(rewritten, forward_groups, num_fwd_outputs)
+                + sink_backward_views(rewritten, num_fwd_outputs)
+                + fuse_pointwise_recomputation(rewritten, num_fwd_outputs, group_of,
+                                               share_nearby)
+                + sink_backward_views(rewritten, num_fwd_outputs)):
+            return joint_module, default
+        joint = JointGraph(rewritten, num_fwd_outputs, backward_start=True, fuse=True)
+        lower = remat.memory_lower_bound(joint.graph)
+        if found is None or lower < found[2]:
+            found = (rewritten, joint, lower)
+        if budget is None or lower <= budget:
+            break
+    return found[0], found[1]
 
 
 def _greedy_members(graph, budget, result, work_limit, time_limit, seed):
@@ -429,7 +457,152 @@ def merge_common_subexpressions(joint_module):
     return merged
 
 
-def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None):
+def split_statistic_tails(joint_module, groups, num_fwd_outputs=None):
+    """Gives each value that a forward fusion group makes from its own statistics and that is
+    read outside the group its own copy of the calls making it, in place: the group keeps the
+    statistics (the small results of its reductions: a softmax's max and sum, a normalization's
+    mean and variance), and each copy, a fusion group of its own (meta STATISTIC_TAIL), makes one
+    value from the statistics and what the group read. A plan can then keep a statistic and make
+    the value again from it, or keep one of the values the group made and not the others.
+
+    `groups`: the forward fusion groups (fx call names) as JointGraph fuses the graph. A value's
+    copy runs the group's pointwise calls and views it needs, back to the statistics, the
+    group's inputs, the values of the group read outside it that no statistic went into and the
+    copies of earlier values; it is placed after what it reads, and the readers outside the
+    group read it instead. A value only the backward reads (and no copied value is made from)
+    is copied only where its copy reads statistics, graph inputs and values the backward reads
+    anyway: the copy is a backward call, and would otherwise hold what it reads into the
+    backward where a plan might not. Returns the number of values copied."""
+    graph = joint_module.graph
+    by_name = {n.name: n for n in graph.nodes}
+    outputs = {o for o in _compat.tree_flatten(
+        next(n for n in graph.nodes if n.op == "output").args)[0] if isinstance(o, fx.Node)}
+    forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
+    copied = 0
+    for names in groups:
+        members = [by_name[name] for name in names if name in by_name]
+        statistics = {v for m in members for i in m.all_input_nodes + [m]
+                      if _is_statistic(_call_of(i)) for v in _made(_call_of(i))}
+        if not statistics:
+            continue
+        copied += _split_group(graph, set(members), statistics, outputs, forward)
+    if copied:
+        graph.eliminate_dead_code()
+        graph.lint()
+        joint_module.recompile()
+    return copied
+
+
+STATISTIC_TAIL = "remat_statistic_tail"
+
+
+def _split_group(graph, members, statistics, outputs, forward):
+    """Copies, for split_statistic_tails, the values of one group (`members`) made from its
+    `statistics` and read outside it; returns how many."""
+    made_in = {v: m for m in members for v in _made(m)}
+    position = _position(graph)
+    from_statistics = set()  # values of the group a statistic went into
+    for n in sorted(made_in, key=position):
+        if n not in statistics and any(i in statistics or i in from_statistics
+                                       for i in _call_of(n).all_input_nodes):
+            from_statistics.add(n)
+    # The values a forward call outside the group reads, and what they are made of: their
+    # copies are forward values (a plan may keep them or make them again).
+    feeds_forward, stack = set(), [v for v in from_statistics
+                                   if any(_call_of(u) not in members and u.name in forward
+                                          for u in v.users)]
+    while stack:
+        n = stack.pop()
+        if n in made_in and n not in feeds_forward:
+            feeds_forward.add(n)
+            stack.extend(_call_of(n).all_input_nodes)
+    copies = {}  # a value of the group -> its copy
+    for v in sorted(from_statistics, key=position):
+        readers = [u for u in v.users if _call_of(u) not in members]
+        if not readers or v in outputs:
+            continue
+        chain = _statistic_chain(v, members, made_in, statistics, from_statistics, copies)
+        if chain is None:
+            continue
+        read = {copies.get(i, i) for n in chain for i in n.all_input_nodes if i not in chain}
+        if v not in feeds_forward and not all(
+                i in statistics or _storage_of(i).op in ("placeholder", "get_attr")
+                or any(u.name not in forward for u in i.users) for i in read):
+            continue  # a backward copy would hold a value into the backward: a plan might not
+        made = {}
+        # After what the copies read (all before v, so before its readers).
+        last = max(read, key=_position(graph)) if read else chain[0].prev
+        for n in chain:
+            with graph.inserting_after(last):
+                made[n] = last = graph.node_copy(n, lambda a: made.get(a, copies.get(a, a)))
+            last.meta[STATISTIC_TAIL] = v.name  # the copies of one value: one fusion group
+            last.meta["remat_recomputes"] = n.meta.get("remat_recomputes", n.name)
+        for u in readers:
+            u.replace_input_with(v, made[v])
+        copies[v] = made[v]
+    return len(copies)
+
+
+def _statistic_chain(v, members, made_in, statistics, from_statistics, copies):
+    """The calls of the group (in graph order) making `v` from its statistics, its inputs, the
+    values of it read outside it that no statistic went into and the values copied before
+    (`copies`); None where one of them is not a pointwise call or a view (_copyable) or the
+    chain is too long."""
+    chain, stack = {v}, [v]
+    while stack:
+        n = stack.pop()
+        if not _copyable(n) or _dropout_parts(n) is not None:
+            return None
+        for i in n.all_input_nodes:
+            if i in chain or i not in made_in or i in statistics or i in copies:
+                continue
+            if i not in from_statistics and any(_call_of(u) not in members for u in i.users):
+                continue  # stored anyway: the group's output
+            chain.add(i)
+            stack.append(i)
+            if len(chain) > MAX_COPIED_CHAIN:
+                return None
+    return sorted(chain, key=_position(v.graph))
+
+
+def _is_statistic(n):
+    """Whether fx call `n` is a fusible reduction whose results are small beside what it reads
+    (at most 1/STATISTIC_RATIO of its largest input's elements): a statistic of it."""
+    if not _fusible_reduction(n):
+        return False
+    read = max((_elements(i) for i in n.all_input_nodes), default=0)
+    return read > 0 and all(_elements(v) * STATISTIC_RATIO <= read for v in _made(n))
+
+
+STATISTIC_RATIO = 4
+
+
+def _fusible_reduction(n):
+    if n.op != "call_function" or n.target is operator.getitem \
+            or not _compat.is_operator(n.target):
+        return False
+    packet = _compat.packet_name(n.target)
+    kind = op_kinds.kind_of(packet, effects.is_view(n))
+    return kind == "reduction" and op_kinds.is_fusible(packet, kind) \
+        and not effects.declared_writes(n)
+
+
+def _elements(n):
+    meta = _compat.node_tensor_meta(n)
+    return math.prod(meta[0]) if meta is not None else 0
+
+
+def _made(n):
+    """The values fx call `n` makes: its getitems, or itself."""
+    return [u for u in n.users if u.target is operator.getitem] or [n]
+
+
+def _call_of(n):
+    return n.args[0] if n.op == "call_function" and n.target is operator.getitem else n
+
+
+def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None, group_of=None,
+                                 share_nearby=True):
     """Gives the backward its own copy of each forward pointwise chain whose result it reads,
     in place, as Inductor recomputes such a chain in the backward kernel that reads it (or, for
     a matmul reading it, in the kernel just before): the result need not be saved, and the copy
@@ -444,15 +617,22 @@ def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None):
     anyway (the backward reads it or a view of it): the copy then lives within the time the
     saved result would, so no plan needs more memory. A copy carries the name of the call it
     copies (meta["remat_recomputes"]): partition_stats counts it as a recomputation when the
-    forward runs that call. Returns the number of reads rewired."""
+    forward runs that call. The readers of one backward fusion group (`group_of`: fx call name ->
+    its group, as JointGraph fuses the graph) share their copies, as its kernel computes each
+    value once; with `share_nearby`, calls no compiler fuses share them too (_copies_for).
+    Returns the number of reads rewired."""
     graph = joint_module.graph
     forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
     fwd_outputs = set(_compat.joint_outputs(joint_module, num_fwd_outputs)[0])
     backward = [n for n in graph.nodes if n.op == "call_function" and n.name not in forward]
     chains = _backward_chains(backward, forward, fwd_outputs)
     rewired = 0
+    shared = {}  # fusion group -> its copies
+    position = {n: k for k, n in enumerate(backward)}
+    recent = []  # (position of a reader, its copies)
     for reader in backward:
-        copies = {}  # each reader its own: Inductor inlines a pointwise chain into each kernel
+        copies = _copies_for(reader, group_of, shared, recent if share_nearby else None,
+                             chains, position)
         for v in reader.all_input_nodes:
             chain = chains.get(v)
             if chain is None:
@@ -470,6 +650,49 @@ def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None):
 
 
 MAX_COPIED_CHAIN = 32
+NEARBY_CALLS = 16
+
+
+def _copies_for(reader, group_of, shared, recent, chains, position):
+    """The copies (forward node -> its copy) backward call `reader` reads, for
+    fuse_pointwise_recomputation: each kernel its own, as Inductor inlines a pointwise chain into
+    each kernel reading it (without `group_of`, each reader its own). The readers of one fusion
+    group share theirs. With `recent` (None: not), a call no compiler fuses with them (a matmul,
+    or a view for one) shares those of a reader of the same chain at most NEARBY_CALLS calls
+    before it (the matmul's is stored anyway), as does a group whose first reader it is."""
+    if group_of is None:
+        return {}
+    group = _kernel_of(reader, group_of)
+    if group in shared:
+        return shared[group]
+    needed = {n for v in reader.all_input_nodes if v in chains for n in chains[v]}
+    if not needed:
+        return {}  # it reads no copy
+    if recent is None or (group is None and _fusible_call(reader)
+                          and not effects.is_view(reader)):
+        return {} if group is None else shared.setdefault(group, {})
+    here = position[reader]
+    copies = next((c for at, c in reversed(recent) if here - at <= NEARBY_CALLS
+                   and needed.intersection(c)), {})
+    recent.append((here, copies))
+    if group is not None:
+        shared[group] = copies
+    return copies
+
+
+def _kernel_of(reader, group_of):
+    """The fusion group (group_of) whose kernel computes fx call `reader`: its own, or for a view
+    in none, that of its earliest reader in one, through views (a view is made where it is
+    read); None where there is none."""
+    while reader.name not in group_of:
+        if not effects.is_view(reader):
+            return None
+        grouped = [u for u in reader.users if u.name in group_of] or [
+            u for u in reader.users if u.op == "call_function" and effects.is_view(u)]
+        if not grouped:
+            return None
+        reader = min(grouped, key=_position(reader.graph))
+    return group_of[reader.name]
 
 
 def sink_backward_views(joint_module, num_fwd_outputs=None):
@@ -519,6 +742,13 @@ def _backward_chains(backward, forward, fwd_outputs):
         else:
             chains[v] = chain
     return chains
+
+
+def _storage_of(n):
+    """The fx node whose storage fx node `n` views (itself where it is no view)."""
+    while n.op == "call_function" and effects.is_view(n) and n.all_input_nodes:
+        n = n.all_input_nodes[0]
+    return n
 
 
 def _with_storages(nodes):
@@ -588,7 +818,8 @@ def _copy_into(graph, n, copies):
             node.meta.update({k: v for k, v in n.meta.items() if k in ("val", "tensor_meta")})
         masked.meta["remat_part_of_copy"] = True  # simulate_partition: `made` is the dropout
         n = n.args[0]
-    made.meta["remat_recomputes"] = n.name
+    made.meta["remat_recomputes"] = n.meta.get("remat_recomputes", n.name)
+    made.meta.pop(STATISTIC_TAIL, None)  # in the backward it fuses with its readers' chains
     return made
 
 
@@ -640,7 +871,8 @@ def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
         meta = _compat.node_tensor_meta(n)
         if meta is not None:
             saved_bytes += _bytes(*meta)
-    forward_calls = {n.name for n in fw.graph.nodes if n.op == "call_function"}
+    forward_calls = {name for n in fw.graph.nodes if n.op == "call_function"
+                     for name in (n.name, _original_call(n))}
     recomputed = [n for n in bw.graph.nodes
                   if n.op == "call_function" and n.target is not operator.getitem
                   and not effects.is_view(n) and _original_call(n) in forward_calls]
@@ -980,7 +1212,7 @@ class JointGraph:
         # to be kept to run them again.
         drawn = {v for _, node in calls if node["kind"] == "random" for v in node["outputs"]}
         groups = fusion_groups(calls, lambda n, node: self._is_fusible(n, node)
-                               and not drawn.intersection(node["inputs"]))
+                               and not drawn.intersection(node["inputs"]), _may_join)
         outside = _read_outside_their_group(
             calls, {i: g for g, members in enumerate(groups) for i in members})
         steps = []
@@ -1153,7 +1385,14 @@ def _read_outside_their_group(calls, group_of):
             if v in producer and group_of[producer[v]] != group_of[i]}
 
 
-def fusion_groups(calls, is_fusible):
+def _may_join(reader, producer):
+    """Whether fx call `reader` may join the fusion group of fx call `producer`: a copy of
+    split_statistic_tails stays out of the group it was split from."""
+    return producer is None or reader.meta.get(STATISTIC_TAIL) is None \
+        or reader.meta.get(STATISTIC_TAIL) == producer.meta.get(STATISTIC_TAIL)
+
+
+def fusion_groups(calls, is_fusible, may_join=None):
     """Groups of `calls` [(fx call or None, node dict)] a compiler can run as one kernel each, as
     lists of indices, in an order in which every group runs after the groups it reads from.
 
@@ -1161,7 +1400,8 @@ def fusion_groups(calls, is_fusible):
     phase whose result it reads, as Inductor fuses a consumer with its producers, unless that
     would make a group that reads (through other groups) what it makes itself: then the two
     could not run as one step. A view of a value made outside any group starts none (a backward
-    that reads the view gets its storage saved and makes the view again, as a step of its own)."""
+    that reads the view gets its storage saved and makes the view again, as a step of its own).
+    With `may_join(fx call, producer fx call)`, a call joins only the groups it may."""
     producer = {v: i for i, (_, node) in enumerate(calls) for v in node["outputs"]}
     group = list(range(len(calls)))  # call -> its group's id (the id of one of its calls)
     members = {i: [i] for i in range(len(calls))}
@@ -1198,7 +1438,8 @@ def fusion_groups(calls, is_fusible):
     for i, (n, node) in enumerate(calls):
         if not is_fusible(n, node):
             continue
-        for g in list(dict.fromkeys(group[producer[v]] for v in node["inputs"] if v in producer)):
+        for g in list(dict.fromkeys(group[producer[v]] for v in node["inputs"] if v in producer
+                                    and (may_join is None or may_join(n, calls[producer[v]][0])))):
             p = members[g][0] if g in members else None
             if p is None or group[i] == g or not is_fusible(*calls[p]) \
                     or calls[p][1]["phase"] != node["phase"]:
