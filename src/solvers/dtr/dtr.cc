@@ -28,8 +28,8 @@ const ParamTable<DtrParams>& param_table() {
   static const ParamTable<DtrParams> table(
       "dtr",
       {{{"neighbours", "`true`", "",
-         "the score counts the cost of the value's evicted neighbours (h_DTR's evicted "
-         "neighbourhood, one step deep); `false`: its own producer's cost only"},
+         "the score counts the cost of the evicted values its recomputation needs (h_DTR's "
+         "evicted neighbourhood, 32 nodes at most); `false`: its own producer's cost only"},
         flag(&DtrParams::neighbours)},
        {{"slack_runs", "6", "replays",
          "further replays at a higher internal budget while the simulator's peak leaves room "

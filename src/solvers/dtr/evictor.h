@@ -27,9 +27,8 @@ struct RunSettings {
   // over and over (where each recomputation evicts what the next one needs) gives no plan worth
   // the memory its sequence takes.
   int64_t max_recomputed_steps = 0;
-  // The score counts the cost of the value's evicted neighbours (inputs of its producer, and
-  // values made from it that are evicted and still read): h_DTR's evicted neighbourhood, one
-  // step deep.
+  // The score counts the cost of the evicted values a recomputation of the value needs (h_DTR's
+  // evicted neighbourhood); false: its producer's cost only.
   bool neighbours = true;
   // Values of non-recomputable nodes stay resident until no value made from them can be needed
   // again (the first run frees them after their last read, and gives up if a recomputation needs
