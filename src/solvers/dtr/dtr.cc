@@ -95,8 +95,9 @@ class Replays {
   // One replay at `internal` bytes, judged by the simulator and kept if it is the better plan.
   // Returns its evaluation.
   Evaluation replay(int64_t internal) {
+    // Half of the work left: the simulation of its plan costs at most what the replay did.
     RunSettings settings{.budget = internal,
-                         .ops_limit = ops_limit_ - ops_,
+                         .ops_limit = (ops_limit_ - ops_) / 2,
                          .max_recomputed_steps = params_.max_recomputations * g_.num_nodes(),
                          .neighbours = params_.neighbours,
                          .hold_unrecomputable = hold_};
@@ -107,7 +108,7 @@ class Replays {
       // on such values are held while something made from them may be needed.
       hold_ = true;
       settings.hold_unrecomputable = true;
-      settings.ops_limit = ops_limit_ - ops_;
+      settings.ops_limit = (ops_limit_ - ops_) / 2;
       run = evictor_.run(settings, limits_.deadline());
       ops_ += run.ops;
     }

@@ -86,7 +86,8 @@ void Evictor::reset(const RunSettings& settings) {
 EvictionRun Evictor::run(const RunSettings& settings, const Deadline& deadline) {
   reset(settings);
   deadline_ = &deadline;
-  evict_ops_ = settings_.ops_limit - pass_ops_;
+  // Finishing without evicting runs each node at most once more, besides the rest of the pass.
+  evict_ops_ = settings_.ops_limit - 2 * pass_ops_;
   for (int32_t n = 0; n < g_.num_nodes(); ++n) {
     now_ = n;
     if (!execute(n)) {

@@ -51,7 +51,7 @@ struct EvictionRun {
 class Evictor {
  public:
   explicit Evictor(const Graph& graph);
-  // The operations of one pass over the default schedule: what a run keeps in reserve to finish
+  // The operations of one pass over the default schedule: a run keeps two in reserve to finish
   // without evicting once its ops limit is reached.
   int64_t pass_ops() const { return pass_ops_; }
   EvictionRun run(const RunSettings& settings, const Deadline& deadline);
