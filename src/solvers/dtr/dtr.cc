@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "dtr/evictor.h"
+#include "remat/error.h"
 #include "remat/params.h"
 #include "remat/simulate.h"
 #include "remat/toolkit.h"
@@ -118,10 +119,10 @@ class Replays {
       stopped_ = std::max(stopped_, limits_.expired() ? limits_.reason() : StopReason::kWorkLimit);
     last_ops_ = run.ops;
     Evaluation e = simulate(g_, run.sequence);
+    REMAT_CHECK(e.valid, "dtr: a replay gave an invalid sequence: " + e.error);
     ops_ += simulation_ops(g_, run.sequence);
-    const bool fits = e.valid && e.peak_bytes <= budget_;
-    if (e.valid &&
-        (!best_ || better_plan({e.peak_bytes, e.cost}, {best_->peak_bytes, best_->cost}, budget_)))
+    const bool fits = e.peak_bytes <= budget_;
+    if (!best_ || better_plan({e.peak_bytes, e.cost}, {best_->peak_bytes, best_->cost}, budget_))
       best_ = Replay{.sequence = std::move(run.sequence),
                      .peak_bytes = e.peak_bytes,
                      .cost = e.cost,
@@ -146,7 +147,7 @@ class Replays {
       if (internal <= fits_at || (fails_at >= 0 && internal >= fails_at)) return;
       if (!room_for_a_replay()) return;
       const Evaluation e = replay(internal);
-      if (e.valid && e.peak_bytes <= budget_) {
+      if (e.peak_bytes <= budget_) {
         fits_at = internal;
         room = budget_ - e.peak_bytes;
       } else {
