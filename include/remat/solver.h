@@ -168,6 +168,8 @@ struct PortfolioPlace {
   double share = 0.2;                                         // of the work left (kMember)
   double max_work = std::numeric_limits<double>::infinity();  // work units
   int64_t max_nodes = 0;  // > 0: graphs with more nodes skip it (auto's checkmate_max_nodes)
+  // kMember: it runs only when no plan before it fits the budget (a rescue, not a rival).
+  bool when_nothing_fits = false;
 };
 
 class SolverDirectory;

@@ -10,6 +10,7 @@
 #ifdef REMAT_HAVE_CBC
 #include "checkmate/checkmate.h"
 #endif
+#include "dtr/dtr.h"
 #include "fastsa/fastsa.h"
 #include "greedy/greedy.h"
 #include "mincut/mincut.h"
@@ -101,6 +102,18 @@ std::vector<SolverEntry> make_rows() {
        .portfolio = kMember,
        // On opaque blocks every block has keep-all and keep-nothing only: Rotor's DP.
        .on_chain = "rotor"},
+      {.name = "dtr",
+       .description = "Dynamic Tensor Rematerialization ahead of time: the default schedule, "
+                      "evicting the value of least cost per byte and step until its next read "
+                      "and recomputing it on demand, any DAG",
+       .make = dtr::make,
+       .params = dtr::params,
+       // After the other members, only when none of their plans fits: where they find nothing
+       // within the budget its replay may (its plan then starts FastSA); where one fits, the
+       // portfolio runs as it did without it. A twentieth of the work: a joint graph's replay
+       // needs far less, and on random layered graphs of 100,000 nodes a larger share, taken
+       // from FastSA, does not finish one replay either (bench/auto_speed_bench.py).
+       .portfolio = {.role = PortfolioRole::kMember, .share = 0.05, .when_nothing_fits = true}},
   };
   // Rows of solvers behind an optional library sit inside its guard (REMAT_HAVE_CBC,
   // REMAT_HAVE_GECODE; see src/solvers/CMakeLists.txt).

@@ -64,7 +64,7 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
   // Every member that ran left its simulated peak and cost; auto's plan beats or equals each.
   int ran = 0;
   for (std::string_view member :
-       {"none", "mincut", "rotor", "rockmate", "checkmate", "fastsa", "fastsa_warm",
+       {"none", "mincut", "rotor", "rockmate", "dtr", "checkmate", "fastsa", "fastsa_warm",
         "fastsa_warm_2", "fastsa_restart", "fastsa_two_pass", "fastsa_polish"}) {
     const auto peak = r.plan.stats.counter(fmt::format("{}_peak_bytes", member));
     const auto cost = r.plan.stats.counter(fmt::format("{}_cost", member));
@@ -105,7 +105,7 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
   });
   EXPECT_TRUE(!two_pass || restart) << "the two-pass run comes after the restart";
   EXPECT_TRUE(!polish || two_pass) << "the polish comes after the two-pass run";
-  EXPECT_EQ(lines.size(), 6u + warm + warm_2 + restart + two_pass + polish);
+  EXPECT_EQ(lines.size(), 7u + warm + warm_2 + restart + two_pass + polish);
 }
 
 INSTANTIATE_TEST_SUITE_P(Graphs, AutoProperty,
@@ -179,8 +179,8 @@ TEST(Auto, PolishOfTheLowestPeakPlanKeepsItsPeak) {
     EXPECT_GT(*polish_peak, static_cast<double>(budget)) << "polish runs only when nothing fits";
     // The plan it started from: the lowest peak (then the least cost) of the members before it.
     double start_peak = 0, start_cost = 0;
-    for (std::string_view member : {"none", "mincut", "rotor", "rockmate", "checkmate", "fastsa",
-                                    "fastsa_restart", "fastsa_two_pass"}) {
+    for (std::string_view member : {"none", "mincut", "rotor", "rockmate", "dtr", "checkmate",
+                                    "fastsa", "fastsa_restart", "fastsa_two_pass"}) {
       const auto peak = r.plan.stats.counter(fmt::format("{}_peak_bytes", member));
       const auto cost = r.plan.stats.counter(fmt::format("{}_cost", member));
       if (!peak) continue;

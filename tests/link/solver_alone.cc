@@ -22,6 +22,8 @@
 #include "baseline/baseline.h"
 #elif defined(REMAT_LINK_CHECKMATE)
 #include "checkmate/checkmate.h"
+#elif defined(REMAT_LINK_DTR)
+#include "dtr/dtr.h"
 #elif defined(REMAT_LINK_FASTSA)
 #include "fastsa/fastsa.h"
 #elif defined(REMAT_LINK_GREEDY)
@@ -114,6 +116,8 @@ bool run() {
   // Without fastsa in the directory, the MILP runs from its repair heuristics alone.
   return solves_graph(*checkmate::make_milp(others), layered, {{"anneal", "false"}}) &&
          solves_graph(*checkmate::make_lp(others), layered, {});
+#elif defined(REMAT_LINK_DTR)
+  return solves_graph(*dtr::make(others), layered, {});
 #elif defined(REMAT_LINK_FASTSA)
   return solves_graph(*fastsa::make(others), layered, {{"iterations_scale", "0.01"}});
 #elif defined(REMAT_LINK_GREEDY)

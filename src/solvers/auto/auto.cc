@@ -268,6 +268,10 @@ class Portfolio {
         skip(name, *why);
         continue;
       }
+      if (member.portfolio.when_nothing_fits && best_ && fits(*best_)) {
+        skip(name, "skipped: a plan before it fits the budget");
+        continue;
+      }
       if (member.portfolio.role != PortfolioRole::kFinisher) {
         run_member(member, name, 1.0, {});
         continue;

@@ -7,6 +7,7 @@
 // each with its row's share of the time left, the finisher last with the rest. Today:
 //   none       the baseline: the default schedule (so `auto` is never worse than it)
 //   mincut, rotor, rockmate   when the graph is a joint training graph (their rows' Accepts)
+//   dtr        when no plan before it fits the budget (its row's when_nothing_fits)
 //   checkmate  when registered and the graph has at most `checkmate_max_nodes` nodes (30), with
 //              at most 10 % of the time left and 5 s
 //   fastsa     the finisher: cold (its own grouped stage 1); then, when other members' plans fit
