@@ -759,3 +759,13 @@ def test_measured_peak_counts_what_fn_allocates_not_the_frees_of_older_storages(
 
     _, peak = rt.measured_peak_bytes(step)
     assert peak == 1 << 20
+
+
+def test_an_inductor_without_a_fusion_choices_handler_compiles_planned_graphs_with_a_warning(
+        monkeypatch):
+    from torch._inductor.choices import InductorChoices
+
+    monkeypatch.setattr(_compat, "_PlannedGraphChoices", None)
+    monkeypatch.delattr(InductorChoices, "can_fuse_horizontal")
+    with pytest.warns(UserWarning, match="no choices handler for horizontal fusion"):
+        assert _compat._planned_graph_choices() is None

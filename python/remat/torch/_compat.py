@@ -8,6 +8,7 @@ state, the saved-tensor hooks of torch.utils.checkpoint and FSDP's flat paramete
 """
 
 import contextlib
+import warnings
 
 import torch
 import torch.utils._pytree as _pytree
@@ -391,7 +392,9 @@ def _compile_graph(gm, example_inputs, **kwargs):
 
     if not any(n.meta.get(PLANNED_CALL) for n in gm.graph.nodes):
         return compile_fx_inner(gm, example_inputs, **kwargs)
-    with config.patch(PLANNED_GRAPH_CONFIG), V.set_choices_handler(_planned_graph_choices()):
+    choices = _planned_graph_choices()
+    handler = contextlib.nullcontext() if choices is None else V.set_choices_handler(choices)
+    with config.patch(PLANNED_GRAPH_CONFIG), handler:
         return compile_fx_inner(gm, example_inputs, **kwargs)
 
 
@@ -407,7 +410,16 @@ def _planned_graph_choices():
     global _PlannedGraphChoices
     if _PlannedGraphChoices is None:
         from torch._inductor import scheduler as inductor_scheduler
+        from torch._inductor import virtualized
         from torch._inductor.choices import InductorChoices
+
+        if not (hasattr(virtualized.V, "set_choices_handler")
+                and hasattr(InductorChoices, "can_fuse_horizontal")):
+            warnings.warn("remat: this PyTorch's Inductor has no choices handler for horizontal "
+                          "fusion; the planned graphs compile with Inductor's own, whose "
+                          "fused kernels can run a recomputation early and hold its result: the "
+                          "compiled step's peak can be above the plan's", stacklevel=2)
+            return None
 
         # Older PyTorch has no fusion of reductions along different dimensions.
         mix_order = getattr(inductor_scheduler, "MixOrderReduction", None)
