@@ -106,10 +106,7 @@ TEST(Dtr, ClaimsWithinBudgetOnlyWhatTheSimulatorConfirms) {
 
 TEST(Dtr, GivesTheSamePlanOnEveryRun) {
   const Graph g = generate_random_layered({.num_nodes = 300, .seed = 5});
-  const SolveResult a = testing::solve_and_check(g, percent_of_peak(g, 70), "dtr");
-  const SolveResult b = testing::solve_and_check(g, percent_of_peak(g, 70), "dtr");
-  EXPECT_EQ(a.plan.sequence, b.plan.sequence);
-  EXPECT_EQ(a.plan.stats.work, b.plan.stats.work);
+  testing::expect_same_plan_on_every_run(g, percent_of_peak(g, 70), "dtr");
 }
 
 TEST(Dtr, StopsOnTheWorkLimitWithAValidPlan) {

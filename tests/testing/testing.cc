@@ -59,6 +59,13 @@ SolveResult solve_and_check(const Graph& g, int64_t budget_bytes, std::string_vi
   return r;
 }
 
+void expect_same_plan_on_every_run(const Graph& g, int64_t budget_bytes, std::string_view solver) {
+  const SolveResult a = solve_and_check(g, budget_bytes, solver);
+  const SolveResult b = solve_and_check(g, budget_bytes, solver);
+  EXPECT_EQ(a.plan.sequence, b.plan.sequence) << solver;
+  EXPECT_EQ(a.plan.stats.work, b.plan.stats.work) << solver;
+}
+
 std::string input_error_of(const std::function<void()>& action) {
   return error_of<InputError>(action);
 }

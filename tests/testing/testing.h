@@ -37,6 +37,10 @@ SolveResult solve_and_check(const Graph& g, int64_t budget_bytes, std::string_vi
                             ParamMap params = {}, uint64_t seed = 1,
                             double work_limit = kTestWorkLimit);
 
+// Solves twice through solve_and_check and expects the same plan for the same work: determinism
+// on a graph larger than the registry property suite's.
+void expect_same_plan_on_every_run(const Graph& g, int64_t budget_bytes, std::string_view solver);
+
 // The message of the `Error` that `action` throws, or "no error".
 template <class Error>
 std::string error_of(const std::function<void()>& action) {
