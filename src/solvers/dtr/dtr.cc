@@ -46,8 +46,7 @@ const ParamTable<DtrParams>& param_table() {
 // The simulator's work on `sequence`, in the replay's operations.
 int64_t simulation_ops(const Graph& g, const Sequence& sequence) {
   int64_t ops = 0;
-  for (NodeId n : sequence)
-    ops += 1 + static_cast<int64_t>(g.node(n).inputs.size() + g.node(n).outputs.size());
+  for (NodeId n : sequence) ops += step_ops(g.node(n));
   return ops;
 }
 

@@ -38,7 +38,7 @@ Evictor::Evictor(const Graph& graph) : g_(graph) {
   std::vector<int32_t> reach(values, -1);
   for (int32_t n = g_.num_nodes() - 1; n >= 0; --n) {
     const Node& node = g_.node(NodeId{n});
-    pass_ops_ += 1 + static_cast<int64_t>(node.inputs.size() + node.outputs.size());
+    pass_ops_ += step_ops(node);
     for (ValueId v : node.outputs) {
       int32_t r = -1;
       for (NodeId u : g_.users(v)) {
@@ -185,7 +185,7 @@ void Evictor::run_step(const Frame& f) {
   if (step_bytes > settings_.budget) out_.within_budget = false;
   out_.sequence.push_back(NodeId{f.node});
   if (evicting_) check_limits();
-  out_.ops += 1 + static_cast<int64_t>(node.inputs.size() + node.outputs.size());
+  out_.ops += step_ops(node);
   if (f.want >= 0) ++out_.recomputed_steps;
 
   for (ValueId o : node.outputs) {

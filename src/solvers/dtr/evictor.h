@@ -20,6 +20,12 @@
 
 namespace remat::dtr {
 
+// The operations of running `node` once (a replay's step, or the simulator's): the step with its
+// reads and writes.
+inline int64_t step_ops(const Node& node) {
+  return 1 + static_cast<int64_t>(node.inputs.size() + node.outputs.size());
+}
+
 struct RunSettings {
   int64_t budget = 0;     // bytes the resident set may take at a step (graph inputs included)
   int64_t ops_limit = 0;  // past it the run stops evicting and finishes (EvictionRun::cut_short)
