@@ -17,7 +17,6 @@ import os
 import sys
 
 import torch
-import torch.fx as fx
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
@@ -25,7 +24,7 @@ sys.path.insert(0, os.path.join(HERE, "..", "examples"))
 import remat  # noqa: E402
 import remat.torch as rt  # noqa: E402
 from remat.torch import _compat  # noqa: E402
-from remat.torch.execute import _storages  # noqa: E402
+from remat.torch.execute import _LiveBytes  # noqa: E402
 
 MB = 1e6
 
@@ -51,30 +50,23 @@ def example(name):
     sys.exit(f"cuda_memory_check: unknown example '{name}' (known: resnet18, gpt)")
 
 
-class _CallByCall(fx.Interpreter):
+class _CallByCall(_LiveBytes):
     """Runs a plan module recording, per call, live storages and torch.cuda's counters."""
 
     def __init__(self, module, inputs, cuda):
-        super().__init__(module, garbage_collect_values=True)
+        super().__init__(module, inputs)
         self.cuda = cuda
-        self.pinned = _storages(inputs, {})
         # torch.cuda's counters above what was allocated before the step, plus the inputs (the
         # simulator counts them; they were allocated before).
-        self.base = (torch.cuda.memory_allocated() if cuda else 0) - sum(self.pinned.values())
+        self.base = (torch.cuda.memory_allocated() if cuda else 0) - self.live_bytes
         self.rows = []  # (node name, target, live before, live after, allocated after, peak)
-        self.live_before = sum(self.pinned.values())
-
-    def _live(self, extra):
-        live = dict(self.pinned)
-        _storages(list(self.env.values()), live)
-        _storages([extra], live)
-        return sum(live.values())
 
     def run_node(self, n):
         if self.cuda:
             torch.cuda.reset_peak_memory_stats()
+        live_before = self.live_bytes
         result = super().run_node(n)
-        live_after = self._live(result)
+        live_after = self.live_bytes
         if self.cuda:
             allocated = torch.cuda.memory_allocated() - self.base
             peak = torch.cuda.max_memory_allocated() - self.base
@@ -82,8 +74,7 @@ class _CallByCall(fx.Interpreter):
             allocated = peak = live_after
         if n.op == "call_function":
             self.rows.append((n.name, getattr(n.target, "__name__", str(n.target)),
-                              self.live_before, live_after, allocated, peak))
-        self.live_before = live_after
+                              live_before, live_after, allocated, peak))
         return result
 
 

@@ -239,17 +239,21 @@ def run_measured(module, inputs):
 
 
 class _LiveBytes(fx.Interpreter):
+    """Runs a plan module keeping `live_bytes`, the bytes of live storages after the last call
+    (the inputs, every value still held, its result), and their peak."""
+
     def __init__(self, module, inputs):
         super().__init__(module, garbage_collect_values=True)
         self.pinned = _storages(inputs, {})
-        self.peak_bytes = sum(self.pinned.values())
+        self.live_bytes = self.peak_bytes = sum(self.pinned.values())
 
     def run_node(self, n):
         result = super().run_node(n)
         live = dict(self.pinned)
         _storages(list(self.env.values()), live)
         _storages([result], live)
-        self.peak_bytes = max(self.peak_bytes, sum(live.values()))
+        self.live_bytes = sum(live.values())
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
         return result
 
 
