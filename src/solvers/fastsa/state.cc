@@ -16,15 +16,6 @@ namespace {
 constexpr int64_t kNopOffset = int64_t{1} << 62;
 constexpr double kSoftNopOffset = 1e4;  // 2^-1e4 is 0 in double
 
-void insert_sorted(std::vector<int32_t>& times, int32_t t) {
-  times.insert(std::lower_bound(times.begin(), times.end(), t), t);
-}
-void erase_sorted(std::vector<int32_t>& times, int32_t t) {
-  auto it = std::lower_bound(times.begin(), times.end(), t);
-  REMAT_CHECK(it != times.end() && *it == t, "fastsa: time missing from a value's set");
-  times.erase(it);
-}
-
 }  // namespace
 
 SaState::SaState(const UnitTable& units, int32_t slots, std::span<const int32_t> order,
@@ -43,10 +34,6 @@ SaState::SaState(const UnitTable& units, int32_t slots, std::span<const int32_t>
   slot_.assign(static_cast<size_t>(slots), kNop);
   occupied_pos_.assign(static_cast<size_t>(slots), -1);
   occupied_.reserve(static_cast<size_t>(slots) / 2);
-  productions_.resize(static_cast<size_t>(units.num_values()));
-  uses_.resize(static_cast<size_t>(units.num_values()));
-  for (auto& p : productions_) p.reserve(4);
-  for (auto& u : uses_) u.reserve(8);
   first_.assign(static_cast<size_t>(units.num_values()), FirstTimes{});
   place_all(order);
 }
@@ -56,14 +43,22 @@ SaState::SaState(const UnitTable& units, int32_t slots, std::span<const int32_t>
 // linear in slots and edges instead of one tree update per interval.
 void SaState::place_all(std::span<const int32_t> order) {
   const auto k = static_cast<int64_t>(order.size());
+  std::vector<int32_t> produced(static_cast<size_t>(units_->num_values()), 0);
+  std::vector<int32_t> used(static_cast<size_t>(units_->num_values()), 0);
+  for (int32_t unit : order) {
+    for (int32_t v : units_->inputs(unit)) ++used[static_cast<size_t>(v)];
+    for (int32_t v : units_->outputs(unit)) ++produced[static_cast<size_t>(v)];
+  }
+  productions_.reset(produced);
+  uses_.reset(used);
   for (int64_t i = 0; i < k; ++i) {
     const auto t = static_cast<int32_t>((i + 1) * slots_ / (k + 1));
     REMAT_CHECK(is_nop(t), "fastsa: initial layout collision");
     const int32_t unit = order[static_cast<size_t>(i)];
     occupy(unit, t);
     // Slots ascend, so every list stays sorted.
-    for (int32_t v : units_->inputs(unit)) uses_[static_cast<size_t>(v)].push_back(t);
-    for (int32_t v : units_->outputs(unit)) productions_[static_cast<size_t>(v)].push_back(t);
+    for (int32_t v : units_->inputs(unit)) uses_.push_back(v, t);
+    for (int32_t v : units_->outputs(unit)) productions_.push_back(v, t);
   }
   for (int32_t v = 0; v < units_->num_values(); ++v) refresh_first(v);
   std::vector<int64_t> leaves;
@@ -77,7 +72,7 @@ void SaState::leaves_from_scratch(std::vector<int64_t>& leaves, std::vector<doub
   const auto slots = static_cast<size_t>(slots_);
   std::vector<int64_t> live(slots + 1, 0);
   for (int32_t v = 0; v < units_->num_values(); ++v) {
-    const std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
+    const std::span<const int32_t> prod = productions_.of(v);
     const int64_t size = units_->value_size[static_cast<size_t>(v)];
     for (size_t j = 0; j < prod.size() && size != 0; ++j) {
       const int32_t next = j + 1 < prod.size() ? prod[j + 1] : kNoTime;
@@ -248,7 +243,7 @@ void SaState::add_live(int32_t first, int32_t last, int64_t bytes) {
 
 int32_t SaState::interval_end(int32_t v, int32_t p, int32_t next) const {
   if (next == kNoTime && units_->value_is_output[static_cast<size_t>(v)]) return slots_ - 1;
-  const std::vector<int32_t>& u = uses_[static_cast<size_t>(v)];
+  const std::span<const int32_t> u = uses_.of(v);
   auto it = next == kNoTime ? u.end() : std::lower_bound(u.begin(), u.end(), next);
   if (it != u.begin() && *(it - 1) > p) return *(it - 1);
   return p;
@@ -257,21 +252,21 @@ int32_t SaState::interval_end(int32_t v, int32_t p, int32_t next) const {
 // A use at t extends the interval of the production before it (case 2 of §2.2.1) when it is
 // the new last use; a use with no production before it does not count (only during a move).
 void SaState::add_use(int32_t v, int32_t t) {
-  const std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
+  const std::span<const int32_t> prod = productions_.of(v);
   auto it = std::lower_bound(prod.begin(), prod.end(), t);
   if (it != prod.begin()) {
     const int32_t p = *(it - 1), next = it == prod.end() ? kNoTime : *it;
     const int32_t end = interval_end(v, p, next);
     if (end < t) add_live(end + 1, t, units_->value_size[static_cast<size_t>(v)]);
   }
-  insert_sorted(uses_[static_cast<size_t>(v)], t);
+  uses_.insert(v, t);
   refresh_first(v);
 }
 
 void SaState::remove_use(int32_t v, int32_t t) {
-  erase_sorted(uses_[static_cast<size_t>(v)], t);
+  uses_.erase(v, t);
   refresh_first(v);
-  const std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
+  const std::span<const int32_t> prod = productions_.of(v);
   auto it = std::lower_bound(prod.begin(), prod.end(), t);
   if (it == prod.begin()) return;
   const int32_t p = *(it - 1), next = it == prod.end() ? kNoTime : *it;
@@ -282,8 +277,8 @@ void SaState::remove_use(int32_t v, int32_t t) {
 // A production at t opens [t, end] and cuts the previous production's interval at its last use
 // before t (cases 2 and 3 of §2.2.1).
 void SaState::add_production(int32_t v, int32_t t) {
-  std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
-  auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  const std::span<const int32_t> prod = productions_.of(v);
+  const auto it = std::lower_bound(prod.begin(), prod.end(), t);
   const int32_t next = it == prod.end() ? kNoTime : *it;
   const int64_t size = units_->value_size[static_cast<size_t>(v)];
   add_live(t, interval_end(v, t, next), size);
@@ -292,16 +287,16 @@ void SaState::add_production(int32_t v, int32_t t) {
     const int32_t old_end = interval_end(v, p, next), new_end = interval_end(v, p, t);
     if (old_end > new_end) add_live(new_end + 1, old_end, -size);
   }
-  prod.insert(it, t);
+  productions_.insert_at(v, static_cast<int32_t>(it - prod.begin()), t);
   refresh_first(v);
 }
 
 // The inverse: closes [t, end] and lets the previous production's interval run on to the uses
 // t served (case 4 of §2.2.1, merge).
 void SaState::remove_production(int32_t v, int32_t t) {
-  std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
-  erase_sorted(prod, t);
+  productions_.erase(v, t);
   refresh_first(v);
+  const std::span<const int32_t> prod = productions_.of(v);
   auto it = std::lower_bound(prod.begin(), prod.end(), t);
   const int32_t next = it == prod.end() ? kNoTime : *it;
   const int64_t size = units_->value_size[static_cast<size_t>(v)];
@@ -314,8 +309,8 @@ void SaState::remove_production(int32_t v, int32_t t) {
 }
 
 void SaState::refresh_first(int32_t v) {
-  const std::vector<int32_t>& p = productions_[static_cast<size_t>(v)];
-  const std::vector<int32_t>& u = uses_[static_cast<size_t>(v)];
+  const std::span<const int32_t> p = productions_.of(v);
+  const std::span<const int32_t> u = uses_.of(v);
   FirstTimes& first = first_[static_cast<size_t>(v)];
   first.production = p.empty() ? kNoTime : p[0];
   first.second_production = p.size() < 2 ? kNoTime : p[1];

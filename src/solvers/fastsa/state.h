@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "segment_tree.h"
+#include "time_lists.h"
 #include "units.h"
 
 namespace remat::fastsa {
@@ -93,11 +94,11 @@ class SaState {
 
   const UnitTable* units_;
   int32_t slots_ = 0;
-  std::vector<int32_t> slot_;                      // unit or kNop, by time
-  std::vector<int32_t> occupied_;                  // occupied slots
-  std::vector<int32_t> occupied_pos_;              // index in occupied_, by time
-  std::vector<std::vector<int32_t>> productions_;  // sorted times, by value
-  std::vector<std::vector<int32_t>> uses_;         // sorted times, by value
+  std::vector<int32_t> slot_;          // unit or kNop, by time
+  std::vector<int32_t> occupied_;      // occupied slots
+  std::vector<int32_t> occupied_pos_;  // index in occupied_, by time
+  SortedTimeLists productions_;        // by value
+  SortedTimeLists uses_;               // by value
   // What the validity checks read, by value, in one flat record (kNoTime when absent): the
   // checks run on every proposal, most of which are rejected, so they must not chase pointers.
   struct FirstTimes {
