@@ -23,7 +23,6 @@
 namespace remat::fastsa {
 
 inline constexpr int32_t kNop = -1;
-inline constexpr int32_t kNoTime = 0x7fffffff;  // "none" for a time; later than every slot
 
 class SaState {
  public:
@@ -97,18 +96,7 @@ class SaState {
   std::vector<int32_t> slot_;          // unit or kNop, by time
   std::vector<int32_t> occupied_;      // occupied slots
   std::vector<int32_t> occupied_pos_;  // index in occupied_, by time
-  SortedTimeLists productions_;        // by value
-  SortedTimeLists uses_;               // by value
-  // What the validity checks read, by value, in one flat record (kNoTime when absent): the
-  // checks run on every proposal, most of which are rejected, so they must not chase pointers.
-  struct FirstTimes {
-    int32_t production = kNoTime;
-    int32_t second_production = kNoTime;
-    int32_t use = kNoTime;
-    int32_t unused = 0;
-  };
-  std::vector<FirstTimes> first_;
-  void refresh_first(int32_t v);
+  ValueTimes times_;                   // productions and uses, by value
   enum class Mutation { kNone, kAdd, kRemove, kMove };
   struct LastMutation {
     Mutation kind = Mutation::kNone;

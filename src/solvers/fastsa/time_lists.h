@@ -1,12 +1,14 @@
-// time_lists.h — per value, a sorted list of slot times (its productions, or its uses), all in
-// one flat array: each value owns a run of capacity there, and a run that fills moves to the
-// array's end with twice the room. The annealer inserts and erases a time on every mutation; with
-// one vector per value that was an allocation now and then and a pointer chase always, here it
-// is a shift within a run that sits beside the others.
-//   SortedTimeLists uses;
-//   uses.reset(counts);            // room for counts[v] times of value v
-//   uses.insert(v, t);             // keeps the list sorted
-//   std::span<const int32_t> ts = uses.of(v);
+// time_lists.h — per value, the sorted slot times of its productions and of its uses, all in one
+// flat array: each value owns a run there, its productions followed by its uses, and a run that
+// fills moves to the array's end with twice the room. A value's record (where its run is, and its
+// first production, second production and first use, which the validity checks read) fills half
+// a cache line. The annealer inserts and erases times of several values on every mutation and
+// reads both lists of each; on a large graph every value it touches is a cache miss, so a value's
+// update reads two lines (its record and its run), and no step allocates.
+//   ValueTimes times;
+//   times.reset(productions_per_value, uses_per_value);  // room for these and some spare
+//   times.insert_use(v, t);                               // keeps the list sorted
+//   std::span<const int32_t> p = times.productions(v);
 #pragma once
 
 #include <algorithm>
@@ -18,75 +20,136 @@
 
 namespace remat::fastsa {
 
-class SortedTimeLists {
+inline constexpr int32_t kNoTime = 0x7fffffff;  // "none" for a time; later than every slot
+
+// What the validity checks read of a value (kNoTime when absent).
+struct FirstTimes {
+  int32_t production = kNoTime;
+  int32_t second_production = kNoTime;
+  int32_t use = kNoTime;
+};
+
+class ValueTimes {
  public:
-  // Empty lists, with room for expected[v] times of value v (and some spare) before a run moves.
-  void reset(std::span<const int32_t> expected) {
-    runs_.assign(expected.size(), Run{});
+  // Empty lists, with room for productions[v] + uses[v] times of value v (and some spare) before
+  // its run moves.
+  void reset(std::span<const int32_t> productions, std::span<const int32_t> uses) {
+    runs_.assign(productions.size(), Run{});
     int64_t total = 0;
-    for (size_t v = 0; v < expected.size(); ++v) {
-      runs_[v] = Run{.begin = total, .size = 0, .capacity = room_for(expected[v])};
+    for (size_t v = 0; v < productions.size(); ++v) {
+      runs_[v] = Run{.begin = checked_begin(total), .capacity = room_for(productions[v] + uses[v])};
       total += runs_[v].capacity;
     }
     times_.assign(static_cast<size_t>(total), 0);
   }
 
-  std::span<const int32_t> of(int32_t v) const {
-    const Run& r = runs_[static_cast<size_t>(v)];
-    return {times_.data() + r.begin, static_cast<size_t>(r.size)};
+  const FirstTimes& first(int32_t v) const { return run(v).first; }
+
+  std::span<const int32_t> productions(int32_t v) const {
+    const Run& r = run(v);
+    return {times_.data() + r.begin, static_cast<size_t>(r.productions)};
+  }
+  std::span<const int32_t> uses(int32_t v) const {
+    const Run& r = run(v);
+    return {times_.data() + r.begin + r.productions, static_cast<size_t>(r.uses)};
   }
 
-  // Index of the first time of v not below t.
-  int32_t lower_bound(int32_t v, int32_t t) const {
-    const std::span<const int32_t> ts = of(v);
-    return static_cast<int32_t>(std::lower_bound(ts.begin(), ts.end(), t) - ts.begin());
-  }
-
-  // Inserts t at `index` (lower_bound(v, t): the list stays sorted).
-  void insert_at(int32_t v, int32_t index, int32_t t) {
-    Run& r = runs_[static_cast<size_t>(v)];
-    if (r.size == r.capacity) grow(r);
+  // Inserts t at `index` of v's productions (where it keeps them sorted).
+  void insert_production_at(int32_t v, int32_t index, int32_t t) {
+    Run& r = room_for_one(v);
     int32_t* data = times_.data() + r.begin;
-    std::copy_backward(data + index, data + r.size, data + r.size + 1);
+    std::copy_backward(data + index, data + r.productions + r.uses,
+                       data + r.productions + r.uses + 1);
     data[index] = t;
-    ++r.size;
+    ++r.productions;
+    refresh_first(r);
   }
-  void insert(int32_t v, int32_t t) { insert_at(v, lower_bound(v, t), t); }
-
-  // Appends t, no earlier than every time of v (a layout in slot order).
-  void push_back(int32_t v, int32_t t) {
-    Run& r = runs_[static_cast<size_t>(v)];
-    if (r.size == r.capacity) grow(r);
-    times_[static_cast<size_t>(r.begin + r.size)] = t;
-    ++r.size;
+  void insert_use(int32_t v, int32_t t) {
+    Run& r = room_for_one(v);
+    int32_t* uses = times_.data() + r.begin + r.productions;
+    int32_t* it = std::lower_bound(uses, uses + r.uses, t);
+    std::copy_backward(it, uses + r.uses, uses + r.uses + 1);
+    *it = t;
+    ++r.uses;
+    refresh_first(r);
   }
 
-  void erase(int32_t v, int32_t t) {
+  // Appends t to v's productions (uses), no earlier than each of them: a layout in slot order,
+  // every production placed before the first use.
+  void push_production(int32_t v, int32_t t) {
+    Run& r = room_for_one(v);
+    REMAT_CHECK(r.uses == 0, "fastsa: a production appended after a use");
+    times_[static_cast<size_t>(r.begin + r.productions)] = t;
+    ++r.productions;
+    refresh_first(r);
+  }
+  void push_use(int32_t v, int32_t t) {
+    Run& r = room_for_one(v);
+    times_[static_cast<size_t>(r.begin + r.productions + r.uses)] = t;
+    ++r.uses;
+    refresh_first(r);
+  }
+
+  void erase_production(int32_t v, int32_t t) {
     Run& r = runs_[static_cast<size_t>(v)];
     int32_t* data = times_.data() + r.begin;
-    int32_t* it = std::lower_bound(data, data + r.size, t);
-    REMAT_CHECK(it != data + r.size && *it == t, "fastsa: time missing from a value's set");
-    std::copy(it + 1, data + r.size, it);
-    --r.size;
+    erase(data, data + r.productions, data + r.productions + r.uses, t);
+    --r.productions;
+    refresh_first(r);
+  }
+  void erase_use(int32_t v, int32_t t) {
+    Run& r = runs_[static_cast<size_t>(v)];
+    int32_t* uses = times_.data() + r.begin + r.productions;
+    erase(uses, uses + r.uses, uses + r.uses, t);
+    --r.uses;
+    refresh_first(r);
   }
 
  private:
-  struct Run {
-    int64_t begin = 0;  // in times_
-    int32_t size = 0;
+  struct alignas(32) Run {
+    int32_t begin = 0;  // in times_
+    int32_t productions = 0;
+    int32_t uses = 0;
     int32_t capacity = 0;
+    FirstTimes first;
   };
+
+  void refresh_first(Run& r) const {
+    const int32_t* data = times_.data() + r.begin;
+    r.first.production = r.productions > 0 ? data[0] : kNoTime;
+    r.first.second_production = r.productions > 1 ? data[1] : kNoTime;
+    r.first.use = r.uses > 0 ? data[r.productions] : kNoTime;
+  }
+
+  static int32_t checked_begin(int64_t begin) {
+    REMAT_CHECK(begin < (int64_t{1} << 31) - (int64_t{1} << 28),
+                "fastsa: more value times than the state can index");
+    return static_cast<int32_t>(begin);
+  }
 
   static int32_t room_for(int32_t expected) { return std::max(4, expected + expected / 2 + 2); }
 
-  // Moves a full run to the end of the array with twice its room (its old room is left unused).
-  void grow(Run& r) {
-    const auto begin = static_cast<int64_t>(times_.size());
+  const Run& run(int32_t v) const { return runs_[static_cast<size_t>(v)]; }
+
+  // v's run, with room for one more time: a full run moves to the end of the array with twice
+  // its room (its old room is left unused).
+  Run& room_for_one(int32_t v) {
+    Run& r = runs_[static_cast<size_t>(v)];
+    if (r.productions + r.uses < r.capacity) return r;
+    const int32_t begin = checked_begin(static_cast<int64_t>(times_.size()));
     const int32_t capacity = 2 * r.capacity;
-    times_.resize(static_cast<size_t>(begin + capacity));
-    std::copy_n(times_.begin() + r.begin, r.size, times_.begin() + begin);
+    times_.resize(static_cast<size_t>(begin) + static_cast<size_t>(capacity));
+    std::copy_n(times_.begin() + r.begin, r.productions + r.uses, times_.begin() + begin);
     r.begin = begin;
     r.capacity = capacity;
+    return r;
+  }
+
+  // Erases t from the sorted [first, last), shifting [last, end) down with it.
+  static void erase(int32_t* first, int32_t* last, int32_t* end, int32_t t) {
+    int32_t* it = std::lower_bound(first, last, t);
+    REMAT_CHECK(it != last && *it == t, "fastsa: time missing from a value's set");
+    std::copy(it + 1, end, it);
   }
 
   std::vector<Run> runs_;
