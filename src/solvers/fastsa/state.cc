@@ -15,6 +15,8 @@ namespace {
 // over occupied slots (Appendix C.2 uses the same trick for the log-add-exp tree).
 constexpr int64_t kNopOffset = int64_t{1} << 62;
 constexpr double kSoftNopOffset = 1e4;  // 2^-1e4 is 0 in double
+// Graphs with at least this many values prefetch the times of a mutation's values.
+constexpr int32_t kPrefetchValues = 1 << 15;
 
 }  // namespace
 
@@ -205,7 +207,15 @@ void SaState::undo_last() {
   last_ = {};
 }
 
+// Only where the values' times outgrow the caches: on a small graph they are all there already.
+void SaState::prefetch_times(int32_t unit) const {
+  if (units_->num_values() < kPrefetchValues) return;
+  for (int32_t v : units_->inputs(unit)) times_.prefetch(v);
+  for (int32_t v : units_->outputs(unit)) times_.prefetch(v);
+}
+
 void SaState::add_deferred(int32_t unit, int32_t t) {
+  prefetch_times(unit);
   for (int32_t v : units_->inputs(unit)) add_use(v, t);
   for (int32_t v : units_->outputs(unit)) add_production(v, t);
   place(unit, t);
@@ -213,6 +223,7 @@ void SaState::add_deferred(int32_t unit, int32_t t) {
 
 void SaState::remove_deferred(int32_t t) {
   const int32_t unit = unit_at(t);
+  prefetch_times(unit);
   for (int32_t v : units_->inputs(unit)) remove_use(v, t);
   for (int32_t v : units_->outputs(unit)) remove_production(v, t);
   clear(t);

@@ -73,6 +73,7 @@ class SaState {
   // Interval updates are deferred in the trees and rebuilt once per add, remove or move.
   void add_deferred(int32_t unit, int32_t t);
   void remove_deferred(int32_t t);
+  void prefetch_times(int32_t unit) const;
   void add_live(int32_t first, int32_t last, int64_t bytes);
   void rebuild_trees();
   void add_use(int32_t v, int32_t t);
