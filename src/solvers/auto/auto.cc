@@ -218,7 +218,7 @@ constexpr std::string_view kAnytimeMilp = "checkmate";
 constexpr double kAnytimeMilpShare = 0.6;
 
 // fitting_starts: the second warm start costs at most this many times the first.
-constexpr double kSecondStartCostRatio = 2;
+constexpr double kSecondStartCostRatio = 1.05;
 
 // (within budget, cheapest) before (over budget, lowest peak); ties keep the earlier member.
 bool better(const Evaluation& a, const Evaluation& b, int64_t budget) {
@@ -625,9 +625,12 @@ class Portfolio {
 
   // The plans of the members that fit the budget (the default schedule aside), the cheapest
   // first, at most two; the second only when it costs at most kSecondStartCostRatio times the
-  // first: a plan that recomputes most of the graph (mincut's often does) makes every FastSA move
-  // as many times dearer (its sequence is that much longer) and is rarely the better start
-  // (bench/scale_bench.py's Llama-style models at 25 %).
+  // first. A run from a dearer second start (rotor's plan beside rockmate's, typically) did not
+  // come back below the run from the first on any graph of bench/auto_speed_bench.py or the
+  // Hugging Face block graphs at 50 % and 70 % (its start 8 % to 36 % dearer), while it took up to
+  // a fifth of the portfolio's work; from a start within a few percent it sometimes won
+  // (MobileNet-V2 at 50 %). A plan that recomputes most of the graph (mincut's often does) also
+  // makes every FastSA move as many times dearer (its sequence is that much longer).
   std::vector<WarmStart> fitting_starts() const {
     std::vector<const Fitting*> order;
     for (const Fitting& f : fitting_) order.push_back(&f);

@@ -13,7 +13,8 @@
 //   fastsa     the finisher: cold (its own grouped stage 1); then, when other members' plans fit
 //              the budget, warm-started from the cheapest (SolveOptions::start, from a cooler
 //              start than FastSA's own; recorded as fastsa_warm) and from the second cheapest
-//              (fastsa_warm_2); when only its own plan fits, warm-started from that
+//              when it costs at most 5 % more (fastsa_warm_2); when only its own plan fits,
+//              warm-started from that
 //              (fastsa_refine); when nothing fits, a restart with another seed (fastsa_restart,
 //              refined when it fits), a plan in two passes
 //              (fastsa_two_pass, two_pass.h: weight gradients made after a second forward and

@@ -15,15 +15,8 @@ namespace {
 // over occupied slots (Appendix C.2 uses the same trick for the log-add-exp tree).
 constexpr int64_t kNopOffset = int64_t{1} << 62;
 constexpr double kSoftNopOffset = 1e4;  // 2^-1e4 is 0 in double
-
-void insert_sorted(std::vector<int32_t>& times, int32_t t) {
-  times.insert(std::lower_bound(times.begin(), times.end(), t), t);
-}
-void erase_sorted(std::vector<int32_t>& times, int32_t t) {
-  auto it = std::lower_bound(times.begin(), times.end(), t);
-  REMAT_CHECK(it != times.end() && *it == t, "fastsa: time missing from a value's set");
-  times.erase(it);
-}
+// Graphs with at least this many values prefetch the times of a mutation's values.
+constexpr int32_t kPrefetchValues = 1 << 15;
 
 }  // namespace
 
@@ -43,11 +36,6 @@ SaState::SaState(const UnitTable& units, int32_t slots, std::span<const int32_t>
   slot_.assign(static_cast<size_t>(slots), kNop);
   occupied_pos_.assign(static_cast<size_t>(slots), -1);
   occupied_.reserve(static_cast<size_t>(slots) / 2);
-  productions_.resize(static_cast<size_t>(units.num_values()));
-  uses_.resize(static_cast<size_t>(units.num_values()));
-  for (auto& p : productions_) p.reserve(4);
-  for (auto& u : uses_) u.reserve(8);
-  first_.assign(static_cast<size_t>(units.num_values()), FirstTimes{});
   place_all(order);
 }
 
@@ -56,16 +44,24 @@ SaState::SaState(const UnitTable& units, int32_t slots, std::span<const int32_t>
 // linear in slots and edges instead of one tree update per interval.
 void SaState::place_all(std::span<const int32_t> order) {
   const auto k = static_cast<int64_t>(order.size());
-  for (int64_t i = 0; i < k; ++i) {
-    const auto t = static_cast<int32_t>((i + 1) * slots_ / (k + 1));
-    REMAT_CHECK(is_nop(t), "fastsa: initial layout collision");
-    const int32_t unit = order[static_cast<size_t>(i)];
-    occupy(unit, t);
-    // Slots ascend, so every list stays sorted.
-    for (int32_t v : units_->inputs(unit)) uses_[static_cast<size_t>(v)].push_back(t);
-    for (int32_t v : units_->outputs(unit)) productions_[static_cast<size_t>(v)].push_back(t);
+  std::vector<int32_t> produced(static_cast<size_t>(units_->num_values()), 0);
+  std::vector<int32_t> used(static_cast<size_t>(units_->num_values()), 0);
+  for (int32_t unit : order) {
+    for (int32_t v : units_->inputs(unit)) ++used[static_cast<size_t>(v)];
+    for (int32_t v : units_->outputs(unit)) ++produced[static_cast<size_t>(v)];
   }
-  for (int32_t v = 0; v < units_->num_values(); ++v) refresh_first(v);
+  times_.reset(produced, used);
+  auto slot_of = [&](int64_t i) { return static_cast<int32_t>((i + 1) * slots_ / (k + 1)); };
+  for (int64_t i = 0; i < k; ++i) {
+    REMAT_CHECK(is_nop(slot_of(i)), "fastsa: initial layout collision");
+    occupy(order[static_cast<size_t>(i)], slot_of(i));
+  }
+  // Slots ascend, so every list stays sorted; a value's productions go in before its uses.
+  for (int64_t i = 0; i < k; ++i)
+    for (int32_t v : units_->outputs(order[static_cast<size_t>(i)]))
+      times_.push_production(v, slot_of(i));
+  for (int64_t i = 0; i < k; ++i)
+    for (int32_t v : units_->inputs(order[static_cast<size_t>(i)])) times_.push_use(v, slot_of(i));
   std::vector<int64_t> leaves;
   std::vector<double> soft;
   leaves_from_scratch(leaves, soft);
@@ -77,7 +73,7 @@ void SaState::leaves_from_scratch(std::vector<int64_t>& leaves, std::vector<doub
   const auto slots = static_cast<size_t>(slots_);
   std::vector<int64_t> live(slots + 1, 0);
   for (int32_t v = 0; v < units_->num_values(); ++v) {
-    const std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
+    const std::span<const int32_t> prod = times_.productions(v);
     const int64_t size = units_->value_size[static_cast<size_t>(v)];
     for (size_t j = 0; j < prod.size() && size != 0; ++j) {
       const int32_t next = j + 1 < prod.size() ? prod[j + 1] : kNoTime;
@@ -120,7 +116,7 @@ double SaState::soft_peak() const {
 bool SaState::can_add(int32_t unit, int32_t t) const {
   if (!units_->recomputable[static_cast<size_t>(unit)]) return false;
   for (int32_t v : units_->inputs(unit))
-    if (first_[static_cast<size_t>(v)].production >= t) return false;
+    if (times_.first(v).production >= t) return false;
   return true;
 }
 
@@ -128,7 +124,7 @@ bool SaState::can_remove(int32_t t) const {
   const int32_t unit = unit_at(t);
   if (!units_->recomputable[static_cast<size_t>(unit)]) return false;
   for (int32_t v : units_->outputs(unit)) {
-    const FirstTimes& first = first_[static_cast<size_t>(v)];
+    const FirstTimes& first = times_.first(v);
     if (first.production < t) continue;  // an earlier production serves every use
     // t is the first production: no use may come before the next one, and an output must
     // keep a production.
@@ -143,18 +139,17 @@ bool SaState::can_remove(int32_t t) const {
 
 bool SaState::after_first_production(int32_t unit, int32_t t) const {
   const std::span<const int32_t> outputs = units_->outputs(unit);
-  return !outputs.empty() && std::all_of(outputs.begin(), outputs.end(), [&](int32_t v) {
-    return first_[static_cast<size_t>(v)].production < t;
-  });
+  return !outputs.empty() && std::all_of(outputs.begin(), outputs.end(),
+                                         [&](int32_t v) { return times_.first(v).production < t; });
 }
 
 bool SaState::can_move(int32_t from, int32_t to) const {
   const int32_t unit = unit_at(from);
   for (int32_t v : units_->inputs(unit))
-    if (first_[static_cast<size_t>(v)].production >= to) return false;
+    if (times_.first(v).production >= to) return false;
   if (to < from) return true;  // every output is produced earlier than before
   for (int32_t v : units_->outputs(unit)) {
-    const FirstTimes& first = first_[static_cast<size_t>(v)];
+    const FirstTimes& first = times_.first(v);
     if (first.production < from) continue;
     if (first.use < std::min(first.second_production, to)) return false;
   }
@@ -164,10 +159,9 @@ bool SaState::can_move(int32_t from, int32_t to) const {
 std::pair<int32_t, int32_t> SaState::move_range(int32_t from) const {
   const int32_t unit = unit_at(from);
   int32_t lo = -1, hi = slots_;
-  for (int32_t v : units_->inputs(unit))
-    lo = std::max(lo, first_[static_cast<size_t>(v)].production);
+  for (int32_t v : units_->inputs(unit)) lo = std::max(lo, times_.first(v).production);
   for (int32_t v : units_->outputs(unit)) {
-    const FirstTimes& first = first_[static_cast<size_t>(v)];
+    const FirstTimes& first = times_.first(v);
     if (first.production == from && first.use < first.second_production)
       hi = std::min(hi, first.use);
   }
@@ -213,7 +207,15 @@ void SaState::undo_last() {
   last_ = {};
 }
 
+// Only where the values' times outgrow the caches: on a small graph they are all there already.
+void SaState::prefetch_times(int32_t unit) const {
+  if (units_->num_values() < kPrefetchValues) return;
+  for (int32_t v : units_->inputs(unit)) times_.prefetch(v);
+  for (int32_t v : units_->outputs(unit)) times_.prefetch(v);
+}
+
 void SaState::add_deferred(int32_t unit, int32_t t) {
+  prefetch_times(unit);
   for (int32_t v : units_->inputs(unit)) add_use(v, t);
   for (int32_t v : units_->outputs(unit)) add_production(v, t);
   place(unit, t);
@@ -221,6 +223,7 @@ void SaState::add_deferred(int32_t unit, int32_t t) {
 
 void SaState::remove_deferred(int32_t t) {
   const int32_t unit = unit_at(t);
+  prefetch_times(unit);
   for (int32_t v : units_->inputs(unit)) remove_use(v, t);
   for (int32_t v : units_->outputs(unit)) remove_production(v, t);
   clear(t);
@@ -248,7 +251,7 @@ void SaState::add_live(int32_t first, int32_t last, int64_t bytes) {
 
 int32_t SaState::interval_end(int32_t v, int32_t p, int32_t next) const {
   if (next == kNoTime && units_->value_is_output[static_cast<size_t>(v)]) return slots_ - 1;
-  const std::vector<int32_t>& u = uses_[static_cast<size_t>(v)];
+  const std::span<const int32_t> u = times_.uses(v);
   auto it = next == kNoTime ? u.end() : std::lower_bound(u.begin(), u.end(), next);
   if (it != u.begin() && *(it - 1) > p) return *(it - 1);
   return p;
@@ -257,21 +260,19 @@ int32_t SaState::interval_end(int32_t v, int32_t p, int32_t next) const {
 // A use at t extends the interval of the production before it (case 2 of §2.2.1) when it is
 // the new last use; a use with no production before it does not count (only during a move).
 void SaState::add_use(int32_t v, int32_t t) {
-  const std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
+  const std::span<const int32_t> prod = times_.productions(v);
   auto it = std::lower_bound(prod.begin(), prod.end(), t);
   if (it != prod.begin()) {
     const int32_t p = *(it - 1), next = it == prod.end() ? kNoTime : *it;
     const int32_t end = interval_end(v, p, next);
     if (end < t) add_live(end + 1, t, units_->value_size[static_cast<size_t>(v)]);
   }
-  insert_sorted(uses_[static_cast<size_t>(v)], t);
-  refresh_first(v);
+  times_.insert_use(v, t);
 }
 
 void SaState::remove_use(int32_t v, int32_t t) {
-  erase_sorted(uses_[static_cast<size_t>(v)], t);
-  refresh_first(v);
-  const std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
+  times_.erase_use(v, t);
+  const std::span<const int32_t> prod = times_.productions(v);
   auto it = std::lower_bound(prod.begin(), prod.end(), t);
   if (it == prod.begin()) return;
   const int32_t p = *(it - 1), next = it == prod.end() ? kNoTime : *it;
@@ -282,8 +283,8 @@ void SaState::remove_use(int32_t v, int32_t t) {
 // A production at t opens [t, end] and cuts the previous production's interval at its last use
 // before t (cases 2 and 3 of §2.2.1).
 void SaState::add_production(int32_t v, int32_t t) {
-  std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
-  auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  const std::span<const int32_t> prod = times_.productions(v);
+  const auto it = std::lower_bound(prod.begin(), prod.end(), t);
   const int32_t next = it == prod.end() ? kNoTime : *it;
   const int64_t size = units_->value_size[static_cast<size_t>(v)];
   add_live(t, interval_end(v, t, next), size);
@@ -292,16 +293,14 @@ void SaState::add_production(int32_t v, int32_t t) {
     const int32_t old_end = interval_end(v, p, next), new_end = interval_end(v, p, t);
     if (old_end > new_end) add_live(new_end + 1, old_end, -size);
   }
-  prod.insert(it, t);
-  refresh_first(v);
+  times_.insert_production_at(v, static_cast<int32_t>(it - prod.begin()), t);
 }
 
 // The inverse: closes [t, end] and lets the previous production's interval run on to the uses
 // t served (case 4 of §2.2.1, merge).
 void SaState::remove_production(int32_t v, int32_t t) {
-  std::vector<int32_t>& prod = productions_[static_cast<size_t>(v)];
-  erase_sorted(prod, t);
-  refresh_first(v);
+  times_.erase_production(v, t);
+  const std::span<const int32_t> prod = times_.productions(v);
   auto it = std::lower_bound(prod.begin(), prod.end(), t);
   const int32_t next = it == prod.end() ? kNoTime : *it;
   const int64_t size = units_->value_size[static_cast<size_t>(v)];
@@ -311,15 +310,6 @@ void SaState::remove_production(int32_t v, int32_t t) {
     const int32_t old_end = interval_end(v, p, t), new_end = interval_end(v, p, next);
     if (new_end > old_end) add_live(old_end + 1, new_end, size);
   }
-}
-
-void SaState::refresh_first(int32_t v) {
-  const std::vector<int32_t>& p = productions_[static_cast<size_t>(v)];
-  const std::vector<int32_t>& u = uses_[static_cast<size_t>(v)];
-  FirstTimes& first = first_[static_cast<size_t>(v)];
-  first.production = p.empty() ? kNoTime : p[0];
-  first.second_production = p.size() < 2 ? kNoTime : p[1];
-  first.use = u.empty() ? kNoTime : u[0];
 }
 
 void SaState::occupy(int32_t unit, int32_t t) {

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "segment_tree.h"
+#include "time_lists.h"
 #include "units.h"
 
 namespace remat::fastsa {
 
 inline constexpr int32_t kNop = -1;
-inline constexpr int32_t kNoTime = 0x7fffffff;  // "none" for a time; later than every slot
 
 class SaState {
  public:
@@ -73,6 +73,7 @@ class SaState {
   // Interval updates are deferred in the trees and rebuilt once per add, remove or move.
   void add_deferred(int32_t unit, int32_t t);
   void remove_deferred(int32_t t);
+  void prefetch_times(int32_t unit) const;
   void add_live(int32_t first, int32_t last, int64_t bytes);
   void rebuild_trees();
   void add_use(int32_t v, int32_t t);
@@ -93,21 +94,10 @@ class SaState {
 
   const UnitTable* units_;
   int32_t slots_ = 0;
-  std::vector<int32_t> slot_;                      // unit or kNop, by time
-  std::vector<int32_t> occupied_;                  // occupied slots
-  std::vector<int32_t> occupied_pos_;              // index in occupied_, by time
-  std::vector<std::vector<int32_t>> productions_;  // sorted times, by value
-  std::vector<std::vector<int32_t>> uses_;         // sorted times, by value
-  // What the validity checks read, by value, in one flat record (kNoTime when absent): the
-  // checks run on every proposal, most of which are rejected, so they must not chase pointers.
-  struct FirstTimes {
-    int32_t production = kNoTime;
-    int32_t second_production = kNoTime;
-    int32_t use = kNoTime;
-    int32_t unused = 0;
-  };
-  std::vector<FirstTimes> first_;
-  void refresh_first(int32_t v);
+  std::vector<int32_t> slot_;          // unit or kNop, by time
+  std::vector<int32_t> occupied_;      // occupied slots
+  std::vector<int32_t> occupied_pos_;  // index in occupied_, by time
+  ValueTimes times_;                   // productions and uses, by value
   enum class Mutation { kNone, kAdd, kRemove, kMove };
   struct LastMutation {
     Mutation kind = Mutation::kNone;

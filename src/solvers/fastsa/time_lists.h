@@ -1,0 +1,184 @@
+// time_lists.h — per value, the sorted slot times of its productions and of its uses, all in one
+// flat array: each value owns a run there, its productions followed by its uses, and a run that
+// fills moves to the array's end with a quarter more room (when the array would have to grow for
+// it, the runs are packed first, the rooms of moved runs dropped). A value's record (where its run
+// is, and its first production, second production and first use, which the validity checks read)
+// fills half a cache line. The annealer inserts and erases times of several values on every
+// mutation and reads both lists of each; on a large graph every value it touches is a cache miss,
+// so a value's update reads two lines (its record and its run), and no step allocates.
+//   ValueTimes times;
+//   times.reset(productions_per_value, uses_per_value);  // room for these and some spare
+//   times.insert_use(v, t);                               // keeps the list sorted
+//   std::span<const int32_t> p = times.productions(v);
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "remat/error.h"
+
+namespace remat::fastsa {
+
+inline constexpr int32_t kNoTime = 0x7fffffff;  // "none" for a time; later than every slot
+
+// What the validity checks read of a value (kNoTime when absent).
+struct FirstTimes {
+  int32_t production = kNoTime;
+  int32_t second_production = kNoTime;
+  int32_t use = kNoTime;
+};
+
+class ValueTimes {
+ public:
+  // Empty lists, with room for productions[v] + uses[v] times of value v (and some spare) before
+  // its run moves.
+  void reset(std::span<const int32_t> productions, std::span<const int32_t> uses) {
+    runs_.assign(productions.size(), Run{});
+    int64_t total = 0;
+    for (size_t v = 0; v < productions.size(); ++v) {
+      runs_[v] = Run{.begin = checked_begin(total), .capacity = room_for(productions[v] + uses[v])};
+      total += runs_[v].capacity;
+    }
+    times_.reserve(static_cast<size_t>(total + total / kSpareDivisor));
+    times_.assign(static_cast<size_t>(total), 0);
+  }
+
+  const FirstTimes& first(int32_t v) const { return run(v).first; }
+
+  // Asks for v's times ahead of their use: a mutation updates every input and output of its
+  // unit, and on a large graph each is a cache miss; asked for together, the misses overlap.
+  void prefetch(int32_t v) const { __builtin_prefetch(times_.data() + run(v).begin); }
+
+  std::span<const int32_t> productions(int32_t v) const {
+    const Run& r = run(v);
+    return {times_.data() + r.begin, static_cast<size_t>(r.productions)};
+  }
+  std::span<const int32_t> uses(int32_t v) const {
+    const Run& r = run(v);
+    return {times_.data() + r.begin + r.productions, static_cast<size_t>(r.uses)};
+  }
+
+  // Inserts t at `index` of v's productions (where it keeps them sorted).
+  void insert_production_at(int32_t v, int32_t index, int32_t t) {
+    Run& r = room_for_one(v);
+    int32_t* data = times_.data() + r.begin;
+    std::copy_backward(data + index, data + r.productions + r.uses,
+                       data + r.productions + r.uses + 1);
+    data[index] = t;
+    ++r.productions;
+    refresh_first(r);
+  }
+  void insert_use(int32_t v, int32_t t) {
+    Run& r = room_for_one(v);
+    int32_t* uses = times_.data() + r.begin + r.productions;
+    int32_t* it = std::lower_bound(uses, uses + r.uses, t);
+    std::copy_backward(it, uses + r.uses, uses + r.uses + 1);
+    *it = t;
+    ++r.uses;
+    refresh_first(r);
+  }
+
+  // Appends t to v's productions (uses), no earlier than each of them: a layout in slot order,
+  // every production placed before the first use.
+  void push_production(int32_t v, int32_t t) {
+    Run& r = room_for_one(v);
+    REMAT_CHECK(r.uses == 0, "fastsa: a production appended after a use");
+    times_[static_cast<size_t>(r.begin + r.productions)] = t;
+    ++r.productions;
+    refresh_first(r);
+  }
+  void push_use(int32_t v, int32_t t) {
+    Run& r = room_for_one(v);
+    times_[static_cast<size_t>(r.begin + r.productions + r.uses)] = t;
+    ++r.uses;
+    refresh_first(r);
+  }
+
+  void erase_production(int32_t v, int32_t t) {
+    Run& r = runs_[static_cast<size_t>(v)];
+    int32_t* data = times_.data() + r.begin;
+    erase(data, data + r.productions, data + r.productions + r.uses, t);
+    --r.productions;
+    refresh_first(r);
+  }
+  void erase_use(int32_t v, int32_t t) {
+    Run& r = runs_[static_cast<size_t>(v)];
+    int32_t* uses = times_.data() + r.begin + r.productions;
+    erase(uses, uses + r.uses, uses + r.uses, t);
+    --r.uses;
+    refresh_first(r);
+  }
+
+ private:
+  struct alignas(32) Run {
+    int32_t begin = 0;  // in times_
+    int32_t productions = 0;
+    int32_t uses = 0;
+    int32_t capacity = 0;
+    FirstTimes first;
+  };
+
+  void refresh_first(Run& r) const {
+    const int32_t* data = times_.data() + r.begin;
+    r.first.production = r.productions > 0 ? data[0] : kNoTime;
+    r.first.second_production = r.productions > 1 ? data[1] : kNoTime;
+    r.first.use = r.uses > 0 ? data[r.productions] : kNoTime;
+  }
+
+  static int32_t checked_begin(int64_t begin) {
+    REMAT_CHECK(begin < (int64_t{1} << 31) - (int64_t{1} << 28),
+                "fastsa: more value times than the state can index");
+    return static_cast<int32_t>(begin);
+  }
+
+  static int32_t room_for(int32_t times) { return times + times / 4 + 4; }
+
+  const Run& run(int32_t v) const { return runs_[static_cast<size_t>(v)]; }
+
+  // The array's spare room, a fraction of the runs' (1 / kSpareDivisor), for runs that move.
+  static constexpr int64_t kSpareDivisor = 4;
+
+  // v's run, with room for one more time: a full run moves to the end of the array with a
+  // quarter more room (its old room is left unused until the next pack).
+  Run& room_for_one(int32_t v) {
+    Run& r = runs_[static_cast<size_t>(v)];
+    if (r.productions + r.uses < r.capacity) return r;
+    const int32_t capacity = room_for(r.capacity);
+    if (times_.size() + static_cast<size_t>(capacity) > times_.capacity()) pack(capacity);
+    const int32_t begin = checked_begin(static_cast<int64_t>(times_.size()));
+    times_.resize(static_cast<size_t>(begin) + static_cast<size_t>(capacity));
+    std::copy_n(times_.begin() + r.begin, r.productions + r.uses, times_.begin() + begin);
+    r.begin = begin;
+    r.capacity = capacity;
+    return r;
+  }
+
+  // Copies every run into a new array, in value order and without the rooms runs moved out of,
+  // with spare room for runs that move, `more` at least.
+  void pack(int32_t more) {
+    int64_t total = 0;
+    for (const Run& r : runs_) total += r.capacity;
+    std::vector<int32_t> packed;
+    packed.reserve(static_cast<size_t>(total + std::max<int64_t>(more, total / kSpareDivisor)));
+    for (Run& r : runs_) {
+      const auto from = times_.begin() + r.begin;
+      r.begin = checked_begin(static_cast<int64_t>(packed.size()));
+      packed.insert(packed.end(), from, from + r.capacity);
+    }
+    times_.swap(packed);
+  }
+
+  // Erases t from the sorted [first, last), shifting [last, end) down with it.
+  static void erase(int32_t* first, int32_t* last, int32_t* end, int32_t t) {
+    int32_t* it = std::lower_bound(first, last, t);
+    REMAT_CHECK(it != last && *it == t, "fastsa: time missing from a value's set");
+    std::copy(it + 1, end, it);
+  }
+
+  std::vector<Run> runs_;
+  std::vector<int32_t> times_;
+};
+
+}  // namespace remat::fastsa
