@@ -18,10 +18,25 @@ the numerics of batch norm, say, for every partition alike; a partition that cha
 shows against the default). "sim MB" is the activation memory of the partition in remat's
 simulator, the same model for both partitioners (partition.simulate_partition: the graphs' calls
 in their order, each graph's fusible chains fused, summed over the graphs), and "sim %" its share
-of the default schedule's activation memory (what remat's fraction is of). With
---equal-peak-solver (default auto), each fraction's rows end with remat planning each graph to
-the simulated bytes a PyTorch budget plan reached there ("remat auto at greedy's sim"): at equal
-memory, who recomputes less. With --compiler eager every configuration runs its partitioned graphs
+of the default schedule's activation memory (what remat's fraction is of). "random redrawn" counts
+the random calls a partition runs again in the backward: PyTorch's budget knapsack may recompute
+a dropout, which here (fallback_random, CPU) draws a new mask, so its gradients are not eager's;
+remat's plans never do. A PyTorch budget plan that redraws is followed by the same solver's plan
+with random calls saved ("pytorch budget greedy, random saved": PyTorch's MUST_SAVE tag on them,
+_compat.min_cut_partition), the plan under remat's rule. With --equal-peak-solver (default
+auto), each fraction's rows end with remat planning each graph to the simulated bytes a PyTorch
+budget plan reached there ("remat auto at greedy's sim"): at equal memory, who recomputes less.
+After the table, per model and fraction: does a remat row dominate PyTorch's best budget plan
+(the least measured peak, then the fewest recomputed FLOPs) and its best plan drawing no random
+call again, on the measured peak (and in remat's simulator) and recomputed FLOPs both?
+
+Both sides' recomputed FLOPs are cost.py's model (matmuls and convolutions from shapes, a
+pointwise or reduction call its element count), summed over the calls each backward runs again.
+remat's solvers minimize that model's FLOPs of their steps (a fused chain charged whole), and
+the partition keeps, of its candidate plans, the one whose lowered graphs run the fewest FLOPs;
+PyTorch's knapsack minimizes its own runtime estimate (activation_memory_budget_runtime_estimator,
+"flops" by default: torch.utils.flop_counter's, where a pointwise call counts 1), so it recomputes
+pointwise chains as if free; this table charges both by cost.py. With --compiler eager every configuration runs its partitioned graphs
 as fx modules (Inductor's decompositions, no Inductor compile): plans, recomputed FLOPs and
 gradients are the same as with Inductor, the peak is that of unfused execution, and the compile
 time is tracing and partitioning only; it is the fast mode for the larger models.
