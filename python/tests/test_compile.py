@@ -587,7 +587,7 @@ def test_at_the_memory_of_pytorchs_budget_plan_drawing_no_random_call_again_rema
     # backward (new draws on CPU: other gradients); with them saved, as remat's plans keep them,
     # its plan is a fair peer. remat plans both rewritten graphs (copies shared or not) and judges
     # every auto member as lowered: at 50 % the plan it needs is in the graph of unshared copies.
-    from remat.torch.partition import scaled_work_limit, simulate_partition
+    from remat.torch.partition import simulate_partition
 
     model, batch, loss_fn = small_gpt(dropout=0.1)
     with torch._inductor.config.patch(fallback_random=True):
@@ -604,7 +604,7 @@ def test_at_the_memory_of_pytorchs_budget_plan_drawing_no_random_call_again_rema
     their_bytes = simulate_partition(theirs, fw, bw, outputs).activation_bytes
     ours = copy.deepcopy(joint)
     fw, bw = rt.partition(ours, None, solver="auto", budget=their_bytes, num_fwd_outputs=outputs,
-                          work_limit=scaled_work_limit)
+                          work_limit=0.2)
     assert simulate_partition(ours, fw, bw, outputs).activation_bytes <= their_bytes
     assert rt.partition.last.redrawn == 0
     assert rt.partition.last.recomputed_flops <= stats.recomputed_flops
