@@ -201,33 +201,27 @@ def _lower(planned_module, joint, sequence, planner):
 
 
 def _rewritten(joint_module, default, num_fwd_outputs):
-    """The (module, JointGraph) pairs `partition` plans with `fuse` (it keeps the best plan):
-    copies of `joint_module` after split_statistic_tails and sink_backward_views, and in the first
-    two fuse_pointwise_recomputation (only `joint_module` and `default`, its JointGraph, where
-    they change nothing). In the first, the copies of a chain that calls no compiler fuses
-    (matmuls) read are shared among those a few calls apart, which recomputes less but holds each
-    copy longer; in the second each such call has a copy of its own. The copies take no memory
-    but always run: in the third the backward reads the forward's values, which a plan keeps or
-    makes again as it chooses (at a loose budget, keeping them recomputes less). None of the
-    three graphs' plans is always the best (bench/compile_bench.py: remat at the memory of
-    PyTorch's plans)."""
+    """The (module, JointGraph) pairs `partition` plans with `fuse` (it keeps the better plan):
+    copies of `joint_module` after split_statistic_tails, fuse_pointwise_recomputation and
+    sink_backward_views (only `joint_module` and `default`, its JointGraph, where they change
+    nothing). In the first, the copies of a chain that calls no compiler fuses (matmuls) read are
+    shared among those a few calls apart, which recomputes less but holds each copy longer; in
+    the second each such call has a copy of its own. Neither graph's plans are always the better
+    (bench/compile_bench.py: remat at the memory of PyTorch's plans)."""
     groups = [([n.name for n in members], node["phase"])
               for members, node in zip(default.node_fx, default.nodes) if len(members) > 1]
     group_of = {name: g for g, (names, _) in enumerate(groups) for name in names}
     forward_groups = [names for names, phase in groups if phase == "forward"]
     found = []
-    for share_nearby in (True, False, None):
+    for share_nearby in (True, False):
         rewritten = copy.deepcopy(joint_module)
         # Views first, so that the copies a view reads are made where it is read.
-        changed = split_statistic_tails(rewritten, forward_groups, num_fwd_outputs) \
-            + sink_backward_views(rewritten, num_fwd_outputs)
-        if share_nearby is not None:
-            changed += fuse_pointwise_recomputation(rewritten, num_fwd_outputs, group_of,
-                                                    share_nearby) \
+        if not (split_statistic_tails(rewritten, forward_groups, num_fwd_outputs)
                 + sink_backward_views(rewritten, num_fwd_outputs)
-        if not changed:
-            found.append((joint_module, default))
-            break
+                + fuse_pointwise_recomputation(rewritten, num_fwd_outputs, group_of,
+                                               share_nearby)
+                + sink_backward_views(rewritten, num_fwd_outputs)):
+            return [(joint_module, default)]
         found.append((rewritten, JointGraph(rewritten, num_fwd_outputs, backward_start=True,
                                             fuse=True)))
     return found
