@@ -36,8 +36,9 @@ remat's solvers minimize that model's FLOPs of their steps (a fused chain charge
 the partition keeps, of its candidate plans, the one whose lowered graphs run the fewest FLOPs;
 PyTorch's knapsack minimizes its own runtime estimate (activation_memory_budget_runtime_estimator,
 "flops" by default: torch.utils.flop_counter's, where a pointwise call counts 1), so it recomputes
-pointwise chains as if free; this table charges both by cost.py. With --compiler eager every configuration runs its partitioned graphs
-as fx modules (Inductor's decompositions, no Inductor compile): plans, recomputed FLOPs and
+pointwise chains as if free; this table charges both by cost.py.
+
+With --compiler eager every configuration runs its partitioned graphs as fx modules (Inductor's decompositions, no Inductor compile): plans, recomputed FLOPs and
 gradients are the same as with Inductor, the peak is that of unfused execution, and the compile
 time is tracing and partitioning only; it is the fast mode for the larger models.
 
@@ -242,7 +243,8 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
                 if budgets and None not in budgets:
                     peers.setdefault(tuple(budgets), {}).setdefault(variant, []).append(solver)
         for budgets, by_variant in peers.items():
-            names = "; ".join("/".join(solvers) + variant for variant, solvers in by_variant.items())
+            names = "; ".join("/".join(solvers) + variant
+                              for variant, solvers in by_variant.items())
             yield (f"remat {equal_peak_solver} at {names}'s sim", f,
                    lambda b=list(budgets): remat_backend(1.0, equal_peak_solver, compiler, b), {})
 
