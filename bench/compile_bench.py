@@ -38,8 +38,8 @@ PyTorch's knapsack minimizes its own runtime estimate (activation_memory_budget_
 "flops" by default: torch.utils.flop_counter's, where a pointwise call counts 1), so it recomputes
 pointwise chains as if free; this table charges both by cost.py.
 
-With --compiler eager every configuration runs its partitioned graphs as fx modules (Inductor's decompositions, no Inductor compile): plans, recomputed FLOPs and
-gradients are the same as with Inductor, the peak is that of unfused execution, and the compile
+With --compiler eager every configuration runs its partitioned graphs as fx modules (Inductor's
+decompositions, no Inductor compile): plans, recomputed FLOPs and gradients are the same as with Inductor, the peak is that of unfused execution, and the compile
 time is tracing and partitioning only; it is the fast mode for the larger models.
 
 The peak is CPU live-storage accounting, the same for every configuration: the allocator's
