@@ -39,8 +39,9 @@ PyTorch's knapsack minimizes its own runtime estimate (activation_memory_budget_
 pointwise chains as if free; this table charges both by cost.py.
 
 With --compiler eager every configuration runs its partitioned graphs as fx modules (Inductor's
-decompositions, no Inductor compile): plans, recomputed FLOPs and gradients are the same as with Inductor, the peak is that of unfused execution, and the compile
-time is tracing and partitioning only; it is the fast mode for the larger models.
+decompositions, no Inductor compile): plans, recomputed FLOPs and gradients are the same as with
+Inductor, the peak is that of unfused execution, and the compile time is tracing and partitioning
+only; it is the fast mode for the larger models.
 
 The peak is CPU live-storage accounting, the same for every configuration: the allocator's
 events from torch.profiler (profile_memory=True) while the step runs, each allocation adding its
