@@ -18,13 +18,30 @@ the numerics of batch norm, say, for every partition alike; a partition that cha
 shows against the default). "sim MB" is the activation memory of the partition in remat's
 simulator, the same model for both partitioners (partition.simulate_partition: the graphs' calls
 in their order, each graph's fusible chains fused, summed over the graphs), and "sim %" its share
-of the default schedule's activation memory (what remat's fraction is of). With
---equal-peak-solver (default auto), each fraction's rows end with remat planning each graph to
-the simulated bytes a PyTorch budget plan reached there ("remat auto at greedy's sim"): at equal
-memory, who recomputes less. With --compiler eager every configuration runs its partitioned graphs
-as fx modules (Inductor's decompositions, no Inductor compile): plans, recomputed FLOPs and
-gradients are the same as with Inductor, the peak is that of unfused execution, and the compile
-time is tracing and partitioning only; it is the fast mode for the larger models.
+of the default schedule's activation memory (what remat's fraction is of). "random redrawn" counts
+the random calls a partition runs again in the backward: PyTorch's budget knapsack may recompute
+a dropout, which here (fallback_random, CPU) draws a new mask, so its gradients are not eager's;
+remat's plans never do. A PyTorch budget plan that redraws is followed by the same solver's plan
+with random calls saved ("pytorch budget greedy, random saved": PyTorch's MUST_SAVE tag on them,
+_compat.min_cut_partition), the plan under remat's rule. With --equal-peak-solver (default
+auto), each fraction's rows end with remat planning each graph to the simulated bytes a PyTorch
+budget plan reached there ("remat auto at greedy's sim"): at equal memory, who recomputes less.
+After the table, per model and fraction: does a remat row dominate PyTorch's best budget plan
+(the least measured peak, then the fewest recomputed FLOPs) and its best plan drawing no random
+call again, on the measured peak (and in remat's simulator) and recomputed FLOPs both?
+
+Both sides' recomputed FLOPs are cost.py's model (matmuls and convolutions from shapes, a
+pointwise or reduction call its element count), summed over the calls each backward runs again.
+remat's solvers minimize that model's FLOPs of their steps (a fused chain charged whole), and
+the partition keeps, of its candidate plans, the one whose lowered graphs run the fewest FLOPs;
+PyTorch's knapsack minimizes its own runtime estimate (activation_memory_budget_runtime_estimator,
+"flops" by default: torch.utils.flop_counter's, where a pointwise call counts 1), so it recomputes
+pointwise chains as if free; this table charges both by cost.py.
+
+With --compiler eager every configuration runs its partitioned graphs as fx modules (Inductor's
+decompositions, no Inductor compile): plans, recomputed FLOPs and gradients are the same as with
+Inductor, the peak is that of unfused execution, and the compile time is tracing and partitioning
+only; it is the fast mode for the larger models.
 
 The peak is CPU live-storage accounting, the same for every configuration: the allocator's
 events from torch.profiler (profile_memory=True) while the step runs, each allocation adding its
@@ -69,6 +86,8 @@ from remat.torch.compile import CompileBackend, RematPartitioner  # noqa: E402
 from remat.torch.partition import partition_stats, simulate_partition  # noqa: E402
 
 TORCH_SOLVERS = ("greedy", "ilp", "dp")
+# The label's tail of a PyTorch budget plan with random calls marked as ones it must save.
+SAVED_RANDOM = ", random saved"
 
 
 def gpt():
@@ -129,14 +148,15 @@ MODELS = {
 
 class RecordingPartition:
     """PyTorch's min-cut partition as an Inductor custom partitioner (the call Inductor makes
-    without one), recording each graph's figures."""
+    without one), recording each graph's figures; with `save_random`, random calls are ones it
+    must save (_compat.min_cut_partition)."""
 
-    def __init__(self, label):
-        self.label, self.graphs = label, []
+    def __init__(self, label, save_random=False):
+        self.label, self.graphs, self.save_random = label, [], save_random
 
     def __call__(self, joint, inputs, **kwargs):
         start = time.perf_counter()
-        fw, bw = _compat.min_cut_partition(joint, inputs, **kwargs)
+        fw, bw = _compat.min_cut_partition(joint, inputs, save_random=self.save_random, **kwargs)
         stats = partition_stats(fw, bw, kwargs["num_fwd_outputs"], time.perf_counter() - start)
         self.graphs.append(simulated(stats, joint, fw, bw, kwargs["num_fwd_outputs"]))
         return fw, bw
@@ -187,14 +207,16 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
                    reached=None):
     """(label, fraction, backend maker, functorch config) of every configuration; with compiler
     "eager" the partitioned graphs run as fx modules (AOTAutograd with Inductor's decompositions,
-    as "aot_eager_decomp_partition"), for every configuration alike. With `equal_peak_solver`,
-    after each fraction's rows, one more remat row per distinct figure PyTorch's budget plans
-    reached at that fraction (`reached`: label -> the simulated activation bytes of each graph,
-    filled in as the rows run), with that figure as each graph's budget."""
+    as "aot_eager_decomp_partition"), for every configuration alike. `reached`: label -> fraction
+    -> the row measured (filled in as the rows run). A PyTorch budget plan that runs a random
+    call again is followed by the same solver's plan with random calls saved (SAVED_RANDOM). With
+    `equal_peak_solver`, after each fraction's rows, one more remat row per distinct figure
+    PyTorch's budget plans reached at that fraction (the simulated activation bytes of each
+    graph), with that figure as each graph's budget."""
     compile_graphs = graph_compiler(compiler)
 
-    def torch_backend(label):
-        partitioner = RecordingPartition(label)
+    def torch_backend(label, save_random=False):
+        partitioner = RecordingPartition(label, save_random)
         backend = lambda gm, inputs: compile_graphs(gm, inputs, partitioner)  # noqa
         backend.graphs = partitioner.graphs
         return backend
@@ -205,17 +227,26 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
         for solver in TORCH_SOLVERS:
             yield (f"pytorch budget {solver}", f, lambda s=solver, f=f: torch_backend(f"{s}{f}"),
                    {"activation_memory_budget": f, "activation_memory_budget_solver": solver})
+        for solver in TORCH_SOLVERS:
+            if reached.get(f"pytorch budget {solver}", {}).get(f, {}).get("redrawn"):
+                yield (f"pytorch budget {solver}{SAVED_RANDOM}", f,
+                       lambda s=solver, f=f: torch_backend(f"{s}{f}-saved-random", True),
+                       {"activation_memory_budget": f, "activation_memory_budget_solver": solver})
         for solver in solvers:
             yield (f"remat {solver}", f, lambda s=solver, f=f: remat_backend(f, s, compiler), {})
         if equal_peak_solver is None:
             continue
         peers = {}  # budgets -> the PyTorch solvers whose plans reached them
         for solver in TORCH_SOLVERS:
-            budgets = reached.get(f"pytorch budget {solver}", {}).get(f)
-            if budgets and None not in budgets:
-                peers.setdefault(tuple(budgets), []).append(solver)
-        for budgets, names in peers.items():
-            yield (f"remat {equal_peak_solver} at {'/'.join(names)}'s sim", f,
+            for variant in ("", SAVED_RANDOM):
+                row = reached.get(f"pytorch budget {solver}{variant}", {}).get(f)
+                budgets = row and row["simulated_bytes"]
+                if budgets and None not in budgets:
+                    peers.setdefault(tuple(budgets), {}).setdefault(variant, []).append(solver)
+        for budgets, by_variant in peers.items():
+            names = "; ".join("/".join(solvers) + variant
+                              for variant, solvers in by_variant.items())
+            yield (f"remat {equal_peak_solver} at {names}'s sim", f,
                    lambda b=list(budgets): remat_backend(1.0, equal_peak_solver, compiler, b), {})
 
 
@@ -263,6 +294,7 @@ def measure(make, backend_maker, functorch_config, steps, device="cpu"):
         "step_s": statistics.median(times), "compile_s": compile_s,
         "saved_bytes": sum(g.saved_bytes for g in graphs) if graphs else None,
         "recomputed_flops": sum(g.recomputed_flops for g in graphs) if graphs else None,
+        "redrawn": sum(g.redrawn for g in graphs) if graphs else None,
         "partition_s": sum(g.seconds for g in graphs) if graphs else None,
         "simulated_bytes": [getattr(g, "simulated_activation_bytes", None) for g in graphs],
         "simulated_baseline_bytes": [getattr(g, "baseline_activation_bytes", None) for g in graphs],
@@ -359,10 +391,10 @@ def main():
     records = []
     lines = [f"compiler {args.compiler}, torch {torch.__version__}, one thread, device "
              f"{device_name(args.device)}", "",
-             "| model | configuration | fraction | saved MB | recomputed MFLOP | sim MB | sim % "
-             "| measured peak MB | peak / default | step ms | compile s | partition s "
-             "| max diff vs eager | vs default |",
-             "|" + " --- |" * 14]
+             "| model | configuration | fraction | saved MB | recomputed MFLOP | random redrawn "
+             "| sim MB | sim % | measured peak MB | peak / default | step ms | compile s "
+             "| partition s | max diff vs eager | vs default |",
+             "|" + " --- |" * 15]
     print("\n".join(lines), flush=True)
     equal_peak = None if args.equal_peak_solver == "none" else args.equal_peak_solver
     with torch._inductor.config.patch(patches), \
@@ -374,7 +406,7 @@ def main():
             for label, fraction, maker, config in configurations(
                     fractions, solvers, args.compiler, equal_peak, reached):
                 row = measure(MODELS[name], maker, config, args.steps, args.device)
-                reached.setdefault(label, {})[fraction] = row["simulated_bytes"]
+                reached.setdefault(label, {})[fraction] = row
                 eager = eager or row
                 if label == "pytorch default":
                     default = row
@@ -389,7 +421,9 @@ def main():
                 shown = label + (f" (fell back: {fell_back} of {row['graphs']} graphs)"
                                  if fell_back else "")
                 lines.append(f"| {name} | {shown} | {fraction or '-'} | "
-                             f"{mb(row['saved_bytes'])} | {flops or '-'} | {sim} | {share} | "
+                             f"{mb(row['saved_bytes'])} | {flops or '-'} | "
+                             f"{'-' if row['redrawn'] is None else row['redrawn']} | {sim} | "
+                             f"{share} | "
                              f"{mb(row['peak_bytes'])} | "
                              f"{'-' if ratio is None else f'{ratio:.2f}'} | "
                              f"{1e3 * row['step_s']:.1f} | {row['compile_s']:.1f} | {plan_s} | "
@@ -402,7 +436,74 @@ def main():
                                 "peak_over_default": ratio,
                                 **{k: v for k, v in row.items()
                                    if k not in ("loss", "grads")}})
+    summary = dominance_summary(records)
+    print("\n".join(summary), flush=True)
+    lines += summary
     write_results(args.out, records, lines, args.append)
+
+
+def dominance_summary(records):
+    """Table lines: per model and fraction, PyTorch's best budget plan (the least measured peak,
+    then the fewest recomputed FLOPs, of its solvers' plans as it runs them) and whether a remat
+    row (at the fraction, or at the simulated memory of a PyTorch plan) dominates it: a peak and
+    recomputed FLOPs no higher, the peak measured, and in remat's simulator (one memory model for
+    both; with --compiler eager the measured peak is that of unfused execution, which no plan of
+    fused chains is made for). The same for its best plan that draws no random call again (the
+    plans with random calls saved included), the rule remat's plans follow."""
+    lines = ["", "Does remat dominate PyTorch's best budget plan (peak and recomputed FLOPs both "
+             "no higher; measured peak, and remat's simulator's)?", "",
+             "| model | fraction | PyTorch's best budget plan | dominated by | its best plan "
+             "drawing no random call again | dominated by |", "|" + " --- |" * 6]
+    fractions = {}
+    for r in records:
+        if r["fraction"] is not None and r["recomputed_flops"] is not None:
+            fractions.setdefault((r["model"], r["fraction"]), []).append(r)
+    for (model, fraction), rows in fractions.items():
+        theirs = [r for r in rows if r["configuration"].startswith("pytorch budget")]
+        ours = [r for r in rows if r["configuration"].startswith("remat")]
+        if not theirs or not ours:
+            continue
+        as_run = [r for r in theirs if not r["configuration"].endswith(SAVED_RANDOM)]
+        cells = []
+        for peers in (as_run, [r for r in theirs if not r["redrawn"]]):
+            if not peers:
+                cells += ["-", "-"]
+                continue
+            best = min(peers, key=lambda r: (r["peak_bytes"], r["recomputed_flops"]))
+            cells.append(f"{row_figures(best)} ({best['configuration'][len('pytorch budget '):]})")
+            cells.append("; ".join(dominated_by(ours, best, figure)
+                                   for figure in ("peak_bytes", "sim")))
+        lines.append(f"| {model} | {fraction} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def dominated_by(ours, best, figure):
+    """"measured: yes (the remat row dominating `best`)" or "no" with the closest row, on the
+    measured peak or (figure "sim") the simulated one."""
+    def peak(r):
+        sim = r["simulated_bytes"]
+        return r["peak_bytes"] if figure == "peak_bytes" else (
+            float("inf") if not sim or None in sim else sum(sim))
+
+    name = "measured" if figure == "peak_bytes" else "sim"
+    rows = [r for r in ours if peak(r) <= peak(best)]
+    dominating = [r for r in rows if r["recomputed_flops"] <= best["recomputed_flops"]]
+    if dominating:
+        r = min(dominating, key=lambda r: (r["recomputed_flops"], peak(r)))
+        return f"{name}: yes, {r['configuration']} ({mb(peak(r))} MB, " \
+            f"{r['recomputed_flops'] / 1e6:.1f} MFLOP)"
+    if not rows:
+        return f"{name}: no (no remat row at its peak)"
+    r = min(rows, key=lambda r: r["recomputed_flops"])
+    return f"{name}: no (at its peak: {r['configuration']}, {mb(peak(r))} MB, " \
+        f"{r['recomputed_flops'] / 1e6:.1f} MFLOP)"
+
+
+def row_figures(r):
+    redrawn = f", {r['redrawn']} random redrawn" if r["redrawn"] else ""
+    sim = r["simulated_bytes"]
+    sim = "" if not sim or None in sim else f" (sim {mb(sum(sim))})"
+    return f"{mb(r['peak_bytes'])} MB{sim}, {r['recomputed_flops'] / 1e6:.1f} MFLOP{redrawn}"
 
 
 def write_results(out, records, lines, append):

@@ -548,7 +548,7 @@ def test_simulate_partition_reads_the_saved_value_a_call_reads_though_it_was_mad
     assert simulate_partition(planned, fw, bw, outputs).activation_bytes >= before
 
 
-def small_gpt_without_dropout():
+def small_gpt(dropout=0.0):
     import os
     import sys
 
@@ -556,7 +556,7 @@ def small_gpt_without_dropout():
     import train_gpt
 
     torch.manual_seed(0)
-    model = train_gpt.GPT(vocab=64, context=16, dim=32, heads=2, layers=1, dropout=0.0)
+    model = train_gpt.GPT(vocab=64, context=16, dim=32, heads=2, layers=1, dropout=dropout)
     tokens = torch.randint(0, 64, (2, 17))
     return model, (tokens[:, :-1], tokens[:, 1:]), train_gpt.next_token_loss
 
@@ -568,7 +568,7 @@ def test_at_the_memory_pytorchs_budget_plan_needs_remat_recomputes_no_more():
     # them (the greedy member), with the simulator judging both partitions alike.
     from remat.torch.partition import scaled_work_limit, simulate_partition
 
-    model, batch, loss_fn = small_gpt_without_dropout()
+    model, batch, loss_fn = small_gpt()
     joint, outputs = joint_graph_of(model, batch, loss_fn)
     theirs = copy.deepcopy(joint)
     with torch._functorch.config.patch(activation_memory_budget=0.8):
@@ -580,6 +580,34 @@ def test_at_the_memory_pytorchs_budget_plan_needs_remat_recomputes_no_more():
                           work_limit=scaled_work_limit)
     assert simulate_partition(ours, fw, bw, outputs).activation_bytes <= their_bytes
     assert 0 < rt.partition.last.recomputed_flops <= their_flops
+
+
+def test_at_the_memory_of_pytorchs_budget_plan_drawing_no_random_call_again_remat_recomputes_less():
+    # With dropout, PyTorch's knapsack reaches its memory by running dropouts again in the
+    # backward (new draws on CPU: other gradients); with them saved, as remat's plans keep them,
+    # its plan is a fair peer. remat plans both rewritten graphs (copies shared or not) and judges
+    # every auto member as lowered: at 50 % the plan it needs is in the graph of unshared copies.
+    from remat.torch.partition import simulate_partition
+
+    model, batch, loss_fn = small_gpt(dropout=0.1)
+    with torch._inductor.config.patch(fallback_random=True):
+        joint, outputs = joint_graph_of(model, batch, loss_fn)
+    redrawn = {}
+    for save_random in (False, True):
+        theirs = copy.deepcopy(joint)
+        with torch._functorch.config.patch(activation_memory_budget=0.5):
+            fw, bw = _compat.min_cut_partition(theirs, None, save_random=save_random,
+                                               num_fwd_outputs=outputs)
+        stats = partition_stats(fw, bw, outputs)
+        redrawn[save_random] = stats.redrawn
+    assert redrawn[False] > 0 and redrawn[True] == 0
+    their_bytes = simulate_partition(theirs, fw, bw, outputs).activation_bytes
+    ours = copy.deepcopy(joint)
+    fw, bw = rt.partition(ours, None, solver="auto", budget=their_bytes, num_fwd_outputs=outputs,
+                          work_limit=0.2)
+    assert simulate_partition(ours, fw, bw, outputs).activation_bytes <= their_bytes
+    assert rt.partition.last.redrawn == 0
+    assert rt.partition.last.recomputed_flops <= stats.recomputed_flops
 
 
 def test_simulate_partition_follows_remat_and_pytorch_partitions_in_one_memory_model():

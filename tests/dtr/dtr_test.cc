@@ -134,6 +134,35 @@ TEST(Dtr, NeverClaimsABudgetBelowTheMemoryLowerBound) {
   EXPECT_EQ(testing::solve_and_check(g, budget, "dtr").plan.stats.status, SolveStatus::kInfeasible);
 }
 
+// A value of a node that cannot run again (a random draw), read by two recomputed steps of one
+// recomputation (two views of it, each size 0 and so freed after its last read) at the last step
+// its hold covers: it is held through that whole step, not freed after the first view read it.
+TEST(Dtr, HoldsAnUnrecomputableValueThroughItsLastRecomputation) {
+  GraphSpec spec;
+  spec.values = {
+      {.name = "x", .size_bytes = 100},   {.name = "draw", .size_bytes = 100},
+      {.name = "view1", .size_bytes = 0}, {.name = "view2", .size_bytes = 0},
+      {.name = "y", .size_bytes = 300},   {.name = "h", .size_bytes = 400},
+      {.name = "k", .size_bytes = 10},    {.name = "out", .size_bytes = 100, .is_output = true}};
+  spec.nodes = {
+      {.name = "random",
+       .cost = 1,
+       .inputs = {ValueId{0}},
+       .outputs = {ValueId{1}},
+       .recomputable = false},
+      {.name = "view1", .inputs = {ValueId{1}}, .outputs = {ValueId{2}}},
+      {.name = "view2", .inputs = {ValueId{2}, ValueId{1}}, .outputs = {ValueId{3}}},
+      {.name = "y", .cost = 10, .inputs = {ValueId{3}}, .outputs = {ValueId{4}}},
+      {.name = "h", .cost = 10, .inputs = {ValueId{0}}, .outputs = {ValueId{5}}},
+      {.name = "k", .cost = 10, .inputs = {ValueId{5}}, .outputs = {ValueId{6}}},
+      {.name = "out", .cost = 10, .inputs = {ValueId{4}, ValueId{6}}, .outputs = {ValueId{7}}}};
+  const Graph g = Graph::build(std::move(spec), "held_draw");
+  // y must make room for h and be made again for out, from the two views of the draw.
+  const SolveResult r = testing::solve_and_check(g, 650, "dtr");
+  EXPECT_EQ(r.plan.stats.status, SolveStatus::kFeasible);
+  EXPECT_GT(r.plan.sequence.size(), static_cast<size_t>(g.num_nodes()));
+}
+
 std::string outcome_of(const SolveResult& r, std::string_view member) {
   for (const auto& [name, lines] : r.plan.stats.lists)
     if (name == "auto_members")

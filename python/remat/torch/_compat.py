@@ -15,6 +15,8 @@ import torch.utils._pytree as _pytree
 from torch.func import functional_call as _functional_call
 from torch.fx.experimental.proxy_tensor import make_fx
 
+from remat.torch import op_kinds
+
 tree_flatten = _pytree.tree_flatten
 tree_unflatten = _pytree.tree_unflatten
 tree_map_only = _pytree.tree_map_only
@@ -335,13 +337,37 @@ def is_operator(target):
     return isinstance(target, torch._ops.OpOverload)
 
 
-def min_cut_partition(joint_module, joint_inputs, **kwargs):
+def min_cut_partition(joint_module, joint_inputs, save_random=False, **kwargs):
     """PyTorch's partition for Inductor: min-cut, under torch._functorch.config's
-    activation_memory_budget."""
+    activation_memory_budget. The budget's knapsack may run a random call again in the backward,
+    which draws anew where no generator state is replayed (CPU, or Inductor's fallback_random);
+    with `save_random` every random call is marked as one PyTorch must save (its tag for calls it
+    may not run again, as it marks collectives), as remat's plans never run one again."""
     from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from torch.utils.checkpoint import CheckpointPolicy
 
     kwargs.setdefault("compiler", "inductor")
-    return min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
+    if not save_random:
+        return min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
+    marked = set()
+    for n in joint_module.graph.nodes:
+        if n.op == "call_function" and is_operator(n.target) and "recompute" not in n.meta \
+                and op_kinds.is_random(packet_name(n.target)):
+            n.meta["recompute"] = CheckpointPolicy.MUST_SAVE
+            marked.add(n.name)
+    modules = [joint_module]
+    try:
+        modules += min_cut_rematerialization_partition(joint_module, joint_inputs, **kwargs)
+        return tuple(modules[1:])
+    finally:  # off the joint graph and the two graphs (whose calls copied the meta)
+        for module in modules:
+            _unmark(module, marked)
+
+
+def _unmark(module, names):
+    for n in module.graph.nodes:
+        if n.name in names:
+            n.meta.pop("recompute", None)
 
 
 # -- torch.compile (remat.torch.compile) -------------------------------------------------------

@@ -60,6 +60,7 @@ class PartitionStats:
     solver: str = ""
     status: str = ""
     recomputed_flops: float = 0.0  # cost.py's FLOPs of the recomputed calls
+    redrawn: int = 0  # recomputed random calls: each draws anew (remat's plans: none)
     graph: str = ""
     input_bytes: int = 0  # parameters, buffers and batch: resident throughout
     budget_bytes: int = None  # activation memory asked for (None: no budget)
@@ -97,27 +98,20 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     base_peak = remat.baseline(default.graph)[0]
     # A fraction is of the default schedule's activation memory (nothing recomputed).
     asked = activation_budget_bytes(default.graph, budget, default.input_bytes)
-    planned_module, joint = joint_module, default
-    if fuse:
-        planned_module, joint = _rewritten(joint_module, default, num_fwd_outputs,
-                                           None if asked is None else asked + default.input_bytes)
-    graph = joint.graph
-    lower = remat.memory_lower_bound(graph)
+    candidates = _rewritten(joint_module, default, num_fwd_outputs) if fuse \
+        else [(joint_module, default)]
     if isinstance(budget, str) and budget.strip().lower() == "min":
-        asked = lower - joint.input_bytes
-    solve_budget = max(1, sum(graph.value(v)["size"] for v in range(graph.num_values)))
-    if asked is not None:
-        solve_budget = max(asked + joint.input_bytes, lower)
+        # The least memory: the graph whose lower bound is the least.
+        candidates = [min(candidates, key=lambda c: remat.memory_lower_bound(c[1].graph))]
     limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
-    if callable(work_limit):
-        work_limit = work_limit(graph)
-    result = remat.solve(graph, solve_budget, solver, work_limit=work_limit, time_limit=limit,
-                         seed=seed, **params)
-    sequence, planner = list(result.sequence), result.solver
-    if solver == "auto" and asked is not None:  # more members of the portfolio
-        sequence, planner = _greedy_members(graph, solve_budget, result, work_limit, limit, seed)
-    fw, bw, executed = lower_plan(planned_module, joint, sequence)
-    peak = _simulated_peak(graph, executed)
+    best = None
+    for planned_module, joint in candidates:
+        plan = _plan(planned_module, joint, budget, asked, solver, work_limit, limit, seed, params)
+        if best is None or _better_plan(plan, best, plan.solve_budget):
+            best = plan
+    joint, graph, lower, asked = best.joint, best.joint.graph, best.lower, best.asked
+    fw, bw, executed, peak, planner = (best.plan.fw, best.plan.bw, best.plan.executed,
+                                       best.plan.peak_bytes, best.plan.planner)
     if peak >= base_peak and (joint is not default
                               or executed != remat.default_schedule(graph)):
         # Never worse than the default schedule, and no recomputation that lowers no peak.
@@ -143,18 +137,82 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
 partition.last = None
 
 
-def _rewritten(joint_module, default, num_fwd_outputs, budget):
-    """(module, JointGraph) `partition` plans with `fuse`: a copy of `joint_module` after
-    split_statistic_tails, fuse_pointwise_recomputation and sink_backward_views (`joint_module`
-    and `default`, its JointGraph, where they change nothing). The copies of a chain that calls
-    no compiler fuses (matmuls) read are shared among those a few calls apart, which recomputes
-    less but holds each copy longer: not where that graph cannot meet `budget` (bytes, inputs
-    included) when the graph with a copy per such call can."""
+@dataclasses.dataclass
+class _Lowered:
+    """A plan as `partition` lowers it: its two modules, the sequence they run, the simulator's
+    peak of that sequence and the FLOPs of the calls the two graphs run (what plans are compared
+    by: lowering drops the steps whose outputs nothing reads, and the calls of a fused step that
+    no kept call reads, so a solver's own figures may be above them)."""
+
+    fw: fx.GraphModule
+    bw: fx.GraphModule
+    executed: list
+    peak_bytes: int
+    cost: float
+    planner: str
+
+
+@dataclasses.dataclass
+class _Planned:
+    """The best _Lowered plan of one graph, with the budget it was solved under."""
+
+    joint: object  # the JointGraph planned
+    plan: _Lowered
+    solve_budget: int
+    asked: int  # activation bytes asked for (None: no budget)
+    lower: int  # the graph's memory lower bound
+
+    @property
+    def peak_bytes(self):
+        return self.plan.peak_bytes
+
+    @property
+    def cost(self):
+        return self.plan.cost
+
+
+def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, seed, params):
+    """_Planned of `joint` (a JointGraph of `planned_module`) solved by `solver` under `asked`
+    bytes of activation memory ("min": the graph's least)."""
+    graph = joint.graph
+    lower = remat.memory_lower_bound(graph)
+    if isinstance(budget, str) and budget.strip().lower() == "min":
+        asked = lower - joint.input_bytes
+    solve_budget = max(1, sum(graph.value(v)["size"] for v in range(graph.num_values)))
+    if asked is not None:
+        solve_budget = max(asked + joint.input_bytes, lower)
+    if callable(work_limit):
+        work_limit = work_limit(graph)
+    result = remat.solve(graph, solve_budget, solver, work_limit=work_limit,
+                         time_limit=time_limit, seed=seed, **params)
+    plan = _lower(planned_module, joint, result.sequence, result.solver)
+    if solver == "auto" and asked is not None:  # more members of the portfolio
+        plan = _greedy_members(planned_module, joint, solve_budget, plan, work_limit, time_limit,
+                               seed)
+    return _Planned(joint, plan, solve_budget, asked, lower)
+
+
+def _lower(planned_module, joint, sequence, planner):
+    """_Lowered of `sequence`, a plan of `joint` (a JointGraph of `planned_module`)."""
+    fw, bw, executed = lower_plan(planned_module, joint, list(sequence))
+    flops = sum(node_flops(n) for module in (fw, bw) for n in module.graph.nodes
+                if n.op == "call_function" and n.target is not operator.getitem)
+    return _Lowered(fw, bw, executed, _simulated_peak(joint.graph, executed), flops, planner)
+
+
+def _rewritten(joint_module, default, num_fwd_outputs):
+    """The (module, JointGraph) pairs `partition` plans with `fuse` (it keeps the better plan):
+    copies of `joint_module` after split_statistic_tails, fuse_pointwise_recomputation and
+    sink_backward_views (only `joint_module` and `default`, its JointGraph, where they change
+    nothing). In the first, the copies of a chain that calls no compiler fuses (matmuls) read are
+    shared among those a few calls apart, which recomputes less but holds each copy longer; in
+    the second each such call has a copy of its own. Neither graph's plans are always the better
+    (bench/compile_bench.py: remat at the memory of PyTorch's plans)."""
     groups = [([n.name for n in members], node["phase"])
               for members, node in zip(default.node_fx, default.nodes) if len(members) > 1]
     group_of = {name: g for g, (names, _) in enumerate(groups) for name in names}
     forward_groups = [names for names, phase in groups if phase == "forward"]
-    found = None
+    found = []
     for share_nearby in (True, False):
         rewritten = copy.deepcopy(joint_module)
         # Views first, so that the copies a view reads are made where it is read.
@@ -163,35 +221,34 @@ def _rewritten(joint_module, default, num_fwd_outputs, budget):
                 + fuse_pointwise_recomputation(rewritten, num_fwd_outputs, group_of,
                                                share_nearby)
                 + sink_backward_views(rewritten, num_fwd_outputs)):
-            return joint_module, default
-        joint = JointGraph(rewritten, num_fwd_outputs, backward_start=True, fuse=True)
-        lower = remat.memory_lower_bound(joint.graph)
-        if found is None or lower < found[2]:
-            found = (rewritten, joint, lower)
-        if budget is None or lower <= budget:
-            break
-    return found[0], found[1]
+            return [(joint_module, default)]
+        found.append((rewritten, JointGraph(rewritten, num_fwd_outputs, backward_start=True,
+                                            fuse=True)))
+    return found
 
 
-def _greedy_members(graph, budget, result, work_limit, time_limit, seed):
-    """(sequence, who planned it): the best by _better_plan of auto's `result`, the greedy plan
-    (the `greedy` solver, docs/solvers/greedy.md) and, when the greedy plan fits the budget,
-    FastSA started from it (its annealing goes on from there where single recomputations stop
-    lowering the peak). From a plan over the budget FastSA is not started, as in auto: its own
-    grouped stage 1 reaches lower peaks, and the run costs a good part of the planning time
-    (bench/partition_scale_bench.py)."""
+def _greedy_members(planned_module, joint, budget, plan, work_limit, time_limit, seed):
+    """The best _Lowered plan by _better_plan of auto's `plan`, the greedy plan (the `greedy`
+    solver, docs/solvers/greedy.md) and, when the greedy plan fits the budget as lowered, FastSA
+    started from it (its annealing goes on from there where single recomputations stop lowering
+    the peak). From a plan over the budget FastSA is not started, as in auto: its own grouped
+    stage 1 reaches lower peaks, and the run costs a good part of the planning time
+    (bench/partition_scale_bench.py). Each is judged as lowered: a greedy plan over the budget
+    before lowering may fit after it."""
     work_limit, time_limit, seed, threads = remat._solve_settings(work_limit, time_limit, seed)
-    greedy = _greedy_plan(graph, budget, work_limit, time_limit)
-    members = [(greedy, "greedy")]
+    graph = joint.graph
+    greedy = _lower(planned_module, joint,
+                    _greedy_plan(graph, budget, work_limit, time_limit).sequence, "greedy")
+    members = [greedy]
     if greedy.peak_bytes <= budget:
-        members.append((remat._remat.solve(graph, budget, "fastsa", time_limit, seed, threads, {},
-                                           start=greedy.sequence, work_limit=work_limit),
-                        "fastsa from greedy"))
-    best, planner = result, result.solver
-    for plan, name in members:
-        if _better_plan(plan, best, budget):
-            best, planner = plan, name
-    return list(best.sequence), planner
+        annealed = remat._remat.solve(graph, budget, "fastsa", time_limit, seed, threads, {},
+                                      start=greedy.executed, work_limit=work_limit)
+        members.append(_lower(planned_module, joint, annealed.sequence, "fastsa from greedy"))
+    best = plan
+    for member in members:
+        if _better_plan(member, best, budget):
+            best = member
+    return best
 
 
 def _greedy_plan(graph, budget, work_limit, time_limit):
@@ -879,6 +936,7 @@ def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
     stats = PartitionStats([n.name for n in saved], saved_bytes,
                            [_original_call(n) for n in recomputed], seconds)
     stats.recomputed_flops = sum(node_flops(n) for n in recomputed)
+    stats.redrawn = sum(op_kinds.is_random(_compat.packet_name(n.target)) for n in recomputed)
     return stats
 
 

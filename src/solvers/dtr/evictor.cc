@@ -234,7 +234,7 @@ void Evictor::settle(int32_t v, int32_t want) {
 }
 
 bool Evictor::held(int32_t v) const {
-  return settings_.hold_unrecomputable && hold_until_[static_cast<size_t>(v)] > now_;
+  return settings_.hold_unrecomputable && hold_until_[static_cast<size_t>(v)] >= now_;
 }
 
 // Values of non-recomputable nodes whose hold ended with this step, if the schedule reads them
