@@ -365,7 +365,7 @@ def mb(x):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(description=" ".join(__doc__.split("\n\n")[0].split()))
     p.add_argument("--models", default="gpt,hf-gpt2,hf-llama,resnet50,vit_b_16")
     p.add_argument("--fractions", default="0.8,0.5,0.3,0.1")
     p.add_argument("--solvers", default="fastsa,auto", help="remat solvers")
