@@ -348,10 +348,17 @@ def difference(row, eager):
 def simulated_figures(row):
     """(simulated activation MB, its share of the default schedule's) summed over the graphs,
     as table text ("-" where a graph's partition could not be simulated)."""
-    sim, base = row["simulated_bytes"], row["simulated_baseline_bytes"]
-    if not sim or None in sim:
+    sim = simulated_total(row)
+    if sim is None:
         return "-", "-"
-    return mb(sum(sim)), f"{100.0 * sum(sim) / sum(base):.0f} %"
+    return mb(sim), f"{100.0 * sim / sum(row['simulated_baseline_bytes']):.0f} %"
+
+
+def simulated_total(row):
+    """The simulated activation bytes of the row's partitions summed over its graphs; None where
+    a graph's partition could not be simulated."""
+    sim = row["simulated_bytes"]
+    return None if not sim or None in sim else sum(sim)
 
 
 def device_name(device):
@@ -481,9 +488,10 @@ def dominated_by(ours, best, figure):
     """"measured: yes (the remat row dominating `best`)" or "no" with the closest row, on the
     measured peak or (figure "sim") the simulated one."""
     def peak(r):
-        sim = r["simulated_bytes"]
-        return r["peak_bytes"] if figure == "peak_bytes" else (
-            float("inf") if not sim or None in sim else sum(sim))
+        if figure == "peak_bytes":
+            return r["peak_bytes"]
+        sim = simulated_total(r)
+        return float("inf") if sim is None else sim
 
     name = "measured" if figure == "peak_bytes" else "sim"
     rows = [r for r in ours if peak(r) <= peak(best)]
@@ -501,8 +509,8 @@ def dominated_by(ours, best, figure):
 
 def row_figures(r):
     redrawn = f", {r['redrawn']} random redrawn" if r["redrawn"] else ""
-    sim = r["simulated_bytes"]
-    sim = "" if not sim or None in sim else f" (sim {mb(sum(sim))})"
+    sim = simulated_total(r)
+    sim = "" if sim is None else f" (sim {mb(sim)})"
     return f"{mb(r['peak_bytes'])} MB{sim}, {r['recomputed_flops'] / 1e6:.1f} MFLOP{redrawn}"
 
 
