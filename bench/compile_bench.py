@@ -390,7 +390,13 @@ def main():
                    help="add the rows to --out instead of replacing it (one file, several runs)")
     p.add_argument("--out", default=os.path.join(HERE, "results", "compile_bench.json"))
     args = p.parse_args()
-    fractions = [float(f) for f in args.fractions.split(",")]
+    unknown = [m for m in args.models.split(",") if m not in MODELS]
+    if unknown:
+        p.error(f"--models: unknown model {unknown[0]!r} (known: {', '.join(MODELS)})")
+    try:
+        fractions = [float(f) for f in args.fractions.split(",")]
+    except ValueError:
+        p.error(f"--fractions: {args.fractions!r} is not a comma-separated list of numbers")
     solvers = args.solvers.split(",")
     torch.set_num_threads(1)  # a shared machine: one core per run, comparable step times
     warnings.simplefilter("ignore")
