@@ -16,8 +16,11 @@ Dynamo captures each graph, AOTAutograd traces its joint forward+backward graph,
 activation memory than PyTorch's default partition of it (simulate_partition, one model for
 both), goes to PyTorch's min-cut partitioner with one warning (RematFallbackWarning) naming why;
 a plan over the budget warns with its figures. Under Inductor the planned graphs' kernels run in
-the plan's order where Inductor estimates that order no worse (_compat.keep_planned_order), and
-no kernel fuses with another only for reading the same buffer (_compat._planned_graph_choices).
+the plan's order where Inductor estimates that order no worse (_compat.keep_planned_order), no
+kernel fuses with another only for reading the same buffer (_compat._planned_graph_choices), and
+no convolution weight is copied into channels-last layout and held across the step (Inductor's
+layout optimization is off for them: _compat.PLANNED_GRAPH_CONFIG); the CPU convolutions'
+workspaces are in the plan (kernel_workspace).
 """
 
 import copy
@@ -25,7 +28,7 @@ import os
 import warnings
 
 import remat
-from remat.torch import _compat
+from remat.torch import _compat, kernel_workspace
 from remat.torch.partition import (Unplannable, activation_budget_bytes, check_budget, partition,
                                    partition_stats, scaled_work_limit, simulate_partition)
 
@@ -146,11 +149,14 @@ class RematPartitioner:
         return max(1, self.step_bytes - others)
 
     def uuid(self):
-        """Inductor's cache key of this partitioner: its code and options."""
+        """Inductor's cache key of this partitioner: its code, its options and what the
+        convolutions' workspaces it plans with depend on (kernel_workspace.measured_on)."""
         here = os.path.dirname(os.path.abspath(__file__))
         files = [os.path.join(here, f) for f in ("compile.py", "partition.py", "op_kinds.py",
-                                                  "cost.py", "effects.py", "_compat.py")]
-        return f"{_compat.hash_of_files(files + [remat._remat.__file__])}:{self!r}"
+                                                  "cost.py", "effects.py", "_compat.py",
+                                                  "kernel_workspace.py")]
+        return (f"{_compat.hash_of_files(files + [remat._remat.__file__])}:{self!r}:"
+                f"{kernel_workspace.measured_on()}")
 
     def __repr__(self):
         options = "".join(f", {k}={v!r}" for k, v in sorted(self.params.items()))

@@ -35,7 +35,7 @@ import torch
 import torch.fx as fx
 
 import remat
-from remat.torch import _compat, op_kinds
+from remat.torch import _compat, kernel_workspace, op_kinds
 from remat.torch import cost as cost_models
 from remat.torch import effects
 
@@ -1391,7 +1391,7 @@ class JointGraph:
         node = {
             "name": n.name, "op": str(n.target), "kind": kind,
             "phase": "forward" if n.name in self.forward_names else "backward",
-            "cost": node_flops(n),
+            "cost": node_flops(n), "temp": kernel_workspace.workspace_bytes(n),
             "inputs": inputs, "outputs": outputs,
             "recomputable": not written and not op_kinds.is_random(packet),
         }
