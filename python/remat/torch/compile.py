@@ -171,13 +171,14 @@ def _worse_than_default(joint_module, fw, bw, untouched, joint_inputs, kwargs,
     than PyTorch's default partition of the same graph (`untouched`, a copy from before remat's
     rewrites): its activation memory in one model for both (simulate_partition) is above the
     default's; (None, None) when it is not, or when the default's cannot be simulated."""
-    ours = simulate_partition(joint_module, fw, bw, num_fwd_outputs).activation_bytes
+    ours = simulate_partition(joint_module, fw, bw, num_fwd_outputs,
+                              baseline=False).activation_bytes
     theirs_joint = copy.deepcopy(untouched)
     with _compat.default_partition_config():
         their_fw, their_bw = _compat.min_cut_partition(theirs_joint, joint_inputs, **kwargs)
     try:
-        theirs = simulate_partition(theirs_joint, their_fw, their_bw,
-                                    num_fwd_outputs).activation_bytes
+        theirs = simulate_partition(theirs_joint, their_fw, their_bw, num_fwd_outputs,
+                                    baseline=False).activation_bytes
     except Unplannable:
         return None, None
     if ours <= theirs:
