@@ -231,14 +231,8 @@ def main():
     model = copy.deepcopy(model).train()
     partitioner = Recording(args.fraction, args.solver)
     backend = CompileBackend(partitioner, "inductor")
-    step = compile_bench.step_fn(model, batch, loss_fn, backend)
-
-    def train_step():
-        model.zero_grad(set_to_none=True)
-        torch.manual_seed(11)
-        loss = step(*batch)
-        loss.backward()
-        return loss.detach()
+    train_step = compile_bench.train_step_fn(
+        model, batch, compile_bench.step_fn(model, batch, loss_fn, backend))
 
     paths = record_output_code()
     patches = {"fx_graph_cache": False, "fallback_random": True}
