@@ -25,7 +25,8 @@ timed() {  # timed NAME COMMAND...: runs it and prints how long it took
 timed setup ./scripts/setup.sh
 build_dir=${REMAT_BUILD_DIR:-build}
 timed ctest bash -c "cd '$build_dir' && ctest --output-on-failure --timeout 600 -j $(nproc)"
-timed pytest ./scripts/python -m pytest -q -rs python/tests  # -rs: each skip and its reason
+# -rs: each skip and its reason; --durations: where the suite's time goes
+timed pytest ./scripts/python -m pytest -q -rs --durations=12 python/tests
 timed wheel ./scripts/wheel_check.sh
 # The readers under libFuzzer (clang, ASan+UBSan): a fixed number of runs with a fixed seed.
 timed fuzz ./scripts/fuzz.sh
