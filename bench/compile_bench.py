@@ -21,7 +21,8 @@ in their order, each graph's fusible chains fused, summed over the graphs), and 
 of the default schedule's activation memory (what remat's fraction is of). "random redrawn" counts
 the random calls a partition runs again in the backward: PyTorch's budget knapsack may recompute
 a dropout, which here (fallback_random, CPU) draws a new mask, so its gradients are not eager's;
-remat's plans never do. A PyTorch budget plan that redraws is followed by the same solver's plan
+remat's plans never do (a random call they run again replays its first draw from the generator
+state the forward saved: partition.py, counted in the plan's memory). A PyTorch budget plan that redraws is followed by the same solver's plan
 with random calls saved ("pytorch budget greedy, random saved": PyTorch's MUST_SAVE tag on them,
 _compat.min_cut_partition), the plan under remat's rule. With --equal-peak-solver (default
 auto), each fraction's rows end with remat planning each graph to the simulated bytes a PyTorch
