@@ -259,13 +259,9 @@ def step_fn(model, batch, loss_fn, backend):
     return step if backend is None else torch.compile(step, backend=backend)
 
 
-def measure(make, backend_maker, functorch_config, steps, device="cpu"):
-    model, batch, loss_fn = make()
-    model = copy.deepcopy(model).train().to(device)
-    batch = tuple(x.to(device) for x in batch)
-    torch._dynamo.reset()
-    backend = backend_maker() if backend_maker else None
-    step = step_fn(model, batch, loss_fn, backend)
+def train_step_fn(model, batch, step):
+    """A training step of `model` through compiled `step`: gradients cleared, the same seed
+    each time (the rows draw the same dropouts), backward run; returns the detached loss."""
 
     def train_step():
         model.zero_grad(set_to_none=True)
@@ -273,6 +269,17 @@ def measure(make, backend_maker, functorch_config, steps, device="cpu"):
         loss = step(*batch)
         loss.backward()
         return loss.detach()
+
+    return train_step
+
+
+def measure(make, backend_maker, functorch_config, steps, device="cpu"):
+    model, batch, loss_fn = make()
+    model = copy.deepcopy(model).train().to(device)
+    batch = tuple(x.to(device) for x in batch)
+    torch._dynamo.reset()
+    backend = backend_maker() if backend_maker else None
+    train_step = train_step_fn(model, batch, step_fn(model, batch, loss_fn, backend))
 
     # An empty kernel cache for each row: every row compiles its kernels (C++ for Inductor),
     # none reuses those an earlier row or run compiled.

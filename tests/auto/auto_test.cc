@@ -89,20 +89,24 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
   EXPECT_EQ(r.plan.sequence, again.plan.sequence);
   ASSERT_EQ(list_of(r.plan.stats, "auto_winner").size(), 1u);
   // One line per member, plus one for each further FastSA run: warm from another member's plan
-  // that fits, or (when nothing fits) a restart with another seed, a two-pass plan (a line
-  // whether it ran or not: two_pass.h) and then a polish of the lowest-peak plan.
+  // that fits, or (when nothing fits) a restart with another seed and a two-pass plan (a line
+  // each whether it ran or not: restart_cannot_pay, two_pass.h) and then a polish of the
+  // lowest-peak plan.
   const auto ran_as = [&](std::string_view label) {
     return r.plan.stats.counter(fmt::format("{}_cost", label)).has_value();
   };
+  const std::vector<std::string> lines = list_of(r.plan.stats, "auto_members");
+  const auto has_line = [&](std::string_view label) {
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& line) {
+      return line.starts_with(fmt::format("{}: ", label));
+    });
+  };
   const bool warm = ran_as("fastsa_warm"), warm_2 = ran_as("fastsa_warm_2"),
-             restart = ran_as("fastsa_restart"), polish = ran_as("fastsa_polish");
+             restart = has_line("fastsa_restart"), polish = ran_as("fastsa_polish");
   EXPECT_FALSE(warm && (restart || polish));
   EXPECT_TRUE(!warm_2 || warm) << "the second warm run comes after the first";
   EXPECT_TRUE(!polish || restart) << "the polish comes after the restart";
-  const std::vector<std::string> lines = list_of(r.plan.stats, "auto_members");
-  const bool two_pass = std::any_of(lines.begin(), lines.end(), [](const std::string& line) {
-    return line.starts_with("fastsa_two_pass: ");
-  });
+  const bool two_pass = has_line("fastsa_two_pass");
   EXPECT_TRUE(!two_pass || restart) << "the two-pass run comes after the restart";
   EXPECT_TRUE(!polish || two_pass) << "the polish comes after the two-pass run";
   EXPECT_EQ(lines.size(), 7u + warm + warm_2 + restart + two_pass + polish);
@@ -196,6 +200,65 @@ TEST(Auto, PolishOfTheLowestPeakPlanKeepsItsPeak) {
     EXPECT_LE(static_cast<double>(r.eval.peak_bytes), start_peak) << seed;
   }
   EXPECT_GE(polished, 1) << "no seed left every member over budget";
+}
+
+// The outcome line of `label` in `r`'s auto_members ("" when none).
+std::string member_line(const SolveResult& r, std::string_view label) {
+  for (const std::string& line : list_of(r.plan.stats, "auto_members"))
+    if (line.starts_with(fmt::format("{}: ", label))) return line;
+  return "";
+}
+
+// When nothing fits, the searches for a lower peak after FastSA's cold run are skipped, with a
+// line saying why, where they cannot pay. Here s (1 byte, made once) is alive while q turns u
+// (1,000 bytes) into v: every plan peaks at 1,002 bytes, a byte (0.1 % of the default schedule's
+// peak) above the memory lower bound (q's footprint), the budget: neither the restart nor the
+// two-pass plan runs, and the plan is the default schedule's.
+TEST(Auto, NoSearchForALowerPeakWithinATenthOfAPercentOfTheFloor) {
+  const Graph g = parse_graph_json(R"({"format": "remat-graph", "version": 1,
+    "values": [{"id": 0, "name": "s", "size": 1}, {"id": 1, "name": "u", "size": 1000},
+               {"id": 2, "name": "v", "size": 1}, {"id": 3, "name": "out", "size": 1,
+                "output": true}],
+    "nodes": [{"id": 0, "name": "r", "cost": 1, "outputs": [0], "recomputable": false},
+              {"id": 1, "name": "p", "cost": 1, "inputs": [0], "outputs": [1]},
+              {"id": 2, "name": "q", "cost": 1, "inputs": [1], "outputs": [2]},
+              {"id": 3, "name": "z", "cost": 1, "inputs": [0, 2], "outputs": [3]}]})",
+                                   "near_floor");
+  ASSERT_EQ(memory_lower_bound(g), 1001);
+  const SolveResult r = solve_and_check(g, memory_lower_bound(g), "auto", kQuickAuto);
+  EXPECT_EQ(r.eval.peak_bytes, 1002);
+  for (std::string_view label : {"fastsa_restart", "fastsa_two_pass"}) {
+    EXPECT_TRUE(member_line(r, label).starts_with(
+        fmt::format("{}: skipped: the best plan's peak (none) is 0.10% ", label)))
+        << member_line(r, label);
+    EXPECT_FALSE(r.plan.stats.counter(fmt::format("{}_cost", label)).has_value()) << label;
+  }
+  EXPECT_TRUE(r.plan.stats.counter("fastsa_polish_cost").has_value());
+}
+
+// FastSA's restart runs when nothing fits only where it may lower the best peak: not where
+// another member's peak is below the cold run's by more than a point of the default schedule's
+// peak (the Hugging Face GPT-2 block at its memory lower bound: rockmate's), but where the cold
+// run's plan is the best (ResNet-18 at its memory lower bound).
+TEST(Auto, RestartOnlyWhereTheColdRunIsNearTheBestPeak) {
+  const std::string data = std::string(REMAT_SOURCE_DIR) + "/tests/data/";
+  const auto peak_percent = [](const SolveResult& r, std::string_view label, const Graph& g) {
+    return 100 * *r.plan.stats.counter(fmt::format("{}_peak_bytes", label)) /
+           static_cast<double>(baseline(g).peak_bytes);
+  };
+  const Graph gpt2 = read_graph_file(data + "blocks/hf_gpt2.json");
+  const SolveResult far = solve_and_check(gpt2, memory_lower_bound(gpt2), "auto", kQuickAuto);
+  EXPECT_GT(peak_percent(far, "fastsa", gpt2), peak_percent(far, "rockmate", gpt2) + 1);
+  EXPECT_TRUE(member_line(far, "fastsa_restart")
+                  .starts_with("fastsa_restart: skipped: the cold run's peak is "))
+      << member_line(far, "fastsa_restart");
+  EXPECT_FALSE(far.plan.stats.counter("fastsa_restart_cost").has_value());
+  const Graph resnet = read_graph_file(data + "resnet18_b32_i128.json");
+  const SolveResult near = solve_and_check(resnet, memory_lower_bound(resnet), "auto", kQuickAuto);
+  EXPECT_GT(*near.plan.stats.counter("fastsa_peak_bytes"),
+            static_cast<double>(memory_lower_bound(resnet)));
+  EXPECT_TRUE(near.plan.stats.counter("fastsa_restart_cost").has_value())
+      << member_line(near, "fastsa_restart");
 }
 
 // On a joint graph whose chain structure rotor (registered on graphs by graphchain) can use, at

@@ -407,7 +407,12 @@ PLANNED_CALL = "remat_planned"
 # plan stores a value several kernels read once (a fused chain's value read outside the chain).
 # With 1, a pointwise value of two or more reads that several kernels read is stored once, as the
 # plan counts it (bench/compile_bench.py measures the peaks with and without remat's plans).
-PLANNED_GRAPH_CONFIG = {"realize_reads_threshold": 1}
+# Inductor's layout optimization (convolutions in channels-last layout) copies each convolution
+# weight that is not channels-last already at the start of the forward and returns the copy as
+# the weight the backward reads: memory held from the forward's start to the weight's backward,
+# where the plan has the weights resident and saved for nothing. Off, the convolutions run on
+# the graphs' own layouts (bench/inductor_peak_probe.py shows where a step's memory goes).
+PLANNED_GRAPH_CONFIG = {"realize_reads_threshold": 1, "layout_optimization": False}
 
 
 def _compile_graph(gm, example_inputs, **kwargs):

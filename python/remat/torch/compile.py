@@ -16,8 +16,11 @@ Dynamo captures each graph, AOTAutograd traces its joint forward+backward graph,
 activation memory than PyTorch's default partition of it (simulate_partition, one model for
 both), goes to PyTorch's min-cut partitioner with one warning (RematFallbackWarning) naming why;
 a plan over the budget warns with its figures. Under Inductor the planned graphs' kernels run in
-the plan's order where Inductor estimates that order no worse (_compat.keep_planned_order), and
-no kernel fuses with another only for reading the same buffer (_compat._planned_graph_choices).
+the plan's order where Inductor estimates that order no worse (_compat.keep_planned_order), no
+kernel fuses with another only for reading the same buffer (_compat._planned_graph_choices), and
+no convolution weight is copied into channels-last layout and held across the step (Inductor's
+layout optimization is off for them: _compat.PLANNED_GRAPH_CONFIG); the CPU convolutions'
+workspaces are in the plan (kernel_workspace).
 """
 
 import copy
@@ -25,7 +28,7 @@ import os
 import warnings
 
 import remat
-from remat.torch import _compat
+from remat.torch import _compat, kernel_workspace
 from remat.torch.partition import (Unplannable, activation_budget_bytes, check_budget, partition,
                                    partition_stats, scaled_work_limit, simulate_partition)
 
@@ -146,11 +149,14 @@ class RematPartitioner:
         return max(1, self.step_bytes - others)
 
     def uuid(self):
-        """Inductor's cache key of this partitioner: its code and options."""
+        """Inductor's cache key of this partitioner: its code, its options and what the
+        convolutions' workspaces it plans with depend on (kernel_workspace.measured_on)."""
         here = os.path.dirname(os.path.abspath(__file__))
         files = [os.path.join(here, f) for f in ("compile.py", "partition.py", "op_kinds.py",
-                                                  "cost.py", "effects.py", "_compat.py")]
-        return f"{_compat.hash_of_files(files + [remat._remat.__file__])}:{self!r}"
+                                                  "cost.py", "effects.py", "_compat.py",
+                                                  "kernel_workspace.py")]
+        return (f"{_compat.hash_of_files(files + [remat._remat.__file__])}:{self!r}:"
+                f"{kernel_workspace.measured_on()}")
 
     def __repr__(self):
         options = "".join(f", {k}={v!r}" for k, v in sorted(self.params.items()))
@@ -165,13 +171,14 @@ def _worse_than_default(joint_module, fw, bw, untouched, joint_inputs, kwargs,
     than PyTorch's default partition of the same graph (`untouched`, a copy from before remat's
     rewrites): its activation memory in one model for both (simulate_partition) is above the
     default's; (None, None) when it is not, or when the default's cannot be simulated."""
-    ours = simulate_partition(joint_module, fw, bw, num_fwd_outputs).activation_bytes
+    ours = simulate_partition(joint_module, fw, bw, num_fwd_outputs,
+                              baseline=False).activation_bytes
     theirs_joint = copy.deepcopy(untouched)
     with _compat.default_partition_config():
         their_fw, their_bw = _compat.min_cut_partition(theirs_joint, joint_inputs, **kwargs)
     try:
-        theirs = simulate_partition(theirs_joint, their_fw, their_bw,
-                                    num_fwd_outputs).activation_bytes
+        theirs = simulate_partition(theirs_joint, their_fw, their_bw, num_fwd_outputs,
+                                    baseline=False).activation_bytes
     except Unplannable:
         return None, None
     if ours <= theirs:

@@ -39,7 +39,7 @@ import torch
 import torch.fx as fx
 
 import remat
-from remat.torch import _compat, op_kinds
+from remat.torch import _compat, kernel_workspace, op_kinds
 from remat.torch import cost as cost_models
 from remat.torch import effects
 
@@ -1094,10 +1094,10 @@ class SimulatedPartition:
     beside the default schedule's activation memory (what a fraction budget is of)."""
 
     activation_bytes: int
-    baseline_activation_bytes: int
+    baseline_activation_bytes: int  # None when not asked for
 
 
-def simulate_partition(joint_module, fw, bw, num_fwd_outputs):
+def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True):
     """SimulatedPartition of the forward and backward modules `fw`, `bw` that a partition
     function made of `joint_module` (the joint graph it partitioned, after its own rewrites: a
     partitioner that merges common subexpressions in place leaves the merged graph there).
@@ -1110,9 +1110,9 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs):
     may run again: one saving its generator state (run_and_save_rng_state, as remat's plans
     lower a random call they run again) holds the state, one replaying it (run_with_rng_state)
     reads the state, and one running plainly again (PyTorch's knapsack may; a new draw) reads
-    none. The simulator gives the peak. Raises Unplannable for a graph remat does not model or a call of fw or bw
-    that is not a joint call."""
-    fused = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=True)
+    none. The simulator gives the peak. Raises Unplannable for a graph remat does not model or
+    a call of fw or bw that is not a joint call. Without `baseline`, the default schedule's
+    figure is None (not computed: its fused graph is most of the time a simulation takes)."""
     calls = JointGraph(joint_module, num_fwd_outputs, backward_start=False, fuse=False)
     step_of = {members[0].name: step for step, members in enumerate(calls.node_fx) if members}
     run = _RunGraph(calls)
@@ -1134,10 +1134,14 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs):
                 raise Unplannable(f"{name} of the partitioned graphs is not a call of the joint "
                                   f"graph")
             run.add(step_of[name], side, n)
-    graph = run.build(fused.graph.name)
+    graph = run.build(calls.graph.name)
     evaluation = _evaluate(graph, list(range(graph.num_nodes)))
-    return SimulatedPartition(evaluation.peak_bytes - fused.input_bytes,
-                              remat.baseline(fused.graph)[0] - fused.input_bytes)
+    # The graph inputs are the same values with or without fusion (calls' input_bytes).
+    base = None
+    if baseline:
+        fused = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=True)
+        base = remat.baseline(fused.graph)[0] - calls.input_bytes
+    return SimulatedPartition(evaluation.peak_bytes - calls.input_bytes, base)
 
 
 class _RunGraph:
@@ -1615,7 +1619,7 @@ class JointGraph:
         node = {
             "name": n.name, "op": str(n.target), "kind": kind,
             "phase": "forward" if n.name in self.forward_names else "backward",
-            "cost": node_flops(n),
+            "cost": node_flops(n), "temp": kernel_workspace.workspace_bytes(n),
             "inputs": inputs, "outputs": outputs,
             "recomputable": not written and (not op_kinds.is_random(packet)
                                              or replay_device(n) is not None),

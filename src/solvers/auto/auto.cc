@@ -220,6 +220,17 @@ constexpr double kAnytimeMilpShare = 0.6;
 // fitting_starts: the second warm start costs at most this many times the first.
 constexpr double kSecondStartCostRatio = 1.05;
 
+// When nothing fits, the searches for a lower peak after FastSA's cold run (a restart with
+// another seed, a two-pass plan) are skipped where they cannot pay: the best plan's peak is within
+// this fraction of the default schedule's peak above the memory lower bound (no plan is lower by
+// more; a budget of `min` on a model whose parameters and gradients set the bound: llama-13b in
+// bench/scale_bench.py), ...
+constexpr double kNegligiblePeakGap = 0.002;
+// ... or, for the restart, the cold run's peak is above the best plan's (another member's) by more
+// than this fraction of the default schedule's peak: another seed moves FastSA's peak by far less
+// (bench/scale_bench.py's `min` rows: a few tenths of a point, against gaps of 2 to 10 points).
+constexpr double kRestartReach = 0.01;
+
 // (within budget, cheapest) before (over budget, lowest peak); ties keep the earlier member.
 bool better(const Evaluation& a, const Evaluation& b, int64_t budget) {
   return better_plan({a.peak_bytes, a.cost}, {b.peak_bytes, b.cost}, budget);
@@ -369,23 +380,67 @@ class Portfolio {
       refine(finisher, cost_floor);
       return;
     }
-    run_member(finisher, name + "_restart", 0.6, {}, derive_seed(options_.seed, 1));
-    if (finished(cost_floor)) return;
-    if (fits(*best_)) {
-      refine(finisher, cost_floor);
-      return;
+    if (const std::optional<std::string> why = restart_cannot_pay(name)) {
+      skip(name + "_restart", *why);
+    } else {
+      run_member(finisher, name + "_restart", 0.6, {}, derive_seed(options_.seed, 1));
+      if (finished(cost_floor)) return;
+      if (fits(*best_)) {
+        refine(finisher, cost_floor);
+        return;
+      }
     }
     if (params_.two_pass) {
       const std::string label = name + "_two_pass";
-      run_two_pass(finisher, label);
-      two_pass_fits_ = best_name_ == label && fits(*best_);
-      if (finished(cost_floor) || fits(*best_)) return;
+      if (const std::optional<std::string> why = near_memory_floor()) {
+        skip(label, *why);
+      } else {
+        run_two_pass(finisher, label);
+        two_pass_fits_ = best_name_ == label && fits(*best_);
+        if (finished(cost_floor) || fits(*best_)) return;
+      }
     }
     // Nothing fits: the plan returned is the lowest peak found, whatever its cost (mincut's
     // memory objective reaches low peaks by recomputing nearly everything). FastSA's stage 2 from
     // that plan, with its peak as the budget, removes recomputation without raising the peak.
-    run_member(finisher, name + "_polish", 1.0,
-               WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}});
+    // It starts as cool as a warm run: from a plan that recomputes most of the graph, FastSA's own
+    // temperature wanders for long before it descends, for a plan within a point of CI of the
+    // cool run's (bench/scale_bench.py's `min` rows).
+    run_warm(finisher, name + "_polish", 1.0,
+             WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}});
+  }
+
+  // Why a search for a lower peak cannot pay, if it cannot: the best plan's peak is within
+  // kNegligiblePeakGap of the memory lower bound (nullopt otherwise).
+  std::optional<std::string> near_memory_floor() const {
+    const double gap = static_cast<double>(best_->eval.peak_bytes - memory_lower_bound(g_));
+    if (gap > kNegligiblePeakGap * static_cast<double>(baseline_.peak_bytes)) return std::nullopt;
+    return fmt::format(
+        "skipped: the best plan's peak ({}) is {:.2f}% of the default schedule's peak above the "
+        "memory lower bound",
+        best_name_, 100.0 * gap / static_cast<double>(std::max<int64_t>(1, baseline_.peak_bytes)));
+  }
+
+  // Why FastSA's restart (nothing fits after its cold run `cold`) cannot pay, if it cannot: the
+  // best plan is near the memory floor (near_memory_floor), or another member's peak is below
+  // the cold run's by more than kRestartReach of the default schedule's peak.
+  std::optional<std::string> restart_cannot_pay(const std::string& cold) const {
+    if (std::optional<std::string> why = near_memory_floor()) return why;
+    const std::optional<double> cold_peak = counter(cold + "_peak_bytes");
+    if (!cold_peak || best_name_ == cold) return std::nullopt;
+    const double gap = *cold_peak - static_cast<double>(best_->eval.peak_bytes);
+    if (gap <= kRestartReach * static_cast<double>(baseline_.peak_bytes)) return std::nullopt;
+    return fmt::format(
+        "skipped: the cold run's peak is {:.1f} points of the default schedule's peak above the "
+        "best plan's ({}); another seed moves it by less",
+        100.0 * gap / static_cast<double>(std::max<int64_t>(1, baseline_.peak_bytes)), best_name_);
+  }
+
+  // The last value of counter `name`, if recorded.
+  std::optional<double> counter(const std::string& name) const {
+    for (auto it = counters_.rbegin(); it != counters_.rend(); ++it)
+      if (it->first == name) return it->second;
+    return std::nullopt;
   }
 
   // A run of the finisher from `start`, a plan within the budget, with warm_start_settings.

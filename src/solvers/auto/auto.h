@@ -18,7 +18,9 @@
 //              (fastsa_refine); when nothing fits, a restart with another seed (fastsa_restart,
 //              refined when it fits), a plan in two passes
 //              (fastsa_two_pass, two_pass.h: weight gradients made after a second forward and
-//              backward), and a polish of the lowest-peak plan at its own peak (fastsa_polish)
+//              backward), and a polish of the lowest-peak plan at its own peak (fastsa_polish);
+//              the restart and the two-pass plan are skipped where a lower peak cannot pay (the
+//              best peak near the memory lower bound, or the cold run's far above the best)
 // Before those rounds, FastSA and rockmate run with quick settings (quick=true: a shorter
 // convergence window, a smaller option grid) unless the user gives them parameters, so the
 // default `auto` plans in seconds (bench/auto_speed_bench.py).
