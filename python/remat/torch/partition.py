@@ -407,8 +407,10 @@ class _Lowering:
         joint = self.joint
         replayed = self.replays is not None and step in self.replays.steps
         for call in joint.node_fx[step]:
+            # The count before the copy: reading an argument may make a view again first.
+            emitted = self.emitted
             made = self._copy_replayed(call, step) if replayed else self._copy_call(call)
-            self.step_of[made] = (step, self.emitted)
+            self.step_of[made] = (step, emitted)
             # Per call, not per step: a later call of a fused step may read a view made here.
             for v in joint.call_outputs(call):
                 root = joint.value_root[v]
