@@ -660,7 +660,9 @@ def rng_state_value(like, device_type):
         return None
     with outside_dispatch_modes():
         state = torch.empty(rng_state_bytes(device_type), dtype=torch.uint8)
-    return like.fake_mode.from_tensor(state)
+    # Static: a fake mode with a shape environment (Dynamo's) would give a new tensor a symbolic
+    # size, and the saved bytes counted from it would be a symbolic expression, not bytes.
+    return like.fake_mode.from_tensor(state, static_shapes=True)
 
 
 def _is_sym(node):
