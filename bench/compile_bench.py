@@ -60,7 +60,9 @@ of the default partition's saved bytes to keep (between saving everything it wou
 recomputing every recomputable op); remat's is the share of the step's activation memory (the
 simulated peak of the default schedule less parameters, buffers and batch; docs/python.md).
 The measured peak is what both are judged by. Figures go to bench/results/compile_bench.json
-(--out) and the table to compile_bench.md beside it (--append adds a run to both).
+(--out) and the table to compile_bench.md beside it (--append adds a run to both); a JSON row
+also holds `replayed`, the random calls the partition runs again by replaying their first draw
+(remat's plans; the table's "random redrawn" counts the others).
 """
 
 import argparse
@@ -303,6 +305,7 @@ def measure(make, backend_maker, functorch_config, steps, device="cpu"):
         "saved_bytes": sum(g.saved_bytes for g in graphs) if graphs else None,
         "recomputed_flops": sum(g.recomputed_flops for g in graphs) if graphs else None,
         "redrawn": sum(g.redrawn for g in graphs) if graphs else None,
+        "replayed": sum(g.replayed for g in graphs) if graphs else None,
         "partition_s": sum(g.seconds for g in graphs) if graphs else None,
         "simulated_bytes": [getattr(g, "simulated_activation_bytes", None) for g in graphs],
         "simulated_baseline_bytes": [getattr(g, "baseline_activation_bytes", None) for g in graphs],
