@@ -18,7 +18,8 @@ their ratios matter to the solvers).
   (getitems fold into their call), sizes are storage bytes, a tensor sharing an earlier storage
   is an alias, phases by dependence on the gradient input, forward nodes first.
 - gpt4_aot.json, llama4_aot.json: the same two models (the GPT in training mode: its dropouts are
-  random calls AOTAutograd records, which run once), their loss included, through AOTAutograd
+  random calls AOTAutograd records, each drawing from a generator state a node of its own makes,
+  which a recomputation replays), their loss included, through AOTAutograd
   (aot_module, no compiler): the functionalized joint graph with primals_* / tangents_* inputs
   that a partition function receives, converted by remat.torch.partition's JointGraph.
 - hf_gpt2.json, hf_llama.json, hf_bert.json, hf_t5.json, hf_vit.json: Hugging Face transformers

@@ -21,7 +21,8 @@ in their order, each graph's fusible chains fused, summed over the graphs), and 
 of the default schedule's activation memory (what remat's fraction is of). "random redrawn" counts
 the random calls a partition runs again in the backward: PyTorch's budget knapsack may recompute
 a dropout, which here (fallback_random, CPU) draws a new mask, so its gradients are not eager's;
-remat's plans never do. A PyTorch budget plan that redraws is followed by the same solver's plan
+remat's plans never do (a random call they run again replays its first draw from the generator
+state the forward saved: partition.py, counted in the plan's memory). A PyTorch budget plan that redraws is followed by the same solver's plan
 with random calls saved ("pytorch budget greedy, random saved": PyTorch's MUST_SAVE tag on them,
 _compat.min_cut_partition), the plan under remat's rule. With --equal-peak-solver (default
 auto), each fraction's rows end with remat planning each graph to the simulated bytes a PyTorch
@@ -59,7 +60,9 @@ of the default partition's saved bytes to keep (between saving everything it wou
 recomputing every recomputable op); remat's is the share of the step's activation memory (the
 simulated peak of the default schedule less parameters, buffers and batch; docs/python.md).
 The measured peak is what both are judged by. Figures go to bench/results/compile_bench.json
-(--out) and the table to compile_bench.md beside it (--append adds a run to both).
+(--out) and the table to compile_bench.md beside it (--append adds a run to both); a JSON row
+also holds `replayed`, the random calls the partition runs again by replaying their first draw
+(remat's plans; the table's "random redrawn" counts the others).
 """
 
 import argparse
@@ -302,6 +305,7 @@ def measure(make, backend_maker, functorch_config, steps, device="cpu"):
         "saved_bytes": sum(g.saved_bytes for g in graphs) if graphs else None,
         "recomputed_flops": sum(g.recomputed_flops for g in graphs) if graphs else None,
         "redrawn": sum(g.redrawn for g in graphs) if graphs else None,
+        "replayed": sum(g.replayed for g in graphs) if graphs else None,
         "partition_s": sum(g.seconds for g in graphs) if graphs else None,
         "simulated_bytes": [getattr(g, "simulated_activation_bytes", None) for g in graphs],
         "simulated_baseline_bytes": [getattr(g, "baseline_activation_bytes", None) for g in graphs],

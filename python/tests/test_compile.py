@@ -799,6 +799,95 @@ def test_an_inductor_without_a_fusion_choices_handler_compiles_planned_graphs_wi
         assert _compat._planned_graph_choices() is None
 
 
+def dropout_gpt():
+    """A GPT layer whose dropouts' outputs (128 KB of float, 32 KB of mask at the residual) far
+    outweigh the CPU generator's state (5,056 bytes): recomputing one pays at a tight budget."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import train_gpt
+
+    torch.manual_seed(0)
+    model = train_gpt.GPT(vocab=64, context=64, dim=64, heads=2, layers=1, dropout=0.1)
+    tokens = torch.randint(0, 64, (8, 65))
+    return model, (tokens[:, :-1], tokens[:, 1:]), train_gpt.next_token_loss
+
+
+def make_replays_draw_anew(bw):
+    """Makes each replay of a random call (run_with_rng_state) in backward module `bw` a plain
+    call, in place: a new draw, as a recomputation without the saved state would be."""
+    run_with = _compat.rng_replay_operators()[1]
+    for n in list(bw.graph.nodes):
+        if n.target is run_with:
+            with bw.graph.inserting_before(n):
+                plain = bw.graph.call_function(n.args[1], tuple(n.args[2:]), dict(n.kwargs))
+            n.replace_all_uses_with(plain)
+            bw.graph.erase_node(n)
+    bw.recompile()
+
+
+def compiled_gradient_steps(model, batch, loss_fn, backend):
+    """run(steps): the losses and parameter gradients of `steps` steps (no update: each draws new
+    masks) from one seed of a copy of `model` compiled once with `backend`, and the CPU
+    generator's state after them."""
+    torch._dynamo.reset()
+    model = copy.deepcopy(model).train()
+    step = torch.compile(lambda *b: loss_fn(model(b[0]), *b[1:]), backend=backend)
+
+    def run(steps=2):
+        torch.manual_seed(11)
+        losses, grads = [], []
+        for _ in range(steps):
+            model.zero_grad(set_to_none=True)
+            loss = step(*batch)
+            loss.backward()
+            losses.append(loss.detach())
+            grads += [p.grad.clone() for p in model.parameters()]
+        return losses, grads, torch.get_rng_state()
+
+    return run
+
+
+def largest_difference(a, b):
+    return max((x - y).abs().max().item() for x, y in zip(a, b))
+
+
+def test_a_tight_plan_recomputes_dropouts_by_replaying_their_draws(monkeypatch):
+    # A dropout run again in the backward draws from the generator state its forward run saved:
+    # the losses and gradients of steps from one seed are those of PyTorch's default partition
+    # (which recomputes no random call; the same up to the rounding of CPU reductions reading
+    # other buffers), and the generator ends where it does there. Redrawn instead (the same
+    # graphs, each replay made a plain call), the gradients are far off.
+    compiled = []
+    freeing = _compat.freeing_nop_compiler()
+    monkeypatch.setattr(_compat, "freeing_nop_compiler",
+                        lambda: lambda gm, inputs: compiled.append(gm) or freeing(gm, inputs))
+    model, batch, loss_fn = dropout_gpt()
+    with torch._inductor.config.patch(fallback_random=True), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        expected_losses, expected_grads, expected_state = compiled_gradient_steps(
+            model, batch, loss_fn, "aot_eager_decomp_partition")()
+        backend = rt.compile_backend(budget=0.6, solver="greedy", compiler="eager")
+        run = compiled_gradient_steps(model, batch, loss_fn, backend)
+        losses, grads, state = run()
+        assert all(torch.equal(a, b) for a, b in zip(losses, expected_losses))
+        assert torch.equal(state, expected_state)
+        assert largest_difference(grads, expected_grads) < 1e-8
+        replaying = [gm for gm in compiled if any(
+            n.target is _compat.rng_replay_operators()[1] for n in gm.graph.nodes)]
+        assert len(replaying) == 1  # remat's backward
+        make_replays_draw_anew(replaying[0])
+        _, redrawn_grads, _ = run()
+        assert len(compiled) == 2  # not compiled again
+    stats = backend.graphs[0]
+    assert stats.replayed > 0 and stats.redrawn == 0
+    assert any(name.startswith("rng_state_") for name in stats.saved)
+    # The states' sizes are bytes, not symbolic expressions of Dynamo's shape environment.
+    assert type(stats.saved_bytes) is int
+    assert largest_difference(redrawn_grads, expected_grads) > 1e-4
+
+
 def wide_cnn():
     """Convolutions whose weights are large beside their activations (few, small images)."""
     torch.manual_seed(0)

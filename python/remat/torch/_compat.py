@@ -8,6 +8,7 @@ state, the saved-tensor hooks of torch.utils.checkpoint and FSDP's flat paramete
 """
 
 import contextlib
+import functools
 import warnings
 
 import torch
@@ -625,6 +626,43 @@ def allocations_during(fn):
         elif nbytes < 0 and ptr in live:
             events.append((-live.pop(ptr), t))
     return result, events
+
+
+@functools.lru_cache(maxsize=None)
+def rng_replay_operators():
+    """(run_and_save_rng_state, run_with_rng_state): PyTorch's higher-order operators that run a
+    random operator returning (the generator state it drew from, its result), and run it again
+    drawing from a saved state, putting the generator back where it was after (its partitioner
+    wraps the random calls of a checkpointed region so). Inductor runs both as fallback kernels."""
+    from torch._prims import rng_prims
+
+    return rng_prims.run_and_save_rng_state, rng_prims.run_with_rng_state
+
+
+# Bytes of the generator state run_and_save_rng_state saves, by device type: the CPU generator's
+# whole Mersenne Twister state (torch.get_rng_state()); CUDA's is its Philox seed and offset.
+CUDA_RNG_STATE_BYTES = 16
+
+
+def rng_state_bytes(device_type):
+    """Bytes of the generator state of `device_type` ("cpu" or "cuda"), a uint8 CPU tensor."""
+    if device_type == "cuda":
+        return CUDA_RNG_STATE_BYTES
+    return torch.get_rng_state().numel()
+
+
+def rng_state_value(like, device_type):
+    """A fake tensor like a saved generator state of `device_type`, in the fake mode of fake
+    tensor `like` (an fx node's meta["val"]), or None when `like` is not a fake tensor."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if not isinstance(like, FakeTensor):
+        return None
+    with outside_dispatch_modes():
+        state = torch.empty(rng_state_bytes(device_type), dtype=torch.uint8)
+    # Static: a fake mode with a shape environment (Dynamo's) would give a new tensor a symbolic
+    # size, and the saved bytes counted from it would be a symbolic expression, not bytes.
+    return like.fake_mode.from_tensor(state, static_shapes=True)
 
 
 def _is_sym(node):

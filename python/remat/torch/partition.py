@@ -18,7 +18,10 @@ inputs and outputs (so they are what AOTAutograd expects); their bodies follow t
 
 Sizes come from each node's tensor metadata (views and in-place results alias their input, size
 0); costs from the FLOP model of cost.py on meta tensors of those shapes. `partition.last` holds
-the last call's figures (PartitionStats). A graph remat does not model (symbolic shapes,
+the last call's figures (PartitionStats). A random call the plan runs again draws what its first
+run drew: the forward saves the generator state it drew from and the recomputation replays it
+(PyTorch's run_and_save_rng_state and run_with_rng_state), leaving the generator where it was;
+the plan counts the state's bytes (JointGraph). A graph remat does not model (symbolic shapes,
 higher-order operators, torch.utils.checkpoint regions) raises Unplannable; the compile backend
 (compile.py) then uses PyTorch's partitioner and warns.
 """
@@ -30,6 +33,7 @@ import heapq
 import math
 import operator
 import time
+from collections import Counter
 
 import torch
 import torch.fx as fx
@@ -41,6 +45,7 @@ from remat.torch import effects
 
 SAFETY_TIME_LIMIT_S = 600.0
 BACKWARD_START = "remat_backward_start"
+RNG_STATE = "remat_rng_state"  # the op of a JointGraph node saving a random call's generator
 
 
 class Unplannable(ValueError):
@@ -61,6 +66,7 @@ class PartitionStats:
     status: str = ""
     recomputed_flops: float = 0.0  # cost.py's FLOPs of the recomputed calls
     redrawn: int = 0  # recomputed random calls: each draws anew (remat's plans: none)
+    replayed: int = 0  # recomputed random calls replaying their first draw (a saved state)
     graph: str = ""
     input_bytes: int = 0  # parameters, buffers and batch: resident throughout
     budget_bytes: int = None  # activation memory asked for (None: no budget)
@@ -348,9 +354,10 @@ def lower_plan(joint_module, joint, sequence):
         fw, bw, kept = _compat.extract_fwd_bwd_modules(joint_module, saved,
                                                        len(joint.fwd_outputs), keep_saved=True)
         boundary = sequence.index(joint.backward_start)
-        fw, fw_ran = _follow_plan(joint_module, joint, fw, sequence[:boundary])
+        replays = _Replays(joint, sequence, boundary)
+        fw, fw_ran = _follow_plan(joint_module, joint, fw, sequence[:boundary], replays=replays)
         bw, bw_ran = _follow_plan(joint_module, joint, bw, sequence[boundary + 1:],
-                                  drop_outputs=kept)
+                                  drop_outputs=kept, replays=replays, side="backward")
         sequence = fw_ran + [joint.backward_start] + bw_ran
         # A step whose copy nothing reads is dropped (a view read only after its root was made
         # again is made again): the values it read from the forward need no saving.
@@ -360,10 +367,12 @@ def lower_plan(joint_module, joint, sequence):
         saved = fewer
 
 
-def _follow_plan(joint_module, joint, module, steps, drop_outputs=0):
-    """`module` with its body replaced by the calls of `steps` (remat node ids), in order, and
-    its last `drop_outputs` outputs removed. Returns the module and the steps its graph runs."""
-    lowering = _Lowering(joint_module, joint, module)
+def _follow_plan(joint_module, joint, module, steps, drop_outputs=0, replays=None,
+                 side="forward"):
+    """`module` (the `side` graph) with its body replaced by the calls of `steps` (remat node
+    ids), in order, and its last `drop_outputs` outputs removed; the random calls `replays` says
+    run again replay their first draw. Returns the module and the steps its graph runs."""
+    lowering = _Lowering(joint_module, joint, module, replays, side)
     for step in steps:
         lowering.emit(step)
     return lowering.finish(module, drop_outputs)
@@ -375,8 +384,10 @@ class _Lowering:
     whose root was computed again since the view was made is made again from the new root first
     (in the simulator a view is free and reads whichever copy of its root is live)."""
 
-    def __init__(self, joint_module, joint, module):
+    def __init__(self, joint_module, joint, module, replays=None, side="forward"):
         self.joint_module, self.joint = joint_module, joint
+        self.replays, self.side = replays, side
+        self.states = {}  # replayed random call (remat node id) -> its generator state here
         self.graph = fx.Graph()
         self.by_name = {n.name: n for n in joint_module.graph.nodes}
         self.env = {}
@@ -389,11 +400,17 @@ class _Lowering:
                 self.env[joint_node] = self.graph.node_copy(n)
                 if joint_node in joint.value_of:
                     self.serial[joint.value_of[joint_node]] = 0
+        if replays is not None and side == "backward":
+            self.states = replays.state_inputs(self.graph)
 
     def emit(self, step):
         joint = self.joint
+        replayed = self.replays is not None and step in self.replays.steps
         for call in joint.node_fx[step]:
-            self.step_of[self._copy_call(call)] = (step, self.emitted)
+            # The count before the copy: reading an argument may make a view again first.
+            emitted = self.emitted
+            made = self._copy_replayed(call, step) if replayed else self._copy_call(call)
+            self.step_of[made] = (step, emitted)
             # Per call, not per step: a later call of a fused step may read a view made here.
             for v in joint.call_outputs(call):
                 root = joint.value_root[v]
@@ -446,15 +463,48 @@ class _Lowering:
             self.env[item] = self.graph.node_copy(item, self.read)
         return copy
 
+    def _copy_replayed(self, call, step):
+        """Copies random fx call `call` (remat node `step`, which the plan runs again) into the
+        lowered graph: its first run saves the generator state it draws from
+        (run_and_save_rng_state), a later one draws from that state (run_with_rng_state), which
+        gives the first draw again and leaves the generator as it was. Returns the call made."""
+        run_and_save, run_with = _compat.rng_replay_operators()
+        args = fx.node.map_arg(call.args, self.read)
+        kwargs = fx.node.map_arg(call.kwargs, self.read)
+        state = self.states.get(step)
+        if state is None:
+            made = self.graph.call_function(run_and_save, (call.target,) + tuple(args), kwargs)
+            state = self.graph.create_node("call_function", operator.getitem, (made, 0),
+                                           name=f"rng_state_{call.name}")
+            state.meta["val"] = _compat.rng_state_value(_first_tensor(call.meta.get("val")),
+                                                        replay_device(call))
+            result = self.graph.call_function(operator.getitem, (made, 1))
+            made.meta["val"] = (state.meta["val"], call.meta.get("val"))
+            self.states[step] = state
+            self.replays.names[step] = state.name
+        else:
+            made = result = self.graph.call_function(run_with, (state, call.target) + tuple(args),
+                                                     kwargs)
+        result.meta.update(call.meta)
+        made.meta["remat_copy_of"] = call.name
+        self.env[call] = result
+        for item in self.joint.getitems.get(call, ()):
+            self.env[item] = self.graph.node_copy(item, self.read)
+        return made
+
     def finish(self, module, drop_outputs):
         output = next(n for n in module.graph.nodes if n.op == "output")
         results = _compat.tree_flatten(output.args[0])[0]
         results = results[:len(results) - drop_outputs]
-        new_output = self.graph.output([self.read(self.by_name[n.name])
-                                        if isinstance(n, fx.Node) else n for n in results])
+        returned = [self.read(self.by_name[n.name]) if isinstance(n, fx.Node) else n
+                    for n in results]
+        if self.replays is not None and self.side == "forward":
+            returned = self.replays.with_state_outputs(returned, self.states)
+        new_output = self.graph.output(returned)
         new_output.meta.update(output.meta)
-        if "desc" in output.meta and drop_outputs:
-            new_output.meta["desc"] = list(output.meta["desc"])[:len(results)]
+        if "desc" in output.meta and (drop_outputs or len(returned) > len(results)):
+            descs = list(output.meta["desc"])[:len(results)]
+            new_output.meta["desc"] = descs + descs[-1:] * (len(returned) - len(results))
         self.graph.eliminate_dead_code()
         self.graph.lint()
         for n in self.graph.nodes:
@@ -466,7 +516,104 @@ class _Lowering:
         for i, n in enumerate(self.graph.nodes):
             if n in self.step_of:
                 last[self.step_of[n]] = i
-        return lowered, [step for step, _ in sorted(last, key=last.get)]
+        ran = [step for step, _ in sorted(last, key=last.get)]
+        if self.replays is not None:
+            ran = self.replays.with_state_steps(ran, self.side)
+        return lowered, ran
+
+
+class _Replays:
+    """The random calls a plan runs more than once (JointGraph.replay_state), for the lowering:
+    each first run saves its generator state, each later run replays it. The states of those
+    first run in the forward and run again in the backward cross as saved tensors: forward
+    outputs after the saved values (names: the forward's state nodes), backward inputs before the
+    incoming gradients, in the same order."""
+
+    def __init__(self, joint, sequence, boundary):
+        self.joint = joint
+        runs = Counter(sequence)
+        first = {}
+        for i, step in enumerate(sequence):
+            first.setdefault(step, i)
+        self.steps = {r for r in joint.replay_state if runs[r] > 1}
+        self.first_side = {r: "forward" if first[r] < boundary else "backward"
+                           for r in joint.replay_state if r in first}
+        self.crossing = sorted(r for r in self.steps if first[r] < boundary
+                               and any(step == r for step in sequence[boundary + 1:]))
+        self.names = {}  # replayed random call -> its forward state node's name
+
+    def with_state_outputs(self, returned, states):
+        """The forward's outputs `returned` with the states the backward reads added after the
+        saved tensors (before any saved symbolic sizes, which AOTAutograd expects last)."""
+        missing = [r for r in self.crossing if r not in states]
+        if missing:
+            raise Unplannable(f"the plan runs {self.joint.nodes[missing[0]]['name']} again in "
+                              f"the backward but its first run in the forward was not lowered")
+        end = len(returned)
+        while end > 0 and isinstance(returned[end - 1], fx.Node) and _compat._is_sym(
+                returned[end - 1]):
+            end -= 1
+        return returned[:end] + [states[r] for r in self.crossing] + returned[end:]
+
+    def state_inputs(self, graph):
+        """{random call: backward graph input} of the states crossing into the backward graph
+        `graph` (its inputs copied so far): inputs placed before the incoming gradients."""
+        placeholders = [n for n in graph.nodes if n.op == "placeholder"]
+        tangents = [n for n in placeholders if _compat.is_tangent(n)]
+        where = graph.inserting_before(tangents[0]) if tangents else (
+            graph.inserting_after(placeholders[-1]) if placeholders
+            else graph.inserting_before(None))
+        states = {}
+        with where:
+            for r in self.crossing:
+                name = self.names[r]
+                placeholder = states[r] = graph.placeholder(name)
+                if placeholder.name != name:
+                    raise Unplannable(f"the backward's input {name} is named {placeholder.name}")
+                call = self.joint.node_fx[r][0]
+                placeholder.meta["val"] = _compat.rng_state_value(
+                    _first_tensor(call.meta.get("val")), replay_device(call))
+        return states
+
+    def with_state_steps(self, ran, side):
+        """`ran` (the steps one lowered graph runs) with each random call's state node (which
+        has no call) just before the call's first run, in the graph running it first."""
+        for r, s in self.joint.replay_state.items():
+            if self.first_side.get(r) == side and r in ran:
+                ran.insert(ran.index(r), s)
+        return ran
+
+
+def replay_device(n):
+    """The device type ("cpu" or "cuda") of the generator random fx call `n` draws from, where a
+    recomputation can replay its draw (run_with_rng_state, which finds the device as here: the
+    `device` keyword, else the first tensor argument); None where it cannot: it writes a
+    tensor, or runs on another device or none found."""
+    if n.op != "call_function" or not _compat.is_operator(n.target) \
+            or not op_kinds.is_random(_compat.packet_name(n.target)) or effects.declared_writes(n):
+        return None
+    device = n.kwargs.get("device")
+    if device is None:
+        for a in n.args:
+            value = a.meta.get("val") if isinstance(a, fx.Node) else a
+            if isinstance(value, (torch.Tensor, torch.device)):
+                device = value.device if isinstance(value, torch.Tensor) else value
+                break
+    if isinstance(device, str):
+        device = torch.device(device)
+    if not isinstance(device, torch.device) or device.type not in ("cpu", "cuda"):
+        return None
+    if not _compat.is_fake(_first_tensor(n.meta.get("val"))):
+        return None  # no fake tensor to make its state's from (AOTAutograd's graphs have them)
+    return device.type
+
+
+def _first_tensor(value):
+    """The first tensor of an fx node's meta["val"] (a tensor or a tuple of them), or None."""
+    for v in _compat.tree_flatten(value)[0]:
+        if isinstance(v, torch.Tensor):
+            return v
+    return None
 
 
 def merge_common_subexpressions(joint_module):
@@ -937,6 +1084,8 @@ def partition_stats(fw, bw, num_fwd_outputs, seconds=0.0):
                            [_original_call(n) for n in recomputed], seconds)
     stats.recomputed_flops = sum(node_flops(n) for n in recomputed)
     stats.redrawn = sum(op_kinds.is_random(_compat.packet_name(n.target)) for n in recomputed)
+    replaying = _compat.rng_replay_operators()[1]
+    stats.replayed = sum(n.target is replaying for n in recomputed)
     return stats
 
 
@@ -960,12 +1109,14 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True):
     values of its own; each graph's fusible chains are fused as the compile path fuses (
     fusion_groups, within each graph: a forward call recomputed in the backward fuses with the
     backward calls there), and a value passed only inside a chain takes no memory. Random calls
-    may run again (a partition may recompute one; remat's own plans never do). The simulator
-    gives the peak. Raises Unplannable for a graph remat does not model or a call of fw or bw
-    that is not a joint call. Without `baseline`, the default schedule's figure is None (not
-    computed: its fused graph is most of the time a simulation takes)."""
+    may run again: one saving its generator state (run_and_save_rng_state, as remat's plans
+    lower a random call they run again) holds the state, one replaying it (run_with_rng_state)
+    reads the state, and one running plainly again (PyTorch's knapsack may; a new draw) reads
+    none. The simulator gives the peak. Raises Unplannable for a graph remat does not model or
+    a call of fw or bw that is not a joint call. Without `baseline`, the default schedule's
+    figure is None (not computed: its fused graph is most of the time a simulation takes)."""
     calls = JointGraph(joint_module, num_fwd_outputs, backward_start=False, fuse=False)
-    step_of = {members[0].name: step for step, members in enumerate(calls.node_fx)}
+    step_of = {members[0].name: step for step, members in enumerate(calls.node_fx) if members}
     run = _RunGraph(calls)
     saved = {n.name: n for n in _saved_outputs(fw, num_fwd_outputs)}
     for side, module in (("forward", fw), ("backward", bw)):
@@ -1046,27 +1197,55 @@ class _RunGraph:
 
     def add(self, step, side, call):
         """Runs joint step `step` as fx call `call` of a partitioned graph (reading the copies
-        its arguments are) on `side` ("forward" or "backward")."""
+        its arguments are) on `side` ("forward" or "backward"). A random call saving its
+        generator state (_Lowering._copy_replayed) runs the state's node first; one that does
+        not draw from a saved state reads none."""
         node = self.calls.nodes[step]
+        run_and_save, run_with = _compat.rng_replay_operators()
+        state_step = self.calls.replay_state.get(step)
+        node_inputs = node["inputs"]
+        if state_step is not None:
+            state = self.calls.nodes[state_step]["outputs"][0]
+            if call.target is run_and_save:
+                self._run_state(state_step, side, call)
+            elif call.target is not run_with:
+                node_inputs = [v for v in node_inputs if v != state]
+            made = _replayed_parts(call)[2] if call.target is run_and_save else call
+        else:
+            made = call
         read = {}
         for arg in call.all_input_nodes:
             if arg in self.run_value:
                 copy = self.run_value[arg]
                 read[self.joint_value[copy]] = copy
-        missing = [self.calls.values[v]["name"] for v in node["inputs"]
+        missing = [self.calls.values[v]["name"] for v in node_inputs
                    if v not in read and v not in self.latest]
         if missing:
             raise Unplannable(f"{node['name']} reads {missing[0]} before it is made")
         self.runs[step] = self.runs.get(step, 0) + 1
-        inputs = [read.get(v, self.latest.get(v)) for v in node["inputs"]]
+        inputs = [read.get(v, self.latest.get(v)) for v in node_inputs]
         outputs = []
         for v in node["outputs"]:
             self.latest[v] = self._new_value(self.calls.values[v], v)
             outputs.append(self.latest[v])
-        self._name_outputs(call, step, outputs)
+        if made is not None:
+            self._name_outputs(made, step, outputs)
         name = node["name"] if self.runs[step] == 1 else f"{node['name']}#{self.runs[step]}"
         self.steps.append((self.calls.node_fx[step][0], dict(
             node, name=name, phase=side, inputs=inputs, outputs=outputs, recomputable=True)))
+
+    def _run_state(self, step, side, call):
+        """Runs generator-state node `step` (JointGraph.replay_state) for call `call`, which saves
+        the state its random call draws from as its item 0."""
+        node = self.calls.nodes[step]
+        inputs = [self.latest[v] for v in node["inputs"] if v in self.latest]
+        (v,) = node["outputs"]
+        state = self.latest[v] = self._new_value(self.calls.values[v], v)
+        for user in call.users:
+            if user.target is operator.getitem and user.args[1] == 0:
+                self.run_value[user] = state
+        self.steps.append((None, dict(node, phase=side, inputs=inputs, outputs=[state],
+                                      recomputable=True)))
 
     def _name_outputs(self, call, step, outputs):
         """Records the run values partitioned call `call` (and its getitems) made as `outputs`,
@@ -1150,22 +1329,36 @@ def _original_call(n):
 def node_flops(n):
     """cost.py's FLOPs of an fx call from its nodes' tensor metadata (1 for a call whose
     arguments the FLOP model does not know)."""
-    packet = _compat.packet_name(n.target)
+    target, call_args, made = _replayed_parts(n) or (n.target, n.args, n)
+    packet = _compat.packet_name(target)
     kind = op_kinds.kind_of(packet, effects.is_view(n))
-    getitems = sorted((u for u in n.users if u.target is operator.getitem),
-                      key=lambda u: u.args[1])
+    getitems = [] if made is None else sorted(
+        (u for u in made.users if u.target is operator.getitem), key=lambda u: u.args[1])
 
     def meta_tensor(node):
-        meta = _compat.node_tensor_meta(node)
+        meta = None if node is None else _compat.node_tensor_meta(node)
         return None if meta is None else _meta_tensor(*meta)
 
-    args = tuple(meta_tensor(a) if isinstance(a, fx.Node) else a for a in n.args)
-    result = (tuple(meta_tensor(g) for g in getitems) if getitems else meta_tensor(n))
+    args = tuple(meta_tensor(a) if isinstance(a, fx.Node) else a for a in call_args)
+    result = (tuple(meta_tensor(g) for g in getitems) if getitems else meta_tensor(made))
     try:
-        return cost_models.flop_cost(cost_models.OpCall(str(n.target), packet, kind, args,
+        return cost_models.flop_cost(cost_models.OpCall(str(target), packet, kind, args,
                                                         result))
     except (TypeError, IndexError, AttributeError):
         return 1.0
+
+
+def _replayed_parts(n):
+    """(random operator, its arguments, the fx node of its result or None) of fx call `n` when it
+    runs the operator saving or replaying a generator state (_Lowering._copy_replayed); else
+    None."""
+    run_and_save, run_with = _compat.rng_replay_operators()
+    if n.target is run_and_save:
+        results = [u for u in n.users if u.target is operator.getitem and u.args[1] == 1]
+        return n.args[0], n.args[1:], results[0] if results else None
+    if n.target is run_with:
+        return n.args[1], n.args[2:], n
+    return None
 
 
 @functools.lru_cache(maxsize=4096)
@@ -1191,8 +1384,12 @@ class JointGraph:
     makes a size-0 value every backward node reads: a plan then runs the whole forward before any
     backward node, as a compiled step does. The incoming gradients (tangents) stay graph inputs,
     as the `mincut` solver expects of a joint graph. Random calls read each other in the graph's
-    order (size-0 values), so every plan draws in that order. `input_bytes`: the bytes of the
-    graph inputs but the tangents (parameters, buffers, batch).
+    order (size-0 values), so every plan draws in that order; one that writes nothing draws from
+    a generator state a node of its own makes just before (RNG_STATE, no fx call; its bytes:
+    _compat.rng_state_bytes), and may run again from it (replay_state): the lowering saves the
+    state at the first run and replays it (the same draw), so a plan recomputes a random call
+    only where keeping the state costs less than keeping its output. `input_bytes`: the bytes of
+    the graph inputs but the tangents (parameters, buffers, batch).
 
     With `fuse`, each chain of calls a compiler fuses into one kernel (pointwise ops, views and
     simple reductions of one phase, op_kinds.is_fusible; fusion_groups) is one remat node: the
@@ -1210,6 +1407,7 @@ class JointGraph:
         self.node_fx = []  # remat node id -> its fx calls, in order (none: the backward start)
         self.getitems = {}  # fx call -> its getitem nodes
         self.backward_start = None
+        self._backward_token = None
         forward, backward = [], []
         for n in joint_module.graph.nodes:
             _check_plannable(n)
@@ -1230,11 +1428,14 @@ class JointGraph:
             self._pin_forward_outputs()
         calls = forward + ([(None, self._backward_start(backward))] if backward_start else [])
         calls += backward
-        self._chain_random_calls(calls)
+        calls = self._chain_random_calls(calls)
         steps = (self._fuse(calls) if fuse
                  else [((n,) if n is not None else (), node) for n, node in calls])
         self.nodes = nodes = []  # the node dicts, by remat node id
         self.producer_step = {}  # value -> remat node id making it (inside a fused one too)
+        step_of_node = {id(node): i for i, (_, node) in enumerate(steps)}
+        # Random call (remat node id) -> the node making the generator state it draws from.
+        self.replay_state = {step_of_node[id(r)]: step_of_node[id(s)] for s, r in self._drawn_from}
         for members, node in steps:
             if node["op"] == BACKWARD_START:
                 self.backward_start = len(nodes)
@@ -1309,10 +1510,7 @@ class JointGraph:
     def _backward_start(self, backward):
         """The node making the incoming gradients after the forward outputs; every backward node
         reads its size-0 token."""
-        token = len(self.values)
-        self.values.append({"name": BACKWARD_START, "size": 0})
-        self.value_node.append(None)
-        self.value_root.append(token)
+        token = self._backward_token = self._new_value(BACKWARD_START, 0)
         for _, node in backward:
             node["inputs"].append(token)
         forward_outputs = []
@@ -1337,20 +1535,48 @@ class JointGraph:
                         self.producer_dict[x]["recomputable"] = False
 
     def _chain_random_calls(self, calls):
-        # Every random call makes an effect value, read by the next one, the last one's included
-        # (read by nothing): the layers of a repeated block then have the same structure, so
-        # block detection sees the last layer as one of them.
+        """`calls` with a generator-state node before each random call that may run again.
+
+        Every random call makes an effect value, read by the next one, the last one's included
+        (read by nothing): the layers of a repeated block then have the same structure, so
+        block detection sees the last layer as one of them. A random call that may run again
+        (recomputable: replay_device) reads instead the generator state its own node
+        (RNG_STATE: no fx call, run once) makes after the previous effect value: the first
+        computation draws from that state, in order, and a recomputation replays it, so the
+        state is kept until then (its bytes are what recomputing a random call costs)."""
         link = None
-        for _, node in calls:
+        chained = []
+        self._drawn_from = []  # (state node, random node) dicts
+        for n, node in calls:
             if node["kind"] != "random":
+                chained.append((n, node))
                 continue
-            if link is not None:
+            if node["recomputable"]:
+                state = self._new_value(f"rng_state.{node['name']}",
+                                        _compat.rng_state_bytes(replay_device(n)))
+                made = {"name": f"rng_state.{node['name']}", "op": RNG_STATE, "kind": "other",
+                        "phase": node["phase"], "cost": 0.0,
+                        "inputs": [link] if link is not None else [], "outputs": [state],
+                        "recomputable": False}
+                if self._backward_token in node["inputs"]:
+                    made["inputs"].append(self._backward_token)
+                chained.append((None, made))
+                self._drawn_from.append((made, node))
+                node["inputs"].append(state)
+            elif link is not None:
                 node["inputs"].append(link)
-            link = len(self.values)
-            self.values.append({"name": f"effect.{node['name']}", "size": 0})
-            self.value_node.append(None)
-            self.value_root.append(link)
+            link = self._new_value(f"effect.{node['name']}", 0)
             node["outputs"].append(link)
+            chained.append((n, node))
+        return chained
+
+    def _new_value(self, name, size):
+        """A value of no fx node (its own root)."""
+        v = len(self.values)
+        self.values.append({"name": name, "size": size})
+        self.value_node.append(None)
+        self.value_root.append(v)
+        return v
 
     def _add_value(self, node, fx_node, alias_root):
         meta = _compat.node_tensor_meta(node)
@@ -1397,7 +1623,8 @@ class JointGraph:
             "phase": "forward" if n.name in self.forward_names else "backward",
             "cost": node_flops(n), "temp": kernel_workspace.workspace_bytes(n),
             "inputs": inputs, "outputs": outputs,
-            "recomputable": not written and not op_kinds.is_random(packet),
+            "recomputable": not written and (not op_kinds.is_random(packet)
+                                             or replay_device(n) is not None),
         }
         for v in outputs:
             self.producer_dict[v] = node
