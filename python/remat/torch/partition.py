@@ -392,14 +392,17 @@ class _Lowering:
 
     def emit(self, step):
         joint = self.joint
+        # One emission for all the step's calls: a view one of them makes again (or a step it
+        # runs first) takes the next, so the step's calls stay one step of the sequence run.
+        emission = self.emitted
+        self.emitted += 1
         for call in joint.node_fx[step]:
-            self.step_of[self._copy_call(call)] = (step, self.emitted)
+            self.step_of[self._copy_call(call)] = (step, emission)
             # Per call, not per step: a later call of a fused step may read a view made here.
             for v in joint.call_outputs(call):
                 root = joint.value_root[v]
                 self.serial[v] = (self.serial.get(v, 0) + 1 if root == v
                                   else self.serial.get(root, 0))
-        self.emitted += 1
 
     def read(self, n):
         """The latest copy of joint fx node `n`, making a view again first when it is stale or
