@@ -12,10 +12,16 @@ step (forward and backward, gradients set to None before it, so the gradients' s
 too), the median step time of the steps after the compiled one, the compile time (the first
 step, with an empty kernel cache: each row compiles its own kernels; each model's rows follow
 one compiled step that is not counted, so the process's one-time costs land on no row), the
-partition time (summed over the graphs), and the largest difference in the loss and
-the gradients from eager and from PyTorch's default partition (Inductor's decompositions change
-the numerics of batch norm, say, for every partition alike; a partition that changes them more
-shows against the default). "sim MB" is the activation memory of the partition in remat's
+partition time (summed over the graphs), and the largest difference in the loss and the gradients
+from eager, from PyTorch's default partition and from eager in float64 (the same step with the
+model and batch in double precision: what every row approximates). Inductor's decompositions and
+kernels change the float32 rounding (batch norm's, and a convolution's in channels-last layout,
+which Inductor's layout optimization picks for the default partition's graphs and not for remat's
+planned graphs), and a badly conditioned step magnifies it (ResNet-50 at batch 8: its last
+stage's batch norms reduce over 32 values per channel): two rows may differ from each other as
+much as each differs from eager while both are as near the float64 step as eager's own float32
+step is. "vs fp64 eager" tells a different rounding from a wrong gradient: a wrong one stands far
+above the eager row's figure there. "sim MB" is the activation memory of the partition in remat's
 simulator, the same model for both partitioners (partition.simulate_partition: the graphs' calls
 in their order, each graph's fusible chains fused, summed over the graphs), and "sim %" its share
 of the default schedule's activation memory (what remat's fraction is of). "random redrawn" counts
@@ -207,7 +213,7 @@ def remat_backend(fraction, solver, compiler, budgets=None):
 
 
 def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=None,
-                   reached=None):
+                   reached=None, torch_solvers=TORCH_SOLVERS):
     """(label, fraction, backend maker, functorch config) of every configuration; with compiler
     "eager" the partitioned graphs run as fx modules (AOTAutograd with Inductor's decompositions,
     as "aot_eager_decomp_partition"), for every configuration alike. `reached`: label -> fraction
@@ -215,7 +221,8 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
     call again is followed by the same solver's plan with random calls saved (SAVED_RANDOM). With
     `equal_peak_solver`, after each fraction's rows, one more remat row per distinct figure
     PyTorch's budget plans reached at that fraction (the simulated activation bytes of each
-    graph), with that figure as each graph's budget."""
+    graph), with that figure as each graph's budget. `torch_solvers`: PyTorch's budget solvers
+    with rows (none: eager, the default partition and remat's rows only)."""
     compile_graphs = graph_compiler(compiler)
 
     def torch_backend(label, save_random=False):
@@ -227,10 +234,10 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
     yield "eager", None, None, {}
     yield "pytorch default", None, lambda: torch_backend("default"), {}
     for f in fractions:
-        for solver in TORCH_SOLVERS:
+        for solver in torch_solvers:
             yield (f"pytorch budget {solver}", f, lambda s=solver, f=f: torch_backend(f"{s}{f}"),
                    {"activation_memory_budget": f, "activation_memory_budget_solver": solver})
-        for solver in TORCH_SOLVERS:
+        for solver in torch_solvers:
             if reached.get(f"pytorch budget {solver}", {}).get(f, {}).get("redrawn"):
                 yield (f"pytorch budget {solver}{SAVED_RANDOM}", f,
                        lambda s=solver, f=f: torch_backend(f"{s}{f}-saved-random", True),
@@ -240,7 +247,7 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
         if equal_peak_solver is None:
             continue
         peers = {}  # budgets -> the PyTorch solvers whose plans reached them
-        for solver in TORCH_SOLVERS:
+        for solver in torch_solvers:
             for variant in ("", SAVED_RANDOM):
                 row = reached.get(f"pytorch budget {solver}{variant}", {}).get(f)
                 budgets = row and row["simulated_bytes"]
@@ -351,9 +358,23 @@ def graph_compiler(compiler):
 
 
 def difference(row, eager):
-    loss = abs(row["loss"] - eager["loss"]).item()
-    grads = max((a - b).abs().max().item() for a, b in zip(row["grads"], eager["grads"]))
+    """The largest absolute difference of the loss and the gradients, in float64."""
+    loss = abs(row["loss"].double() - eager["loss"].double()).item()
+    grads = max((a.double() - b.double()).abs().max().item()
+                for a, b in zip(row["grads"], eager["grads"]))
     return max(loss, grads)
+
+
+def float64_reference(make, device="cpu"):
+    """Loss and gradients of one eager training step with the model and the batch's floating
+    tensors in float64 (the same seed as every row's step; a dropout's mask drawn in float64 need
+    not be float32's, so with dropout the reference is another step's)."""
+    model, batch, loss_fn = make()
+    model = copy.deepcopy(model).train().to(device).double()
+    batch = tuple(x.to(device).double() if x.is_floating_point() else x.to(device)
+                  for x in batch)
+    loss = train_step_fn(model, batch, step_fn(model, batch, loss_fn, None))()
+    return {"loss": loss, "grads": [p.grad for p in model.parameters()]}
 
 
 def simulated_figures(row):
@@ -390,6 +411,9 @@ def main():
     p.add_argument("--equal-peak-solver", default="auto",
                    help="remat solver planning each graph to the simulated activation memory "
                    "each PyTorch budget plan reached ('none': no such rows)")
+    p.add_argument("--torch-solvers", default=",".join(TORCH_SOLVERS),
+                   help="PyTorch's activation_memory_budget solvers with rows ('none': no such "
+                   "rows, as when only remat's gradients or peak against the default's matter)")
     p.add_argument("--steps", type=int, default=3, help="timed steps after the compiled one")
     p.add_argument("--compiler", choices=("inductor", "eager"), default="inductor",
                    help="eager: the graphs run as fx modules (fast: no Inductor compile; the "
@@ -409,6 +433,10 @@ def main():
     except ValueError:
         p.error(f"--fractions: {args.fractions!r} is not a comma-separated list of numbers")
     solvers = args.solvers.split(",")
+    torch_solvers = [] if args.torch_solvers == "none" else args.torch_solvers.split(",")
+    if set(torch_solvers) - set(TORCH_SOLVERS):
+        p.error(f"--torch-solvers: unknown solver in {args.torch_solvers!r} (known: "
+                f"{', '.join(TORCH_SOLVERS)}, or none)")
     torch.set_num_threads(1)  # a shared machine: one core per run, comparable step times
     warnings.simplefilter("ignore")
     patches = {"fx_graph_cache": False, "fallback_random": True}
@@ -417,18 +445,19 @@ def main():
              f"{device_name(args.device)}", "",
              "| model | configuration | fraction | saved MB | recomputed MFLOP | random redrawn "
              "| sim MB | sim % | measured peak MB | peak / default | step ms | compile s "
-             "| partition s | max diff vs eager | vs default |",
-             "|" + " --- |" * 15]
+             "| partition s | max diff vs eager | vs default | vs fp64 eager |",
+             "|" + " --- |" * 16]
     print("\n".join(lines), flush=True)
     equal_peak = None if args.equal_peak_solver == "none" else args.equal_peak_solver
     with torch._inductor.config.patch(patches), \
             torch._functorch.config.patch(enable_autograd_cache=False):
         for name in args.models.split(","):
             warm_up(MODELS[name], args.compiler, args.device)
+            reference = float64_reference(MODELS[name], args.device)
             eager = default = None
             reached = {}
             for label, fraction, maker, config in configurations(
-                    fractions, solvers, args.compiler, equal_peak, reached):
+                    fractions, solvers, args.compiler, equal_peak, reached, torch_solvers):
                 row = measure(MODELS[name], maker, config, args.steps, args.device)
                 reached.setdefault(label, {})[fraction] = row
                 eager = eager or row
@@ -437,6 +466,7 @@ def main():
                 ratio = row["peak_bytes"] / default["peak_bytes"] if default else None
                 diff = difference(row, eager)
                 diff_default = None if default is None else difference(row, default)
+                diff_fp64 = difference(row, reference)
                 flops = (None if row["recomputed_flops"] is None
                          else f"{row['recomputed_flops'] / 1e6:.1f}")
                 plan_s = "-" if row["partition_s"] is None else f"{row['partition_s']:.1f}"
@@ -452,11 +482,13 @@ def main():
                              f"{'-' if ratio is None else f'{ratio:.2f}'} | "
                              f"{1e3 * row['step_s']:.1f} | {row['compile_s']:.1f} | {plan_s} | "
                              f"{diff:.1e} | "
-                             f"{'-' if diff_default is None else f'{diff_default:.1e}'} |")
+                             f"{'-' if diff_default is None else f'{diff_default:.1e}'} | "
+                             f"{diff_fp64:.1e} |")
                 print(lines[-1], flush=True)
                 records.append({"model": name, "configuration": label, "fraction": fraction,
                                 "compiler": args.compiler, "max_diff_vs_eager": diff,
                                 "max_diff_vs_default": diff_default,
+                                "max_diff_vs_fp64_eager": diff_fp64,
                                 "peak_over_default": ratio,
                                 **{k: v for k, v in row.items()
                                    if k not in ("loss", "grads")}})

@@ -915,6 +915,24 @@ def test_a_cpu_convolutions_workspace_is_the_temp_of_its_step():
     assert set(temps["addmm"]) == {0}
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_fused_step_making_a_view_again_for_a_later_call_lowers_as_one_step(seed):
+    # A backward kernel whose second call reads a batch norm's 1/std through a view the
+    # backward makes again (it gets the storage, not the view): the view was counted a step run
+    # between the kernel's calls, so the lowered sequence ran the kernel before the view and the
+    # simulator refused it (Unplannable, the backend fell back). These seeds' plans read it so.
+    model, batch, loss_fn = wide_cnn()
+
+    def partition_fn(joint, inputs, **kwargs):
+        fw, bw = rt.partition(joint, inputs, budget=0.5, seed=seed, **QUICK, **kwargs)
+        assert rt.partition.last.solver == "fastsa" and rt.partition.last.recomputed
+        return fw, bw
+
+    backend = lambda gm, inputs: _compat.aot_eager_compile(gm, inputs, partition_fn)  # noqa
+    got = adamw_steps(model, batch, loss_fn, backend, steps=1)
+    assert_trains_like(got, adamw_steps(model, batch, loss_fn, DefaultPartition(), steps=1))
+
+
 def test_a_conv_nets_step_under_inductor_peaks_where_its_plan_says():
     # Inductor's layout optimization copied each convolution weight into channels-last layout
     # at the forward's start and saved the copies for the backward, and the convolutions'

@@ -406,17 +406,18 @@ class _Lowering:
     def emit(self, step):
         joint = self.joint
         replayed = self.replays is not None and step in self.replays.steps
+        # One emission for all the step's calls: a view one of them makes again (or a step it
+        # runs first) takes the next, so the step's calls stay one step of the sequence run.
+        emission = self.emitted
+        self.emitted += 1
         for call in joint.node_fx[step]:
-            # The count before the copy: reading an argument may make a view again first.
-            emitted = self.emitted
             made = self._copy_replayed(call, step) if replayed else self._copy_call(call)
-            self.step_of[made] = (step, emitted)
+            self.step_of[made] = (step, emission)
             # Per call, not per step: a later call of a fused step may read a view made here.
             for v in joint.call_outputs(call):
                 root = joint.value_root[v]
                 self.serial[v] = (self.serial.get(v, 0) + 1 if root == v
                                   else self.serial.get(root, 0))
-        self.emitted += 1
 
     def read(self, n):
         """The latest copy of joint fx node `n`, making a view again first when it is stale or
