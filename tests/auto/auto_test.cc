@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <thread>
 
 #include "remat/error.h"
@@ -468,7 +470,8 @@ TEST(Auto, PlanOnlyFastsaFitsIsRefinedFromItsOwnPlan) {
     return line.starts_with("fastsa_refine: ");
   });
   ASSERT_NE(refine, lines.end()) << text;
-  EXPECT_NE(refine->find("(started from fastsa)"), std::string::npos) << text;
+  EXPECT_NE(refine->find("(started from fastsa, initial_temperature_pct=0.003)"), std::string::npos)
+      << text;
   ASSERT_FALSE(members.runs.empty());
   EXPECT_TRUE(members.runs.back().from_start);
   EXPECT_EQ(members.runs.back().params.at("initial_temperature_pct"), "0.003");
@@ -477,6 +480,84 @@ TEST(Auto, PlanOnlyFastsaFitsIsRefinedFromItsOwnPlan) {
       << text;
   EXPECT_LE(e.peak_bytes, options.budget.bytes);
   EXPECT_LE(e.cost, *plan.stats.counter("fastsa_cost")) << text;
+}
+
+// Where another member's plan fits the budget at most twice the default schedule's cost (CI
+// <= 100 %), FastSA does not run cold: its first run starts from the cheapest fitting plan
+// (fastsa_warm), and the cold run's line says why it was skipped. From a dearer plan (here
+// mincut's on a generated joint graph at 60 %) the cold run still runs first.
+TEST(Auto, NoColdFastsaRunWhereAnotherMembersPlanFitsCheaply) {
+  const std::string data = std::string(REMAT_SOURCE_DIR) + "/tests/data/";
+  struct Case {
+    Graph graph;
+    int percent;
+  };
+  const Case cases[] = {{read_graph_file(data + "blocks/hf_gpt2.json"), 50},
+                        {generate_joint({.num_nodes = 100, .seed = 2}), 60}};
+  int skipped = 0, ran = 0;
+  for (const Case& c : cases) {
+    const auto base = baseline(c.graph);
+    SolveOptions options;
+    options.budget = {base.peak_bytes * c.percent / 100};
+    options.params = kQuickAuto;
+    RecordingDirectory members;
+    const Plan plan = auto_through(members, c.graph, options);
+    const std::string text =
+        fmt::format("{}", fmt::join(list_of(plan.stats, "auto_members"), "\n"));
+    // The cheapest plan of another member that fits: fastsa_warm's start.
+    double cheapest = std::numeric_limits<double>::infinity();
+    for (std::string_view member : {"mincut", "rotor", "rockmate", "dtr", "checkmate"}) {
+      const auto peak = plan.stats.counter(fmt::format("{}_peak_bytes", member));
+      if (peak && *peak <= static_cast<double>(options.budget.bytes))
+        cheapest = std::min(cheapest, *plan.stats.counter(fmt::format("{}_cost", member)));
+    }
+    ASSERT_TRUE(std::isfinite(cheapest)) << "no member's plan fits\n" << text;
+    ASSERT_TRUE(plan.stats.counter("fastsa_warm_cost").has_value()) << text;
+    const bool cold = plan.stats.counter("fastsa_cost").has_value();
+    EXPECT_EQ(cold, cheapest > 2 * base.cost) << text;
+    EXPECT_EQ(text.find("\nfastsa: skipped: ") != std::string::npos, !cold) << text;
+    const bool cold_recorded =
+        std::any_of(members.runs.begin(), members.runs.end(),
+                    [](const auto& run) { return run.solver == "fastsa" && !run.from_start; });
+    EXPECT_EQ(cold_recorded, cold) << text;
+    (cold ? ran : skipped) += 1;
+    EXPECT_LE(simulate(c.graph, plan.sequence).peak_bytes, options.budget.bytes);
+  }
+  EXPECT_EQ(skipped, 1);
+  EXPECT_EQ(ran, 1);
+}
+
+// When nothing fits, FastSA polishes the lowest-peak plan at its peak: from another member's plan
+// (mincut's, rockmate's) starting cool, as a warm run does; from FastSA's own plan at FastSA's own
+// temperature. Both cases occur over these graphs at their memory lower bound.
+TEST(Auto, PolishStartsCoolOnlyFromAnotherMembersPlan) {
+  int from_member = 0, from_fastsa = 0;
+  for (uint64_t seed = 1; seed <= 2; ++seed) {
+    for (const bool joint : {true, false}) {
+      const Graph g = joint ? generate_joint({.num_nodes = 40, .seed = seed, .rows = 16})
+                            : generate_random_layered({.num_nodes = 40, .seed = seed});
+      SolveOptions options;
+      options.budget = {memory_lower_bound(g)};
+      options.params = kQuickAuto;
+      options.seed = seed;
+      RecordingDirectory members;
+      const Plan plan = auto_through(members, g, options);
+      if (!plan.stats.counter("fastsa_polish_cost")) continue;
+      const std::vector<std::string> lines = list_of(plan.stats, "auto_members");
+      const std::string text = fmt::format("{}", fmt::join(lines, "\n"));
+      const std::string& polish = lines.back();
+      ASSERT_TRUE(polish.starts_with("fastsa_polish: ")) << text;
+      ASSERT_FALSE(members.runs.empty());
+      const RecordingDirectory::Run& run = members.runs.back();
+      ASSERT_TRUE(run.solver == "fastsa" && run.from_start) << text;
+      const bool own = polish.find("(started from fastsa") != std::string::npos;
+      (own ? from_fastsa : from_member) += 1;
+      EXPECT_EQ(run.params.contains("initial_temperature_pct"), !own) << text;
+      EXPECT_EQ(polish.find("initial_temperature_pct=0.003") != std::string::npos, !own) << text;
+    }
+  }
+  EXPECT_GE(from_member, 1) << "no polish started from another member's plan";
+  EXPECT_GE(from_fastsa, 1) << "no polish started from FastSA's own plan";
 }
 
 // The default work limit keeps the fast portfolio: no anytime rounds unless asked for.

@@ -217,6 +217,10 @@ ParamMap warm_start_settings(std::string_view member) {
 constexpr std::string_view kAnytimeMilp = "checkmate";
 constexpr double kAnytimeMilpShare = 0.6;
 
+// FastSA's cold run is skipped where the cheapest other member's plan that fits the budget costs at
+// most this many times the default schedule's cost (cold_run_cannot_pay).
+constexpr double kColdRunStartCost = 2.0;
+
 // fitting_starts: the second warm start costs at most this many times the first.
 constexpr double kSecondStartCostRatio = 1.05;
 
@@ -230,6 +234,17 @@ constexpr double kNegligiblePeakGap = 0.002;
 // than this fraction of the default schedule's peak: another seed moves FastSA's peak by far less
 // (bench/scale_bench.py's `min` rows: a few tenths of a point, against gaps of 2 to 10 points).
 constexpr double kRestartReach = 0.01;
+
+// For a warm run's outcome line: the settings auto gave it that took effect (the user's
+// parameters come first), as ", key=value" each.
+std::string settings_text(const ParamMap& settings, const ParamMap& params) {
+  std::string out;
+  for (const auto& [key, value] : settings) {
+    const auto it = params.find(key);
+    if (it != params.end() && it->second == value) out += fmt::format(", {}={}", key, value);
+  }
+  return out;
+}
 
 // (within budget, cheapest) before (over budget, lowest peak); ties keep the earlier member.
 bool better(const Evaluation& a, const Evaluation& b, int64_t budget) {
@@ -341,7 +356,9 @@ class Portfolio {
 
   bool fits(const SolveResult& r) const { return r.eval.peak_bytes <= options_.budget.bytes; }
 
-  // The finisher (FastSA), last, with the time left. Cold (its own grouped stage 1) always; then:
+  // The finisher (FastSA), last, with the time left. Cold (its own grouped stage 1), unless
+  // another member's plan fits the budget cheaply enough that the warm run from it can do without
+  // (cold_run_cannot_pay); then:
   //  - when other members' plans fit the budget (not the default schedule), warm from the
   //    cheapest (with warm_start_settings) and then from the second cheapest of another member:
   //    stage 2 from that plan.
@@ -368,14 +385,19 @@ class Portfolio {
     // match. So the default `auto` is not always as good as FastSA alone at its defaults
     // (bench/auto_speed_bench.py --fastsa-alone measures the two side by side). Given more work
     // (anytime), a cold run with FastSA's own settings opens the rounds (improve).
-    run_member(finisher, name, !starts.empty() ? 0.5 : nothing_fits ? 0.75 : 1.0, {});
-    if (finished(cost_floor)) return;
     if (!starts.empty()) {
+      if (const std::optional<std::string> why = cold_run_cannot_pay(starts[0]))
+        skip(name, *why);
+      else
+        run_member(finisher, name, 0.5, {});
+      if (finished(cost_floor)) return;
       run_warm(finisher, name + "_warm", starts.size() > 1 ? 0.5 : 1.0, starts[0]);
       if (starts.size() > 1 && !finished(cost_floor))
         run_member(finisher, name + "_warm_2", 1.0, starts[1]);
       return;
     }
+    run_member(finisher, name, nothing_fits ? 0.75 : 1.0, {});
+    if (finished(cost_floor)) return;
     if (fits(*best_)) {
       refine(finisher, cost_floor);
       return;
@@ -403,11 +425,35 @@ class Portfolio {
     // Nothing fits: the plan returned is the lowest peak found, whatever its cost (mincut's
     // memory objective reaches low peaks by recomputing nearly everything). FastSA's stage 2 from
     // that plan, with its peak as the budget, removes recomputation without raising the peak.
-    // It starts as cool as a warm run: from a plan that recomputes most of the graph, FastSA's own
-    // temperature wanders for long before it descends, for a plan within a point of CI of the
-    // cool run's (bench/scale_bench.py's `min` rows).
-    run_warm(finisher, name + "_polish", 1.0,
-             WarmStart{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}});
+    polish(finisher);
+  }
+
+  // The polish of the lowest-peak plan at its own peak. From another member's plan (mincut's
+  // recomputes most of the graph) it starts as cool as a warm run: FastSA's own temperature
+  // wanders for long before it descends, for a plan within a point of CI of the cool run's
+  // (bench/scale_bench.py's `min` rows). From FastSA's own plan it keeps FastSA's temperature: a
+  // cool start keeps more of that plan's recomputation (bench/auto_speed_bench.py: random layered
+  // graphs at 50 %, where only FastSA's plans come near the budget).
+  void polish(const SolverEntry& finisher) {
+    const std::string label = std::string(finisher.name) + "_polish";
+    const WarmStart start{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}};
+    if (best_by_finisher_)
+      run_member(finisher, label, 1.0, start);
+    else
+      run_warm(finisher, label, 1.0, start);
+  }
+
+  // Why FastSA's cold run cannot pay where another member's plan, `start`, fits the budget, if it
+  // cannot: the start costs at most kColdRunStartCost times the default schedule's cost, and the
+  // warm run from it reaches the cold run's plan or a cheaper one (bench/auto_speed_bench.py's
+  // graphs and bench/models_bench.py's models at 50 % and 70 %). From a dearer start (mincut's,
+  // recomputing most of the graph: ResNet-18 at 70 %) the cold run's plan is the cheaper.
+  std::optional<std::string> cold_run_cannot_pay(const WarmStart& start) const {
+    const auto f = std::find_if(fitting_.begin(), fitting_.end(),
+                                [&](const auto& fit) { return fit.member == start.from; });
+    if (f == fitting_.end() || f->cost > kColdRunStartCost * baseline_.cost) return std::nullopt;
+    return fmt::format("skipped: {}'s plan fits the budget at CI {:+.2f}%; FastSA starts from it",
+                       start.from, cost_increase_percent(f->cost));
   }
 
   // Why a search for a lower peak cannot pay, if it cannot: the best plan's peak is within
@@ -771,8 +817,9 @@ class Portfolio {
         "{}: {}, peak {:.1f}%, CI {:+.2f}%, {:.3f} units, {:.3f} s{}", label,
         to_string(r.plan.stats.status), percent_of_baseline_peak(r.eval.peak_bytes),
         cost_increase_percent(r.eval.cost), r.plan.stats.work, r.plan.stats.wall_time_s,
-        warm ? fmt::format(" (started from {}{})", warm->from,
-                           warm->budget.bytes == options_.budget.bytes ? "" : ", at its peak")
+        warm ? fmt::format(" (started from {}{}{})", warm->from,
+                           warm->budget.bytes == options_.budget.bytes ? "" : ", at its peak",
+                           settings_text(settings, o.params))
              : ""));
     counters_.emplace_back(label + "_peak_bytes", static_cast<double>(r.eval.peak_bytes));
     counters_.emplace_back(label + "_cost", r.eval.cost);
@@ -794,6 +841,7 @@ class Portfolio {
     if (!best_ || better(r.eval, best_->eval, options_.budget.bytes)) {
       best_ = std::move(r);
       best_name_ = label;
+      best_by_finisher_ = member.portfolio.role == PortfolioRole::kFinisher;
       record_best();
     }
   }
@@ -813,7 +861,8 @@ class Portfolio {
   const Baseline baseline_;  // the default schedule's figures, for the outcome lines
   std::optional<SolveResult> best_;
   std::string best_name_;
-  std::vector<Fitting> fitting_;  // plans of the members (kMember) within budget
+  bool best_by_finisher_ = false;  // the best plan is one of FastSA's runs' (not another member's)
+  std::vector<Fitting> fitting_;   // plans of the members (kMember) within budget
   std::optional<double> lower_bound_;
   StopReason stopped_ = StopReason::kConverged;  // the members' stop reasons, the worst
   bool own_settings_ = false;  // the run ahead: no quick_settings (anytime: cold run, rounds)
