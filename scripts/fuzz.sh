@@ -5,6 +5,7 @@
 #   scripts/fuzz.sh                 # 2000 runs per reader, 200 of the solvers (scripts/test.sh)
 #   FUZZ_RUNS=0 FUZZ_SECONDS=600 scripts/fuzz.sh   # 10 minutes per target, corpus kept in build-fuzz/
 #   FUZZ_TARGETS=solve FUZZ_RUNS=0 FUZZ_SECONDS=600 scripts/fuzz.sh   # one target
+#   scripts/fuzz.sh --build-only    # builds the targets, runs none (scripts/test.sh, beside pytest)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cxx=${FUZZ_CXX:-clang++-14}
@@ -20,6 +21,7 @@ export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD}  # as scripts/setup.sh: clones sha
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" \
   -DREMAT_FUZZ=ON -DREMAT_PYTHON=OFF -DREMAT_TESTS=OFF -DREMAT_BENCH=OFF "${launcher[@]}" >/dev/null
 cmake --build "$build_dir" --parallel "$(nproc)" --target "${targets[@]/#/fuzz_}" >/dev/null
+[ "${1:-}" = "--build-only" ] && exit 0
 seeds=(examples tests/data)
 # CoinUtils' presolve leaks a few bytes per LP (tests/lsan.supp); findings go to the build folder.
 export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp

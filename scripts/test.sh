@@ -2,7 +2,8 @@
 # Installs what is missing, builds, and runs the whole test suite: the C++ suites (ctest), the
 # Python suite (pytest under the project's virtual environment, scripts/venv.sh), the wheel that
 # `pip install .` builds, installed into a throwaway environment and used from outside the clone
-# (scripts/wheel_check.sh), and the fuzz targets (scripts/fuzz.sh). Each part prints its wall time.
+# (scripts/wheel_check.sh), and the fuzz targets (scripts/fuzz.sh; built beside ctest and pytest).
+# Each part prints its wall time, and pytest its slowest tests.
 #   scripts/test.sh              # everything
 #   scripts/test.sh --sanitize   # the C++ suites only, built with ASan+UBSan in build-sanitize/
 set -euo pipefail
@@ -24,9 +25,21 @@ timed() {  # timed NAME COMMAND...: runs it and prints how long it took
 }
 timed setup ./scripts/setup.sh
 build_dir=${REMAT_BUILD_DIR:-build}
+# The fuzz targets (clang, ASan+UBSan, their own build folder) build while ctest and pytest run:
+# the build keeps two cores busy for minutes where the tests mostly use one.
+fuzz_log=${FUZZ_BUILD_DIR:-build-fuzz}/build.log
+mkdir -p "$(dirname "$fuzz_log")"
+nice -n 10 ./scripts/fuzz.sh --build-only >"$fuzz_log" 2>&1 &
+fuzz_build=$!
+trap 'kill "$fuzz_build" 2>/dev/null || true' EXIT
 timed ctest bash -c "cd '$build_dir' && ctest --output-on-failure --timeout 600 -j $(nproc)"
 # -rs: each skip and its reason; --durations: where the suite's time goes
 timed pytest ./scripts/python -m pytest -q -rs --durations=12 python/tests
 timed wheel ./scripts/wheel_check.sh
-# The readers under libFuzzer (clang, ASan+UBSan): a fixed number of runs with a fixed seed.
+# The readers under libFuzzer: a fixed number of runs with a fixed seed.
+start=$SECONDS
+if ! wait "$fuzz_build"; then
+  echo "test.sh: building the fuzz targets failed:"; cat "$fuzz_log"; exit 1
+fi
+echo "test.sh: the fuzz targets' build ran $((SECONDS - start)) s past the tests"
 timed fuzz ./scripts/fuzz.sh
