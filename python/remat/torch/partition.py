@@ -459,10 +459,14 @@ class _Lowering:
         copy = self.graph.node_copy(call, self.read)
         if copy.name != call.name:
             copy.meta["remat_copy_of"] = call.name
-        self.env[call] = copy
+        self._bind(call, copy)
+        return copy
+
+    def _bind(self, call, result):
+        """Makes `result` the latest copy of joint fx call `call`, and copies its getitems."""
+        self.env[call] = result
         for item in self.joint.getitems.get(call, ()):
             self.env[item] = self.graph.node_copy(item, self.read)
-        return copy
 
     def _copy_replayed(self, call, step):
         """Copies random fx call `call` (remat node `step`, which the plan runs again) into the
@@ -477,8 +481,7 @@ class _Lowering:
             made = self.graph.call_function(run_and_save, (call.target,) + tuple(args), kwargs)
             state = self.graph.create_node("call_function", operator.getitem, (made, 0),
                                            name=f"rng_state_{call.name}")
-            state.meta["val"] = _compat.rng_state_value(_first_tensor(call.meta.get("val")),
-                                                        replay_device(call))
+            state.meta["val"] = _rng_state_value(call)
             result = self.graph.call_function(operator.getitem, (made, 1))
             made.meta["val"] = (state.meta["val"], call.meta.get("val"))
             self.states[step] = state
@@ -488,9 +491,7 @@ class _Lowering:
                                                      kwargs)
         result.meta.update(call.meta)
         made.meta["remat_copy_of"] = call.name
-        self.env[call] = result
-        for item in self.joint.getitems.get(call, ()):
-            self.env[item] = self.graph.node_copy(item, self.read)
+        self._bind(call, result)
         return made
 
     def finish(self, module, drop_outputs):
@@ -539,8 +540,8 @@ class _Replays:
         self.steps = {r for r in joint.replay_state if runs[r] > 1}
         self.first_side = {r: "forward" if first[r] < boundary else "backward"
                            for r in joint.replay_state if r in first}
-        self.crossing = sorted(r for r in self.steps if first[r] < boundary
-                               and any(step == r for step in sequence[boundary + 1:]))
+        in_backward = set(sequence[boundary + 1:])
+        self.crossing = sorted(r for r in self.steps if first[r] < boundary and r in in_backward)
         self.names = {}  # replayed random call -> its forward state node's name
 
     def with_state_outputs(self, returned, states):
@@ -571,9 +572,7 @@ class _Replays:
                 placeholder = states[r] = graph.placeholder(name)
                 if placeholder.name != name:
                     raise Unplannable(f"the backward's input {name} is named {placeholder.name}")
-                call = self.joint.node_fx[r][0]
-                placeholder.meta["val"] = _compat.rng_state_value(
-                    _first_tensor(call.meta.get("val")), replay_device(call))
+                placeholder.meta["val"] = _rng_state_value(self.joint.node_fx[r][0])
         return states
 
     def with_state_steps(self, ran, side):
@@ -583,6 +582,11 @@ class _Replays:
             if self.first_side.get(r) == side and r in ran:
                 ran.insert(ran.index(r), s)
         return ran
+
+
+def _rng_state_value(call):
+    """A fake tensor like the generator state random fx call `call` saves for its replays."""
+    return _compat.rng_state_value(_first_tensor(call.meta.get("val")), replay_device(call))
 
 
 def replay_device(n):
