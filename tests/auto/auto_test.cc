@@ -26,6 +26,9 @@ using remat::testing::solve_and_check;
 
 // FastSA at 1 % of the paper's iterations keeps each portfolio run in milliseconds.
 const ParamMap kQuickAuto = {{"fastsa.iterations_scale", "0.01"}};
+// With kQuickAuto the quick settings change FastSA's cold run, so when nothing fits after it the
+// second cold run has FastSA's own settings (not a restart with another seed).
+constexpr std::string_view kSecondColdRun = "fastsa_own_settings";
 
 bool registered(std::string_view name) {
   const auto r = solver_registry();
@@ -65,9 +68,9 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
   EXPECT_TRUE(not_worse(r.eval.peak_bytes, r.eval.cost, base.peak_bytes, base.cost, budget));
   // Every member that ran left its simulated peak and cost; auto's plan beats or equals each.
   int ran = 0;
-  for (std::string_view member :
-       {"none", "mincut", "rotor", "rockmate", "dtr", "checkmate", "fastsa", "fastsa_warm",
-        "fastsa_warm_2", "fastsa_restart", "fastsa_two_pass", "fastsa_polish"}) {
+  for (std::string_view member : {"none", "mincut", "rotor", "rockmate", "dtr", "checkmate",
+                                  "fastsa", "fastsa_warm", "fastsa_warm_2", "fastsa_restart",
+                                  "fastsa_own_settings", "fastsa_two_pass", "fastsa_polish"}) {
     const auto peak = r.plan.stats.counter(fmt::format("{}_peak_bytes", member));
     const auto cost = r.plan.stats.counter(fmt::format("{}_cost", member));
     if (!peak) continue;
@@ -91,8 +94,9 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
   EXPECT_EQ(r.plan.sequence, again.plan.sequence);
   ASSERT_EQ(list_of(r.plan.stats, "auto_winner").size(), 1u);
   // One line per member, plus one for each further FastSA run: warm from another member's plan
-  // that fits, or (when nothing fits) a restart with another seed and a two-pass plan (a line
-  // each whether it ran or not: restart_cannot_pay, two_pass.h) and then a polish of the
+  // that fits, or (when nothing fits) a second cold run (with FastSA's own settings where the
+  // quick settings changed the first, else a restart with another seed) and a two-pass plan (a
+  // line each whether it ran or not: restart_cannot_pay, two_pass.h) and then a polish of the
   // lowest-peak plan.
   const auto ran_as = [&](std::string_view label) {
     return r.plan.stats.counter(fmt::format("{}_cost", label)).has_value();
@@ -104,7 +108,8 @@ TEST_P(AutoProperty, NeverWorseThanAnyMemberItRanNorTheDefaultSchedule) {
     });
   };
   const bool warm = ran_as("fastsa_warm"), warm_2 = ran_as("fastsa_warm_2"),
-             restart = has_line("fastsa_restart"), polish = ran_as("fastsa_polish");
+             restart = has_line(kSecondColdRun), polish = ran_as("fastsa_polish");
+  EXPECT_FALSE(has_line("fastsa_restart")) << "the quick settings changed the cold run";
   EXPECT_FALSE(warm && (restart || polish));
   EXPECT_TRUE(!warm_2 || warm) << "the second warm run comes after the first";
   EXPECT_TRUE(!polish || restart) << "the polish comes after the restart";
@@ -186,7 +191,7 @@ TEST(Auto, PolishOfTheLowestPeakPlanKeepsItsPeak) {
     // The plan it started from: the lowest peak (then the least cost) of the members before it.
     double start_peak = 0, start_cost = 0;
     for (std::string_view member : {"none", "mincut", "rotor", "rockmate", "dtr", "checkmate",
-                                    "fastsa", "fastsa_restart", "fastsa_two_pass"}) {
+                                    "fastsa", "fastsa_own_settings", "fastsa_two_pass"}) {
       const auto peak = r.plan.stats.counter(fmt::format("{}_peak_bytes", member));
       const auto cost = r.plan.stats.counter(fmt::format("{}_cost", member));
       if (!peak) continue;
@@ -229,7 +234,7 @@ TEST(Auto, NoSearchForALowerPeakWithinATenthOfAPercentOfTheFloor) {
   ASSERT_EQ(memory_lower_bound(g), 1001);
   const SolveResult r = solve_and_check(g, memory_lower_bound(g), "auto", kQuickAuto);
   EXPECT_EQ(r.eval.peak_bytes, 1002);
-  for (std::string_view label : {"fastsa_restart", "fastsa_two_pass"}) {
+  for (std::string_view label : {kSecondColdRun, std::string_view("fastsa_two_pass")}) {
     EXPECT_TRUE(member_line(r, label).starts_with(
         fmt::format("{}: skipped: the best plan's peak (none) is 0.10% ", label)))
         << member_line(r, label);
@@ -238,11 +243,11 @@ TEST(Auto, NoSearchForALowerPeakWithinATenthOfAPercentOfTheFloor) {
   EXPECT_TRUE(r.plan.stats.counter("fastsa_polish_cost").has_value());
 }
 
-// FastSA's restart runs when nothing fits only where it may lower the best peak: not where
+// FastSA's second cold run runs when nothing fits only where it may lower the best peak: not where
 // another member's peak is below the cold run's by more than a point of the default schedule's
 // peak (the Hugging Face GPT-2 block at its memory lower bound: rockmate's), but where the cold
 // run's plan is the best (ResNet-18 at its memory lower bound).
-TEST(Auto, RestartOnlyWhereTheColdRunIsNearTheBestPeak) {
+TEST(Auto, SecondColdRunOnlyWhereTheFirstIsNearTheBestPeak) {
   const std::string data = std::string(REMAT_SOURCE_DIR) + "/tests/data/";
   const auto peak_percent = [](const SolveResult& r, std::string_view label, const Graph& g) {
     return 100 * *r.plan.stats.counter(fmt::format("{}_peak_bytes", label)) /
@@ -251,16 +256,16 @@ TEST(Auto, RestartOnlyWhereTheColdRunIsNearTheBestPeak) {
   const Graph gpt2 = read_graph_file(data + "blocks/hf_gpt2.json");
   const SolveResult far = solve_and_check(gpt2, memory_lower_bound(gpt2), "auto", kQuickAuto);
   EXPECT_GT(peak_percent(far, "fastsa", gpt2), peak_percent(far, "rockmate", gpt2) + 1);
-  EXPECT_TRUE(member_line(far, "fastsa_restart")
-                  .starts_with("fastsa_restart: skipped: the cold run's peak is "))
-      << member_line(far, "fastsa_restart");
-  EXPECT_FALSE(far.plan.stats.counter("fastsa_restart_cost").has_value());
+  EXPECT_TRUE(member_line(far, kSecondColdRun)
+                  .starts_with(fmt::format("{}: skipped: the cold run's peak is ", kSecondColdRun)))
+      << member_line(far, kSecondColdRun);
+  EXPECT_FALSE(far.plan.stats.counter(fmt::format("{}_cost", kSecondColdRun)).has_value());
   const Graph resnet = read_graph_file(data + "resnet18_b32_i128.json");
   const SolveResult near = solve_and_check(resnet, memory_lower_bound(resnet), "auto", kQuickAuto);
   EXPECT_GT(*near.plan.stats.counter("fastsa_peak_bytes"),
             static_cast<double>(memory_lower_bound(resnet)));
-  EXPECT_TRUE(near.plan.stats.counter("fastsa_restart_cost").has_value())
-      << member_line(near, "fastsa_restart");
+  EXPECT_TRUE(near.plan.stats.counter(fmt::format("{}_cost", kSecondColdRun)).has_value())
+      << member_line(near, kSecondColdRun);
 }
 
 // On a joint graph whose chain structure rotor (registered on graphs by graphchain) can use, at
@@ -606,6 +611,32 @@ TEST(Auto, AnytimeRoundsRunCheckmatesMilpNoWorseThanCheckmateAlone) {
   for (const std::string& line : list_of(capped.plan.stats, "auto_members")) {
     if (line.starts_with("checkmate_anytime")) {
       EXPECT_NE(line.find("not applicable"), std::string::npos) << line;
+    }
+  }
+}
+
+// Where nothing fits after FastSA's cold run with the quick settings, the second cold run has
+// FastSA's own settings and the run's seed, so `auto` never ends above the peak FastSA reaches
+// alone with the same parameters, and where FastSA alone fits, neither is `auto` dearer. On these
+// random layered graphs at 50 % the quick run stopped above FastSA's peak (seed 3: over the budget,
+// where FastSA alone fits), and the restart with another seed did not come back down.
+TEST(Auto, NoWorseThanFastsaAloneWhereNothingFitsAfterTheQuickRun) {
+  const ParamMap fastsa_params = {{"iterations_scale", "0.1"}};
+  const ParamMap auto_params = {{"fastsa.iterations_scale", "0.1"}};
+  constexpr double kWork = 10;  // enough that neither run stops on the work limit
+  for (uint64_t graph_seed : {1, 3}) {
+    const Graph g = generate_random_layered({.num_nodes = 100, .seed = graph_seed});
+    const int64_t budget = baseline(g).peak_bytes / 2;
+    const SolveResult alone = solve_and_check(g, budget, "fastsa", fastsa_params, 1, kWork);
+    const SolveResult r = solve_and_check(g, budget, "auto", auto_params, 1, kWork);
+    const std::string text =
+        fmt::format("{}", fmt::join(list_of(r.plan.stats, "auto_members"), "\n"));
+    ASSERT_GT(*r.plan.stats.counter("fastsa_peak_bytes"), static_cast<double>(budget)) << text;
+    EXPECT_TRUE(r.plan.stats.counter("fastsa_own_settings_cost").has_value()) << text;
+    EXPECT_LE(r.eval.peak_bytes, alone.eval.peak_bytes) << graph_seed << "\n" << text;
+    if (alone.eval.peak_bytes <= budget) {
+      EXPECT_LE(r.eval.peak_bytes, budget) << graph_seed << "\n" << text;
+      EXPECT_LE(r.eval.cost, alone.eval.cost) << graph_seed << "\n" << text;
     }
   }
 }

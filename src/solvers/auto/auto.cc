@@ -69,7 +69,7 @@ const ParamTable<AutoParams>& auto_param_table() {
             "at most this many nodes"},
            set_max_nodes},
           {{"two_pass", "`true`", "",
-            "when nothing fits after FastSA's cold run and restart, FastSA on a plan "
+            "when nothing fits after FastSA's two cold runs, FastSA on a plan "
             "that makes the outputs filling the last steps' memory (weight gradients) in "
             "a second pass"},
            flag(&AutoParams::two_pass)},
@@ -367,9 +367,12 @@ class Portfolio {
   //    Over the budget FastSA never starts from another solver's plan: grouped stage 1 reaches
   //    lower peaks than single-node moves from it.
   //  - when no member's plan fits but the cold run's does, a warm run from it (refine).
-  //  - when nothing fits after the cold run, a restart with another seed: the annealing is a
-  //    random search and one chain may miss what another finds (docs/solvers/auto.md); when its
-  //    plan fits, a warm run from it (refine).
+  //  - when nothing fits after the cold run: where the quick settings changed it, a cold run with
+  //    FastSA's own settings (run_own_settings: the quick window can stop the annealing far above
+  //    the peak FastSA alone reaches, bench/auto_speed_bench.py --fastsa-alone on random layered
+  //    graphs at 50 %); else a restart with another seed: the annealing is a random search and
+  //    one chain may miss what another finds (docs/solvers/auto.md). When its plan fits, a warm
+  //    run from it (refine).
   //  - when still nothing fits, a plan in two passes (run_two_pass, unless two_pass=false),
   //  - and then a polish of the lowest-peak plan (below).
   // Runs usually stop on convergence, so the shares are caps.
@@ -402,10 +405,15 @@ class Portfolio {
       refine(finisher, cost_floor);
       return;
     }
+    const bool quick_changed_cold_run = quick_changed(finisher);
+    const std::string second = name + (quick_changed_cold_run ? "_own_settings" : "_restart");
     if (const std::optional<std::string> why = restart_cannot_pay(name)) {
-      skip(name + "_restart", *why);
+      skip(second, *why);
     } else {
-      run_member(finisher, name + "_restart", 0.6, {}, derive_seed(options_.seed, 1));
+      if (quick_changed_cold_run)
+        run_own_settings(finisher, 0.6);
+      else
+        run_member(finisher, second, 0.6, {}, derive_seed(options_.seed, 1));
       if (finished(cost_floor)) return;
       if (fits(*best_)) {
         refine(finisher, cost_floor);
@@ -478,7 +486,7 @@ class Portfolio {
     if (gap <= kRestartReach * static_cast<double>(baseline_.peak_bytes)) return std::nullopt;
     return fmt::format(
         "skipped: the cold run's peak is {:.1f} points of the default schedule's peak above the "
-        "best plan's ({}); another seed moves it by less",
+        "best plan's ({}); another FastSA run moves it by less",
         100.0 * gap / static_cast<double>(std::max<int64_t>(1, baseline_.peak_bytes)), best_name_);
   }
 
@@ -522,7 +530,7 @@ class Portfolio {
   // so the plan is the same for the same work limit and seed on any machine.
   void improve(const SolverEntry& finisher, double cost_floor) {
     rounds_ = true;
-    run_own_settings(finisher, cost_floor);
+    if (!finished(cost_floor)) run_own_settings(finisher, 0.5);
     run_anytime_milp(cost_floor);
     const std::string name = std::string(finisher.name) + "_improve";
     const double smallest_round = options_.work_limit / 100;
@@ -562,15 +570,22 @@ class Portfolio {
     if (two_pass_fits_) counters_.emplace_back(name + "_two_pass_rounds", two_pass_rounds);
   }
 
-  // The first anytime round: where the quick settings changed FastSA's cold run, a cold run with
-  // FastSA's own settings (fastsa_own_settings) with half of the work left, so that given more
-  // work `auto`'s plan is no worse than FastSA's alone at its defaults.
-  void run_own_settings(const SolverEntry& finisher, double cost_floor) {
+  // Whether the quick settings changed FastSA's cold run (quick_settings).
+  bool quick_changed(const SolverEntry& finisher) const {
     const ParamMap& own = params_of(finisher);
-    if (!params_.quick || finished(cost_floor) || quick_settings(finisher.name, g_, own) == own)
-      return;
+    return params_.quick && quick_settings(finisher.name, g_, own) != own;
+  }
+
+  // A cold run with FastSA's own settings and the run's seed (fastsa_own_settings), with `share`
+  // of the work left, so that `auto`'s plan is no worse than FastSA's alone at its defaults:
+  // where the quick settings changed the cold run and nothing fits after it (run_finisher; it
+  // takes the restart's place: the quick run is the prefix of this one, which anneals on where
+  // the quick window stopped it), or else as the first anytime round. Once per solve.
+  void run_own_settings(const SolverEntry& finisher, double share) {
+    if (own_settings_ran_ || !quick_changed(finisher)) return;
+    own_settings_ran_ = true;
     own_settings_ = true;
-    run_member(finisher, std::string(finisher.name) + "_own_settings", 0.5, {});
+    run_member(finisher, std::string(finisher.name) + "_own_settings", share, {});
     own_settings_ = false;
   }
 
@@ -626,7 +641,7 @@ class Portfolio {
         {.stage = stage, .best_peak_bytes = best_->eval.peak_bytes, .best_cost = best_->eval.cost});
   }
 
-  // Nothing fits after FastSA's cold run and restart. Where the graph outputs made early (a
+  // Nothing fits after FastSA's two cold runs. Where the graph outputs made early (a
   // training graph's weight gradients) fill the memory that later steps need, a plan that makes
   // them in a second pass may fit (two_pass.h; bench/auto_speed_bench.py's ResNet-18 at 50 %).
   // FastSA plans the first pass on the graph without them (solve_first_pass), and then runs on
@@ -868,6 +883,7 @@ class Portfolio {
   bool own_settings_ = false;  // the run ahead: no quick_settings (anytime: cold run, rounds)
   bool whole_slice_ = false;   // the run ahead: its share is of all the work left (anytime MILP)
   bool rounds_ = false;        // the anytime rounds have begun (improve)
+  bool own_settings_ran_ = false;  // run_own_settings ran
   // defer_outputs for the user's budget, once asked (run_two_pass).
   std::optional<std::optional<DeferredOutputs>> deferred_;
   bool two_pass_fits_ = false;  // the finisher's two-pass plan fits: the rounds plan it again
