@@ -69,7 +69,7 @@ const ParamTable<AutoParams>& auto_param_table() {
             "at most this many nodes"},
            set_max_nodes},
           {{"two_pass", "`true`", "",
-            "when nothing fits after FastSA's two cold runs, FastSA on a plan "
+            "when nothing fits after FastSA's cold run, FastSA on a plan "
             "that makes the outputs filling the last steps' memory (weight gradients) in "
             "a second pass"},
            flag(&AutoParams::two_pass)},
@@ -224,15 +224,17 @@ constexpr double kColdRunStartCost = 2.0;
 // fitting_starts: the second warm start costs at most this many times the first.
 constexpr double kSecondStartCostRatio = 1.05;
 
-// When nothing fits, the searches for a lower peak after FastSA's cold run (a restart with
-// another seed, a two-pass plan) are skipped where they cannot pay: the best plan's peak is within
+// When nothing fits, the searches for a lower peak after FastSA's cold run (a two-pass plan, a
+// second cold run) are skipped where they cannot pay: the best plan's peak is within
 // this fraction of the default schedule's peak above the memory lower bound (no plan is lower by
 // more; a budget of `min` on a model whose parameters and gradients set the bound: llama-13b in
 // bench/scale_bench.py), ...
 constexpr double kNegligiblePeakGap = 0.002;
-// ... or, for the restart, the cold run's peak is above the best plan's (another member's) by more
-// than this fraction of the default schedule's peak: another seed moves FastSA's peak by far less
-// (bench/scale_bench.py's `min` rows: a few tenths of a point, against gaps of 2 to 10 points).
+// ... or, for the second cold run, the first's peak is above the best plan's (another member's or
+// the two-pass plan's) by more than this fraction of the default schedule's peak: another run
+// moves FastSA's peak by far less there (bench/scale_bench.py's `min` rows: a few tenths of a
+// point, against gaps of 2 to 10 points; the second run's plans are unchanged there with FastSA's
+// own settings).
 constexpr double kRestartReach = 0.01;
 
 // For a warm run's outcome line: the settings auto gave it that took effect (the user's
@@ -367,13 +369,15 @@ class Portfolio {
   //    Over the budget FastSA never starts from another solver's plan: grouped stage 1 reaches
   //    lower peaks than single-node moves from it.
   //  - when no member's plan fits but the cold run's does, a warm run from it (refine).
-  //  - when nothing fits after the cold run: where the quick settings changed it, a cold run with
-  //    FastSA's own settings (run_own_settings: the quick window can stop the annealing far above
-  //    the peak FastSA alone reaches, bench/auto_speed_bench.py --fastsa-alone on random layered
-  //    graphs at 50 %); else a restart with another seed: the annealing is a random search and
-  //    one chain may miss what another finds (docs/solvers/auto.md). When its plan fits, a warm
-  //    run from it (refine).
-  //  - when still nothing fits, a plan in two passes (run_two_pass, unless two_pass=false),
+  //  - when nothing fits after the cold run, a plan in two passes (run_two_pass, unless
+  //    two_pass=false; first, since where it fits a second cold run cannot change the plan:
+  //    bench/auto_speed_bench.py, ResNet-18 at 50 %),
+  //  - when still nothing fits, a second cold run: where the quick settings changed the first, one
+  //    with FastSA's own settings (run_own_settings: the quick window can stop the annealing far
+  //    above the peak FastSA alone reaches, the same bench --fastsa-alone on random layered graphs
+  //    at 50 %); else a restart with another seed: the annealing is a random search and one
+  //    chain may miss what another finds (docs/solvers/auto.md). When its plan fits, a warm run
+  //    from it (refine).
   //  - and then a polish of the lowest-peak plan (below).
   // Runs usually stop on convergence, so the shares are caps.
   void run_finisher(const SolverEntry& finisher, double cost_floor) {
@@ -405,9 +409,19 @@ class Portfolio {
       refine(finisher, cost_floor);
       return;
     }
+    if (params_.two_pass) {
+      const std::string label = name + "_two_pass";
+      if (const std::optional<std::string> why = near_memory_floor()) {
+        skip(label, *why);
+      } else {
+        run_two_pass(finisher, label);
+        two_pass_fits_ = best_name_ == label && fits(*best_);
+        if (finished(cost_floor) || fits(*best_)) return;
+      }
+    }
     const bool quick_changed_cold_run = quick_changed(finisher);
     const std::string second = name + (quick_changed_cold_run ? "_own_settings" : "_restart");
-    if (const std::optional<std::string> why = restart_cannot_pay(name)) {
+    if (const std::optional<std::string> why = second_cold_run_cannot_pay(name)) {
       skip(second, *why);
     } else {
       if (quick_changed_cold_run)
@@ -418,16 +432,6 @@ class Portfolio {
       if (fits(*best_)) {
         refine(finisher, cost_floor);
         return;
-      }
-    }
-    if (params_.two_pass) {
-      const std::string label = name + "_two_pass";
-      if (const std::optional<std::string> why = near_memory_floor()) {
-        skip(label, *why);
-      } else {
-        run_two_pass(finisher, label);
-        two_pass_fits_ = best_name_ == label && fits(*best_);
-        if (finished(cost_floor) || fits(*best_)) return;
       }
     }
     // Nothing fits: the plan returned is the lowest peak found, whatever its cost (mincut's
@@ -475,10 +479,11 @@ class Portfolio {
         best_name_, 100.0 * gap / static_cast<double>(std::max<int64_t>(1, baseline_.peak_bytes)));
   }
 
-  // Why FastSA's restart (nothing fits after its cold run `cold`) cannot pay, if it cannot: the
-  // best plan is near the memory floor (near_memory_floor), or another member's peak is below
-  // the cold run's by more than kRestartReach of the default schedule's peak.
-  std::optional<std::string> restart_cannot_pay(const std::string& cold) const {
+  // Why FastSA's second cold run (nothing fits after its cold run `cold`, nor the two-pass plan)
+  // cannot pay, if it cannot: the best plan is near the memory floor (near_memory_floor), or
+  // another plan's peak (another member's, the two-pass plan's) is below the cold run's by more
+  // than kRestartReach of the default schedule's peak.
+  std::optional<std::string> second_cold_run_cannot_pay(const std::string& cold) const {
     if (std::optional<std::string> why = near_memory_floor()) return why;
     const std::optional<double> cold_peak = counter(cold + "_peak_bytes");
     if (!cold_peak || best_name_ == cold) return std::nullopt;
@@ -578,9 +583,9 @@ class Portfolio {
 
   // A cold run with FastSA's own settings and the run's seed (fastsa_own_settings), with `share`
   // of the work left, so that `auto`'s plan is no worse than FastSA's alone at its defaults:
-  // where the quick settings changed the cold run and nothing fits after it (run_finisher; it
-  // takes the restart's place: the quick run is the prefix of this one, which anneals on where
-  // the quick window stopped it), or else as the first anytime round. Once per solve.
+  // where the quick settings changed the cold run and nothing fits after it or the two-pass plan
+  // (run_finisher; it takes the restart's place), or else as the first anytime round. Once per
+  // solve.
   void run_own_settings(const SolverEntry& finisher, double share) {
     if (own_settings_ran_ || !quick_changed(finisher)) return;
     own_settings_ran_ = true;
@@ -641,7 +646,7 @@ class Portfolio {
         {.stage = stage, .best_peak_bytes = best_->eval.peak_bytes, .best_cost = best_->eval.cost});
   }
 
-  // Nothing fits after FastSA's two cold runs. Where the graph outputs made early (a
+  // Nothing fits after FastSA's cold run. Where the graph outputs made early (a
   // training graph's weight gradients) fill the memory that later steps need, a plan that makes
   // them in a second pass may fit (two_pass.h; bench/auto_speed_bench.py's ResNet-18 at 50 %).
   // FastSA plans the first pass on the graph without them (solve_first_pass), and then runs on
