@@ -2,6 +2,7 @@
 gradients of eager PyTorch, and the saved set against functorch's min-cut partitioner."""
 
 import copy
+import functools
 import os
 import sys
 
@@ -78,8 +79,6 @@ def test_partition_saves_no_more_than_functorch_min_cut(name):
 
 
 def test_partition_with_another_solver_and_a_budget():
-    import functools
-
     model, batch, loss_fn = MODELS["mlp"]()
     partition_fn = functools.partial(rt.partition, solver="fastsa", budget="70%",
                                      iterations_scale=0.05)
@@ -89,6 +88,58 @@ def test_partition_with_another_solver_and_a_budget():
     loss_fn(eager(batch[0]), *batch[1:]).backward()
     for p, g in zip(eager.parameters(), grads):
         assert torch.equal(p.grad, g)
+
+
+def test_planning_work_per_partition_is_bounded(monkeypatch):
+    # Structural, not timed (bench/compile_bench.py prints the seconds): code is generated only
+    # for the two modules of the plan returned (before, every lowering of every candidate plan
+    # built and generated its two modules), the rewrites both candidate graphs share run once,
+    # and auto's portfolio solves and lowers at most three plans per candidate graph.
+    import importlib
+
+    import remat
+    import torch.fx as fx
+
+    partition_module = importlib.import_module("remat.torch.partition")
+    counts = {"planned modules": 0, "split": 0, "lowerings": 0, "solves": 0}
+
+    def counting(name, original):
+        def wrapper(*args, **kwargs):
+            counts[name] += 1
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    recompile = fx.GraphModule.recompile
+
+    def counting_recompile(self):
+        if partitioning and any(_compat.PLANNED_CALL in n.meta for n in self.graph.nodes):
+            counts["planned modules"] += 1
+        return recompile(self)
+
+    partitioning = False
+
+    def partition_fn(*args, **kwargs):  # AOTAutograd's own later passes are not counted
+        nonlocal partitioning
+        partitioning = True
+        try:
+            return rt.partition(*args, solver="auto", budget="50%", work_limit=1, **kwargs)
+        finally:
+            partitioning = False
+
+    monkeypatch.setattr(fx.GraphModule, "recompile", counting_recompile)
+    monkeypatch.setattr(partition_module, "split_statistic_tails",
+                        counting("split", partition_module.split_statistic_tails))
+    monkeypatch.setattr(partition_module, "lower_plan",
+                        counting("lowerings", partition_module.lower_plan))
+    monkeypatch.setattr(remat._remat, "solve", counting("solves", remat._remat.solve))
+    model, batch, loss_fn = gpt()
+    compiled_step(model, batch, loss_fn, partition_fn)
+    stats = rt.partition.last
+    assert stats.planned_activation_bytes < stats.baseline_activation_bytes  # a plan, not the
+    assert counts["planned modules"] == 2  # default's fallback; the forward and backward
+    assert counts["split"] == 1
+    assert 1 <= counts["lowerings"] <= 6 and 1 <= counts["solves"] <= 6
 
 
 def test_common_subexpressions_merged_only_when_pure():

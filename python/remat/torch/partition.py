@@ -116,8 +116,8 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         if best is None or _better_plan(plan, best, plan.solve_budget):
             best = plan
     joint, graph, lower, asked = best.joint, best.joint.graph, best.lower, best.asked
-    fw, bw, executed, peak, planner = (best.plan.fw, best.plan.bw, best.plan.executed,
-                                       best.plan.peak_bytes, best.plan.planner)
+    (fw, bw), executed, peak, planner = (best.plan.modules, best.plan.executed,
+                                         best.plan.peak_bytes, best.plan.planner)
     if peak >= base_peak and (joint is not default
                               or executed != remat.default_schedule(graph)):
         # Never worse than the default schedule, and no recomputation that lowers no peak.
@@ -150,12 +150,18 @@ class _Lowered:
     by: lowering drops the steps whose outputs nothing reads, and the calls of a fused step that
     no kept call reads, so a solver's own figures may be above them)."""
 
-    fw: fx.GraphModule
-    bw: fx.GraphModule
+    graphs: tuple  # the forward and backward fx graphs, modules made only for the plan chosen
     executed: list
     peak_bytes: int
     cost: float
     planner: str
+    module: fx.GraphModule  # the joint module planned (its attributes go into the two modules)
+
+    @functools.cached_property
+    def modules(self):
+        """(forward module, backward module): built once, for the plan `partition` returns (a
+        GraphModule's code generation is a good part of a lowering's time)."""
+        return tuple(fx.GraphModule(self.module, g) for g in self.graphs)
 
 
 @dataclasses.dataclass
@@ -200,10 +206,11 @@ def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, 
 
 def _lower(planned_module, joint, sequence, planner):
     """_Lowered of `sequence`, a plan of `joint` (a JointGraph of `planned_module`)."""
-    fw, bw, executed = lower_plan(planned_module, joint, list(sequence))
-    flops = sum(node_flops(n) for module in (fw, bw) for n in module.graph.nodes
+    fw, bw, executed = lower_plan(planned_module, joint, list(sequence), build_modules=False)
+    flops = sum(node_flops(n) for graph in (fw, bw) for n in graph.nodes
                 if n.op == "call_function" and n.target is not operator.getitem)
-    return _Lowered(fw, bw, executed, _simulated_peak(joint.graph, executed), flops, planner)
+    return _Lowered((fw, bw), executed, _simulated_peak(joint.graph, executed), flops, planner,
+                    planned_module)
 
 
 def _rewritten(joint_module, default, num_fwd_outputs):
@@ -219,11 +226,14 @@ def _rewritten(joint_module, default, num_fwd_outputs):
     group_of = {name: g for g, (names, _) in enumerate(groups) for name in names}
     forward_groups = [names for names, phase in groups if phase == "forward"]
     found = []
+    # The rewrites both graphs share are made once, on a copy the second graph then takes.
+    # Views first, so that the copies a view reads are made where it is read.
+    split = copy.deepcopy(joint_module)
+    changes = (split_statistic_tails(split, forward_groups, num_fwd_outputs)
+               + sink_backward_views(split, num_fwd_outputs))
     for share_nearby in (True, False):
-        rewritten = copy.deepcopy(joint_module)
-        # Views first, so that the copies a view reads are made where it is read.
-        if not (split_statistic_tails(rewritten, forward_groups, num_fwd_outputs)
-                + sink_backward_views(rewritten, num_fwd_outputs)
+        rewritten = copy.deepcopy(split) if share_nearby else split
+        if not (changes
                 + fuse_pointwise_recomputation(rewritten, num_fwd_outputs, group_of,
                                                share_nearby)
                 + sink_backward_views(rewritten, num_fwd_outputs)):
@@ -344,11 +354,13 @@ def activation_budget_bytes(graph, budget, input_bytes):
     return remat._remat.parse_budget(graph, budget)
 
 
-def lower_plan(joint_module, joint, sequence):
+def lower_plan(joint_module, joint, sequence, build_modules=True):
     """(forward module, backward module, the sequence they run) of a plan of `joint`'s graph:
     AOTAutograd's extraction with the plan's saved set gives each graph's inputs and outputs,
     and each body is the plan's steps on its side of the backward start, in order (the returned
-    sequence says what runs: steps whose outputs nothing reads are dropped)."""
+    sequence says what runs: steps whose outputs nothing reads are dropped). Without
+    `build_modules`, the two fx graphs instead of modules (fx.GraphModule(joint_module, graph)
+    makes each)."""
     saved = joint.saved_nodes(sequence)
     while True:
         fw, bw, kept = _compat.extract_fwd_bwd_modules(joint_module, saved,
@@ -363,15 +375,17 @@ def lower_plan(joint_module, joint, sequence):
         # again is made again): the values it read from the forward need no saving.
         fewer = joint.saved_nodes(sequence)
         if len(fewer) == len(saved):
+            if build_modules:
+                fw, bw = (fx.GraphModule(joint_module, g) for g in (fw, bw))
             return fw, bw, sequence
         saved = fewer
 
 
 def _follow_plan(joint_module, joint, module, steps, drop_outputs=0, replays=None,
                  side="forward"):
-    """`module` (the `side` graph) with its body replaced by the calls of `steps` (remat node
-    ids), in order, and its last `drop_outputs` outputs removed; the random calls `replays` says
-    run again replay their first draw. Returns the module and the steps its graph runs."""
+    """The graph of `module` (the `side` graph) with its body replaced by the calls of `steps`
+    (remat node ids), in order, and its last `drop_outputs` outputs removed; the random calls
+    `replays` says run again replay their first draw. Returns the graph and the steps it runs."""
     lowering = _Lowering(joint_module, joint, module, replays, side)
     for step in steps:
         lowering.emit(step)
@@ -511,7 +525,6 @@ class _Lowering:
         self.graph.lint()
         for n in self.graph.nodes:
             n.meta[_compat.PLANNED_CALL] = True  # the compiler keeps the order of such calls
-        lowered = fx.GraphModule(self.joint_module, self.graph)
         # A fused step's calls may enclose a view made again for one of them: each emission of a
         # step ran where its last surviving call is (after what it encloses).
         last = {}
@@ -521,7 +534,7 @@ class _Lowering:
         ran = [step for step, _ in sorted(last, key=last.get)]
         if self.replays is not None:
             ran = self.replays.with_state_steps(ran, self.side)
-        return lowered, ran
+        return self.graph, ran
 
 
 class _Replays:
