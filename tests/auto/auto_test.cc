@@ -49,6 +49,11 @@ std::vector<std::string> list_of(const SolveStats& stats, std::string_view name)
   return {};
 }
 
+// The members' outcome lines (auto_members), one per line: for a failing expectation's message.
+std::string members_text(const SolveStats& stats) {
+  return fmt::format("{}", fmt::join(list_of(stats, "auto_members"), "\n"));
+}
+
 struct Case {
   bool joint;
   uint64_t seed;
@@ -371,8 +376,7 @@ TEST(Auto, AnytimeRunStartsWithTheDefaultsRunsNeverWorse) {
   options.params["anytime"] = "true";
   const SolveResult anytime = solve(g, "auto", options);
   const std::string lines =
-      fmt::format("{}\n---\n{}", fmt::join(list_of(fast.plan.stats, "auto_members"), "\n"),
-                  fmt::join(list_of(anytime.plan.stats, "auto_members"), "\n"));
+      fmt::format("{}\n---\n{}", members_text(fast.plan.stats), members_text(anytime.plan.stats));
   int compared = 0;
   for (const auto& [key, value] : fast.plan.stats.counters) {
     if (!key.ends_with("_cost") && !key.ends_with("_peak_bytes") && !key.ends_with("_work"))
@@ -397,8 +401,7 @@ TEST(Auto, StopsOnWorkOnlyWhenItsOwnWorkRanOut) {
   options.params = kQuickAuto;
   const SolveResult ample = solve(g, "auto", options);
   EXPECT_LT(ample.plan.stats.work, options.work_limit);
-  EXPECT_EQ(ample.plan.stats.stop_reason, StopReason::kConverged)
-      << fmt::format("{}", fmt::join(list_of(ample.plan.stats, "auto_members"), "\n"));
+  EXPECT_EQ(ample.plan.stats.stop_reason, StopReason::kConverged) << members_text(ample.plan.stats);
   options.work_limit = 1e-3;
   const SolveResult tiny = solve(g, "auto", options);
   EXPECT_EQ(tiny.plan.stats.stop_reason, StopReason::kWorkLimit);
@@ -447,8 +450,7 @@ TEST(Auto, WarmRunFromTheCheapestMembersPlanStartsCool) {
     std::vector<const RecordingDirectory::Run*> warm;
     for (const RecordingDirectory::Run& run : members.runs)
       if (run.solver == "fastsa" && run.from_start) warm.push_back(&run);
-    const std::string lines =
-        fmt::format("{}", fmt::join(list_of(plan.stats, "auto_members"), "\n"));
+    const std::string lines = members_text(plan.stats);
     ASSERT_EQ(warm.size(), 2u) << lines;
     const auto temperature = [](const RecordingDirectory::Run& run) {
       const auto it = run.params.find("initial_temperature_pct");
@@ -506,8 +508,7 @@ TEST(Auto, NoColdFastsaRunWhereAnotherMembersPlanFitsCheaply) {
     options.params = kQuickAuto;
     RecordingDirectory members;
     const Plan plan = auto_through(members, c.graph, options);
-    const std::string text =
-        fmt::format("{}", fmt::join(list_of(plan.stats, "auto_members"), "\n"));
+    const std::string text = members_text(plan.stats);
     // The cheapest plan of another member that fits: fastsa_warm's start.
     double cheapest = std::numeric_limits<double>::infinity();
     for (std::string_view member : {"mincut", "rotor", "rockmate", "dtr", "checkmate"}) {
@@ -628,8 +629,7 @@ TEST(Auto, NoWorseThanFastsaAloneWhereNothingFitsAfterTheQuickRun) {
     const int64_t budget = baseline(g).peak_bytes / 2;
     const SolveResult alone = solve_and_check(g, budget, "fastsa", fastsa_params, 1, kWork);
     const SolveResult r = solve_and_check(g, budget, "auto", auto_params, 1, kWork);
-    const std::string text =
-        fmt::format("{}", fmt::join(list_of(r.plan.stats, "auto_members"), "\n"));
+    const std::string text = members_text(r.plan.stats);
     ASSERT_GT(*r.plan.stats.counter("fastsa_peak_bytes"), static_cast<double>(budget)) << text;
     EXPECT_TRUE(r.plan.stats.counter("fastsa_own_settings_cost").has_value()) << text;
     EXPECT_LE(r.eval.peak_bytes, alone.eval.peak_bytes) << graph_seed << "\n" << text;
