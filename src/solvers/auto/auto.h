@@ -10,19 +10,18 @@
 //   dtr        when no plan before it fits the budget (its row's when_nothing_fits)
 //   checkmate  when registered and the graph has at most `checkmate_max_nodes` nodes (30), with
 //              at most 10 % of the time left and 5 s
-//   fastsa     the finisher: cold (its own grouped stage 1; skipped where another member's plan
-//              fits at CI <= 100 %); then, when other members' plans fit
-//              the budget, warm-started from the cheapest (SolveOptions::start, from a cooler
-//              start than FastSA's own; recorded as fastsa_warm) and from the second cheapest
-//              when it costs at most 5 % more (fastsa_warm_2); when only its own plan fits,
-//              warm-started from that
-//              (fastsa_refine); when nothing fits, a restart with another seed (fastsa_restart,
-//              refined when it fits), a plan in two passes
-//              (fastsa_two_pass, two_pass.h: weight gradients made after a second forward and
-//              backward), and a polish of the lowest-peak plan at its own peak (fastsa_polish,
-//              from a cool start when that plan is another member's);
-//              the restart and the two-pass plan are skipped where a lower peak cannot pay (the
-//              best peak near the memory lower bound, or the cold run's far above the best)
+//   fastsa     the finisher: cold (its own grouped stage 1); where another member's plan fits
+//              at CI <= 100 %, warm-started from the cheapest first (SolveOptions::start, from a
+//              cooler start than FastSA's own; recorded as fastsa_warm) and from the second
+//              cheapest when it costs at most 5 % more (fastsa_warm_2), the cold run after them
+//              only where their best plan costs more than 2 points of CI; when only its own plan
+//              fits, warm-started from that (fastsa_refine); when nothing fits, a plan in two
+//              passes (fastsa_two_pass, two_pass.h: weight gradients made after a second forward
+//              and backward), a second cold run (fastsa_own_settings, with FastSA's own settings;
+//              refined when it fits) and a polish of the lowest-peak plan at its own peak
+//              (fastsa_polish, from a cool start when that plan is another member's); the
+//              two-pass plan and the second cold run are skipped where a lower peak cannot pay
+//              (the best peak near the memory lower bound, or the cold run's far above the best)
 // Before those rounds, FastSA and rockmate run with quick settings (quick=true: a shorter
 // convergence window, a smaller option grid) unless the user gives them parameters, so the
 // default `auto` plans in seconds (bench/auto_speed_bench.py).
