@@ -14,7 +14,8 @@
 //              at CI <= 100 %, warm-started from the cheapest first (SolveOptions::start, from a
 //              cooler start than FastSA's own; recorded as fastsa_warm) and from the second
 //              cheapest when it costs at most 5 % more (fastsa_warm_2), the cold run after them
-//              only where their best plan costs more than 2 points of CI; when only its own plan
+//              only where their best plan costs more than a point of CI above the least possible
+//              cost; when only its own plan
 //              fits, warm-started from that (fastsa_refine); when nothing fits, a plan in two
 //              passes (fastsa_two_pass, two_pass.h: weight gradients made after a second forward
 //              and backward), a second cold run (fastsa_own_settings, with FastSA's own settings;
