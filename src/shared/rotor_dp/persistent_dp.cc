@@ -257,6 +257,7 @@ class TiledFill {
     const int64_t lo_none = bounds_.none(s, t);
     const RowSummary* column = table_.column(t);  // rows (s2, t)
     const Value* forward = forward_row(s);
+    int64_t hint = -1;  // where the previous candidate stopped
     for (int s2 = k_lo; s2 <= k_hi; ++s2) {
       const int32_t w = c_.a[s2 - 1];
       const RowSummary x = column[s2 - 1], y = table_.summary(s, s2 - 1);
@@ -265,7 +266,8 @@ class TiledFill {
       // Rows are non-increasing, so the candidate is never below this; skip entries already at it.
       const Value add = forward[s2];
       const Value least = add + x.last + y.last;
-      const int64_t hi = first_at_most(out, lo, width, least);
+      const int64_t hi = first_at_most_near(out, lo, width, least, hint);
+      hint = hi;
       if (lo < hi) {
         relax2(out + lo, table_.row(s2, t) + lo - w, table_.row(s, s2 - 1) + lo, add, hi - lo);
         table_.relaxed += hi - lo;
