@@ -196,6 +196,29 @@ TEST(PersistentDp, MatchesThePlainRecurrenceBitForBit) {
   EXPECT_GT(found, compared / 2);  // most budgets are feasible: the sequences were compared
 }
 
+// The galloping search gives the plain search's answer from any guess (an answer too small would
+// leave entries unrelaxed; too large, relax more than counted before).
+TEST(PersistentDp, GallopingSearchAgreesWithHalving) {
+  Rng rng(7);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int size = static_cast<int>(rng.between(1, 40));
+    std::vector<float> row(static_cast<size_t>(size));
+    float v = rng.below(4) == 0 ? kInfinityF : 100.0f;
+    for (float& x : row) {  // non-increasing, with runs of equal values
+      if (rng.below(3) == 0)
+        v = v == kInfinityF ? 100.0f : v - static_cast<float>(rng.between(0, 5));
+      x = v;
+    }
+    for (int lo = 0; lo <= size; ++lo)
+      for (int hi = lo; hi <= size; ++hi)
+        for (float threshold : {row[static_cast<size_t>(rng.below(size))], 50.0f, -1.0f})
+          for (int hint = -1; hint <= size + 1; ++hint)
+            ASSERT_EQ(first_at_most_near(row.data(), lo, hi, threshold, hint),
+                      first_at_most(row.data(), int64_t{lo}, int64_t{hi}, threshold))
+                << "size " << size << " lo " << lo << " hi " << hi << " hint " << hint;
+  }
+}
+
 // The work limit stops the DP at the same count on every run, with no sequence.
 TEST(PersistentDp, WorkLimitStopsAtTheSameCount) {
   const Chain chain = generate_chain({.kind = "resnet", .length = 60, .batch = 8});
