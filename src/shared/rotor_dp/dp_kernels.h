@@ -5,6 +5,7 @@
 // used when the CPU has it (function multi-versioning, so the binary still runs everywhere).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 
 namespace remat::rotor {
@@ -47,6 +48,22 @@ int64_t first_at_most(const Real* row, int64_t lo, int64_t hi, Real threshold) {
       lo = mid + 1;
   }
   return lo;
+}
+
+// The same answer, searched from a guess: gallops away from `hint` in steps that double, then
+// halves. The persistent DP's consecutive candidates of one row stop near one another, where this
+// takes a few probes instead of log2(hi - lo) unpredictable ones.
+template <class Real>
+int64_t first_at_most_near(const Real* row, int64_t lo, int64_t hi, Real threshold, int64_t hint) {
+  if (hint <= lo || hint >= hi) return first_at_most(row, lo, hi, threshold);
+  if (row[hint] <= threshold) {  // the answer is in [lo, hint]
+    int64_t right = hint, step = 1;
+    while (right - step > lo && row[right - step] <= threshold) right -= step, step *= 2;
+    return first_at_most(row, std::max(lo, right - step), right, threshold);
+  }
+  int64_t left = hint + 1, step = 1;  // row[left - 1] > threshold: the answer is in [left, hi]
+  while (left + step < hi && row[left + step - 1] > threshold) left += step, step *= 2;
+  return first_at_most(row, left, std::min(hi, left + step), threshold);
 }
 
 }  // namespace remat::rotor

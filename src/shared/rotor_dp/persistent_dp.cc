@@ -1,14 +1,17 @@
 // Algorithm 3 / 4 of the Rotor paper (Theorem 4.8). C(s, t, m): the least makespan of the
 // sub-chain s..t when a^{s-1} (not counted in m) and δ^t are stored, within memory m, ending with
-// δ^{s-1}. The paper fills the table m-major; here each (s, t) row holds every m at once and rows
-// are filled by decreasing s and, within s, increasing t (every dependency is then ready and the
-// current row s stays in cache), so each decomposition is one vectorised pass over m.
+// δ^{s-1}. The paper fills the table m-major; here each (s, t) row holds every m at once, so each
+// decomposition is one vectorised pass over m, and rows are filled in tiles (TiledFill) so that
+// the rows a tile reads stay in cache.
 // Saturation: from the memory sat(s, t) that the store-all sequence of the sub-chain needs, the
 // value is the no-recomputation makespan; only m < sat(s, t) is computed, the rest is filled.
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdlib>
+#include <memory>
+#include <new>
 
 #include "dp.h"
 #include "remat/error.h"
@@ -47,19 +50,65 @@ class PersistentBounds {
 // and every reported makespan comes from the simulator anyway).
 using Value = float;
 constexpr Value kInf = kInfinityF;
+
+// The table's entries, uninitialised: each tile writes its rows before anything reads them. A large
+// table is aligned on huge pages and the kernel asked to back it with them (transparent huge
+// pages, a hint that may be ignored): the split loop reads rows that lie far apart in a table of
+// up to gigabytes, and with 4 KiB pages most of those reads would also miss the TLB.
+class TableMemory {
+ public:
+  explicit TableMemory(size_t count) {
+    const size_t bytes = std::max<size_t>(1, count) * sizeof(Value);
+    const size_t align = bytes >= 4 * kHugePage ? kHugePage : 64;
+    const size_t rounded = (bytes + align - 1) / align * align;  // aligned_alloc needs a multiple
+    data_.reset(static_cast<Value*>(std::aligned_alloc(align, rounded)));
+    if (!data_) throw std::bad_alloc();
+#ifdef MADV_HUGEPAGE
+    if (align == kHugePage) madvise(data_.get(), rounded, MADV_HUGEPAGE);
+#endif
+  }
+  Value* data() { return data_.get(); }
+  const Value* data() const { return data_.get(); }
+
+ private:
+  static constexpr size_t kHugePage = size_t{2} << 20;
+  struct Free {
+    void operator()(Value* p) const { std::free(p); }
+  };
+  std::unique_ptr<Value[], Free> data_;
+};
+
+// What the split loop reads of a row before touching it: its first finite m and its last entry.
+// Kept column by column (all s of one t together): the loop over splits of row (s, t) walks the
+// rows (s2, t) of column t, which lie far apart in the table, and reads these two of each from
+// consecutive memory here. The same size as the first finite m per row that it replaces.
+struct RowSummary {
+  int32_t first;  // first finite m (width when none)
+  Value last;     // the entry at the largest m
+};
+
 class TriangleTable {
  public:
-  TriangleTable(int n, int32_t max_m) : n_(n), width_(max_m + 1) {
+  TriangleTable(int n, int32_t max_m)
+      : n_(n), width_(max_m + 1), values_(static_cast<size_t>(int64_t{n} * (n + 1) / 2 * width_)) {
     offset_.assign(static_cast<size_t>(n + 2), 0);
     for (int s = 1; s <= n; ++s) offset_[s + 1] = offset_[s] + (n - s + 1);
+    column_offset_.assign(static_cast<size_t>(n + 2), 0);
+    for (int t = 1; t <= n; ++t) column_offset_[t + 1] = column_offset_[t] + t;
     const int64_t rows = offset_[n + 1];
-    values_.assign(static_cast<size_t>(rows * width_), kInf);
-    first_.assign(static_cast<size_t>(rows), width_);
+    summary_.assign(static_cast<size_t>(rows), {static_cast<int32_t>(width_), kInf});
   }
   Value* row(int s, int t) { return values_.data() + id(s, t) * width_; }
   const Value* row(int s, int t) const { return values_.data() + id(s, t) * width_; }
-  int64_t& first(int s, int t) { return first_[static_cast<size_t>(id(s, t))]; }
-  int64_t first(int s, int t) const { return first_[static_cast<size_t>(id(s, t))]; }
+  // The summaries of rows (s, t) for s = 1..t, at index s - 1.
+  const RowSummary* column(int t) const { return summary_.data() + column_offset_[t]; }
+  const RowSummary& summary(int s, int t) const { return column(t)[s - 1]; }
+  // Once row (s, t) is filled.
+  void summarise(int s, int t) {
+    const Value* r = row(s, t);
+    summary_[static_cast<size_t>(column_offset_[t] + s - 1)] = {
+        static_cast<int32_t>(first_finite(r, width_)), r[width_ - 1]};
+  }
   int64_t width() const { return width_; }
   int64_t rows() const { return offset_[n_ + 1]; }
   int64_t relaxed = 0;  // entries relaxed, for the statistics
@@ -68,9 +117,9 @@ class TriangleTable {
   int64_t id(int s, int t) const { return offset_[s] + (t - s); }
   int n_;
   int64_t width_;
-  std::vector<int64_t> offset_;
-  std::vector<Value> values_;
-  std::vector<int64_t> first_;  // first finite m of each row (width_ when none)
+  std::vector<int64_t> offset_, column_offset_;
+  TableMemory values_;
+  std::vector<RowSummary> summary_;  // column by column
 };
 
 // sat(s, t) and the makespan of the store-all sequence of each sub-chain (Rotor family only).
@@ -106,57 +155,145 @@ class Saturation {
   std::vector<double> makespan_;
 };
 
-void fill_row(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bounds,
-              const Saturation& saturation, PersistentFamily family, int s, int t,
-              TriangleTable& table) {
-  Value* out = table.row(s, t);
-  const int64_t width = saturation.memory(s, t);  // m >= width is filled below
-  if (s == t) {
-    const int64_t lo = bounds.all(s, s);
-    std::fill(out + std::min(lo, width), out + width, static_cast<Value>(c.uf[s] + c.ub[s]));
-    for (int k = 1; k < c.options(s); ++k) {  // rk-Rotor: the cheapest option that fits
-      const StageOption<int32_t> o = c.option(s, k);
-      const auto time = static_cast<Value>(o.uf + o.ub);
-      for (int64_t m = forward_all_memory(c, o, s, s); m < width; ++m)
-        out[m] = std::min(out[m], time);
-    }
-  } else {
-    if (family == PersistentFamily::kRotor) {   // F_all^s, C(s+1, t, m - ω_ā^s), B^s
-      for (int k = 0; k < c.options(s); ++k) {  // each option of stage s (Rotor: only option 0)
-        const StageOption<int32_t> o = c.option(s, k);
-        const int64_t lo =
-            std::max<int64_t>(forward_all_memory(c, o, s, t), table.first(s + 1, t) + o.abar);
-        if (lo < width) {
-          relax1(out + lo, table.row(s + 1, t) + lo - o.abar, static_cast<Value>(o.uf + o.ub),
-                 width - lo);
-          table.relaxed += width - lo;
-        }
-      }
-    }
-    const int64_t lo_none = bounds.none(s, t);
-    const int64_t last = table.width() - 1;
-    double forward = 0;
-    for (int s2 = s + 1; s2 <= t; ++s2) {  // F_ck^s F_∅.. up to a^{s2-1}, C(s2, t), C(s, s2-1)
-      forward += c.uf[s2 - 1];
-      const int32_t w = c.a[s2 - 1];
-      const int64_t lo = std::max({lo_none, table.first(s2, t) + w, table.first(s, s2 - 1)});
-      if (lo >= width) continue;
-      // Rows are non-increasing, so the candidate is never below this; skip entries already at it.
-      const auto add = static_cast<Value>(forward);
-      const Value least = add + table.row(s2, t)[last] + table.row(s, s2 - 1)[last];
-      const int64_t hi = first_at_most(out, lo, width, least);
-      if (lo < hi) {
-        relax2(out + lo, table.row(s2, t) + lo - w, table.row(s, s2 - 1) + lo, add, hi - lo);
-        table.relaxed += hi - lo;
+// Fills the table tile by tile: tiles of `block` consecutive s by `block` consecutive t, tile rows
+// (blocks of s) by decreasing s and, within one, tiles by increasing t. A row's value at each m is
+// the minimum of its candidates, each computed as add + x + y in float, whatever the order they
+// come in, so the order is free: it is chosen so that the rows one tile reads stay in cache.
+// The candidates of a row (s, t) of tile (S, T), S above T, are
+//   * the splits s2 whose rows (s2, t) and (s, s2 - 1) both lie in finished tiles (s2 from the
+//     first s of the next tile row to the first t of T): applied tile by tile of s2 to the whole
+//     tile (S, T), as a min-plus product of tiles, each row read there serving `block` rows;
+//   * the others (F_all^s, the splits with a row in tile (S, T) itself), applied row by row
+//     afterwards, by increasing t then decreasing s, as their rows are then filled.
+// A diagonal tile (S = T) only has the second kind.
+class TiledFill {
+ public:
+  TiledFill(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bounds,
+            const Saturation& saturation, PersistentFamily family, int block, TriangleTable& table)
+      : c_(c),
+        bounds_(bounds),
+        saturation_(saturation),
+        family_(family),
+        block_(block),
+        table_(table),
+        forward_(static_cast<size_t>(block) * (c.n + 2)) {}
+
+  // Sets the tile row of s in [s_lo, s_hi]: the time of F_ck^s F_∅.. up to a^{s2-1} of each s.
+  void start_tile_row(int s_lo, int s_hi) {
+    s_lo_ = s_lo;
+    for (int s = s_lo; s <= s_hi; ++s) {
+      Value* row = forward_row(s);
+      double forward = 0;  // summed by increasing s2, as the split loop always did
+      for (int s2 = s + 1; s2 <= c_.n; ++s2) {
+        forward += c_.uf[s2 - 1];
+        row[s2] = static_cast<Value>(forward);
       }
     }
   }
-  if (width < table.width())
-    std::fill(out + width, out + table.width(), static_cast<Value>(saturation.makespan(s, t)));
-  table.first(s, t) = first_finite(out, table.width());
-}
 
-// Algorithm 4: the sequence of the optimum C(s, t, m), choosing as fill_row() did.
+  // Tile rows s in [s_lo, s_hi] (the current tile row), columns t in [t_lo, t_hi].
+  void fill_tile(int s_lo, int s_hi, int t_lo, int t_hi) {
+    for (int t = t_lo; t <= t_hi; ++t)
+      for (int s = std::min(s_hi, t); s >= s_lo; --s)
+        std::fill(table_.row(s, t), table_.row(s, t) + table_.width(), kInf);
+    if (s_hi < t_lo) {  // finished tiles hold both rows of the splits s2 in [s_hi + 1, t_lo]
+      for (int k_lo = s_hi + 1; k_lo <= t_lo; k_lo += block_) {
+        const int k_hi = std::min(t_lo, k_lo + block_ - 1);
+        for (int t = t_lo; t <= t_hi; ++t)
+          for (int s = s_hi; s >= s_lo; --s) relax_splits(s, t, k_lo, k_hi);
+      }
+    }
+    for (int t = t_lo; t <= t_hi; ++t)
+      for (int s = std::min(s_hi, t); s >= s_lo; --s) {
+        if (s == t) {
+          fill_single(s);
+        } else {
+          relax_forward_all(s, t);
+          // Splits with row (s2, t) in this tile, then those with row (s, s2 - 1) in it.
+          relax_splits(s, t, s + 1, std::min(s_hi, t));
+          relax_splits(s, t, std::max(s_hi, t_lo) + 1, t);
+        }
+        finish_row(s, t);
+      }
+  }
+
+ private:
+  Value* forward_row(int s) { return forward_.data() + (s - s_lo_) * (c_.n + 2); }
+
+  void fill_single(int s) {
+    Value* out = table_.row(s, s);
+    const int64_t width = saturation_.memory(s, s);  // m >= width is filled by finish_row
+    const int64_t lo = bounds_.all(s, s);
+    std::fill(out + std::min(lo, width), out + width, static_cast<Value>(c_.uf[s] + c_.ub[s]));
+    for (int k = 1; k < c_.options(s); ++k) {  // rk-Rotor: the cheapest option that fits
+      const StageOption<int32_t> o = c_.option(s, k);
+      const auto time = static_cast<Value>(o.uf + o.ub);
+      for (int64_t m = forward_all_memory(c_, o, s, s); m < width; ++m)
+        out[m] = std::min(out[m], time);
+    }
+  }
+
+  // F_all^s, C(s+1, t, m - ω_ā^s), B^s, with each option of stage s (Rotor: only option 0).
+  void relax_forward_all(int s, int t) {
+    if (family_ != PersistentFamily::kRotor) return;
+    Value* out = table_.row(s, t);
+    const int64_t width = saturation_.memory(s, t);
+    for (int k = 0; k < c_.options(s); ++k) {
+      const StageOption<int32_t> o = c_.option(s, k);
+      const int64_t lo = std::max<int64_t>(forward_all_memory(c_, o, s, t),
+                                           table_.summary(s + 1, t).first + o.abar);
+      if (lo < width) {
+        relax1(out + lo, table_.row(s + 1, t) + lo - o.abar, static_cast<Value>(o.uf + o.ub),
+               width - lo);
+        table_.relaxed += width - lo;
+      }
+    }
+  }
+
+  // F_ck^s F_∅.. up to a^{s2-1}, C(s2, t, m - ω_a^{s2-1}), C(s, s2-1, m) for s2 in [k_lo, k_hi].
+  void relax_splits(int s, int t, int k_lo, int k_hi) {
+    Value* out = table_.row(s, t);
+    const int64_t width = saturation_.memory(s, t);  // m >= width is filled by finish_row
+    const int64_t lo_none = bounds_.none(s, t);
+    const RowSummary* column = table_.column(t);  // rows (s2, t)
+    const Value* forward = forward_row(s);
+    int64_t hint = -1;  // where the previous candidate stopped
+    for (int s2 = k_lo; s2 <= k_hi; ++s2) {
+      const int32_t w = c_.a[s2 - 1];
+      const RowSummary x = column[s2 - 1], y = table_.summary(s, s2 - 1);
+      const int64_t lo = std::max<int64_t>({lo_none, int64_t{x.first} + w, y.first});
+      if (lo >= width) continue;
+      // Rows are non-increasing, so the candidate is never below this; skip entries already at it.
+      const Value add = forward[s2];
+      const Value least = add + x.last + y.last;
+      const int64_t hi = first_at_most_near(out, lo, width, least, hint);
+      hint = hi;
+      if (lo < hi) {
+        relax2(out + lo, table_.row(s2, t) + lo - w, table_.row(s, s2 - 1) + lo, add, hi - lo);
+        table_.relaxed += hi - lo;
+      }
+    }
+  }
+
+  void finish_row(int s, int t) {
+    const int64_t width = saturation_.memory(s, t);
+    if (width < table_.width())
+      std::fill(table_.row(s, t) + width, table_.row(s, t) + table_.width(),
+                static_cast<Value>(saturation_.makespan(s, t)));
+    table_.summarise(s, t);
+  }
+
+  const ChainArrays<int32_t>& c_;
+  const PersistentBounds<int32_t>& bounds_;
+  const Saturation& saturation_;
+  PersistentFamily family_;
+  int block_;
+  TriangleTable& table_;
+  int s_lo_ = 1;
+  std::vector<Value> forward_;  // forward_row(s)[s2] for s in the current tile row
+};
+
+// Algorithm 4: the sequence of the optimum C(s, t, m), choosing as TiledFill did.
 // `options` gets the option of each op (0 but for the F_all and B of an extra option).
 struct Rebuilt {
   ChainSequence& ops;
@@ -171,7 +308,7 @@ void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bou
              PersistentFamily family, const TriangleTable& table, int s, int t, int64_t m,
              Rebuilt& out) {
   if (s == t) {
-    int best_option = 0;  // the first cheapest option that fits, as fill_row() chose
+    int best_option = 0;  // the first cheapest option that fits, as TiledFill chose
     Value best_time = kInf;
     for (int k = 0; k < c.options(s); ++k) {
       const StageOption<int32_t> o = c.option(s, k);
@@ -186,7 +323,7 @@ void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bou
   double best = kInfinity;
   int best_split = 0;  // 0: F_all^s; s2 > s: F_ck^s with next checkpoint a^{s2-1}
   int best_option = 0;
-  // Candidates are evaluated as fill_row() did, in float, and the first smallest is kept.
+  // Candidates are evaluated as TiledFill did, in float, and the first smallest is kept.
   if (family == PersistentFamily::kRotor) {
     for (int k = 0; k < c.options(s); ++k) {
       const StageOption<int32_t> o = c.option(s, k);
@@ -222,10 +359,10 @@ void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bou
   rebuild(c, bounds, family, table, s, best_split - 1, m, out);
 }
 
-int block_size() {
-  const char* text = std::getenv("REMAT_ROTOR_BLOCK");
-  return text != nullptr ? std::max(1, std::atoi(text)) : 8;
-}
+// Rows of a tile side: a tile and the finished tiles it reads at once (3 x 64 rows of up to a few
+// KiB) fit in the L2 cache at the usual 500 bins. The work count (entries relaxed) depends on it,
+// so it is fixed: the work limit stops at the same point everywhere.
+constexpr int kTile = 8;
 
 }  // namespace
 
@@ -238,15 +375,14 @@ DpOutcome persistent_dp(const Discretisation& d, PersistentFamily family,
   const PersistentBounds<int32_t> bounds(c);
   TriangleTable table(c.n, static_cast<int32_t>(top_m));
   const Saturation saturation(c, family, table.width());
-  // Blocks of kBlock consecutive s, and within a block t ascending then s descending: every row
-  // (s2, t) read for the block's t is reused by all its s while in cache (the table is far larger).
-  const int block = block_size();
-  for (int s_hi = c.n; s_hi >= 1; s_hi -= block) {
-    if (stop_between_rows(control, table.relaxed, outcome)) return outcome;
-    const int s_lo = std::max(1, s_hi - block + 1);
-    for (int t = s_lo; t <= c.n; ++t)
-      for (int s = std::min(s_hi, t); s >= s_lo; --s)
-        fill_row(c, bounds, saturation, family, s, t, table);
+  TiledFill fill(c, bounds, saturation, family, kTile, table);
+  for (int s_hi = c.n; s_hi >= 1; s_hi -= kTile) {
+    const int s_lo = std::max(1, s_hi - kTile + 1);
+    fill.start_tile_row(s_lo, s_hi);
+    for (int t_lo = s_lo; t_lo <= c.n; t_lo += kTile) {
+      if (stop_between_rows(control, table.relaxed, outcome)) return outcome;  // between tiles
+      fill.fill_tile(s_lo, s_hi, t_lo, std::min(c.n, t_lo + kTile - 1));
+    }
     if (control.on_progress) {
       const double done =
           1 - static_cast<double>(s_lo - 1) * s_lo / (static_cast<double>(c.n) * (c.n + 1));
