@@ -260,11 +260,91 @@ def _greedy_members(planned_module, joint, budget, plan, work_limit, time_limit,
         annealed = remat._remat.solve(graph, budget, "fastsa", time_limit, seed, threads, {},
                                       start=greedy.executed, work_limit=work_limit)
         members.append(_lower(planned_module, joint, annealed.sequence, "fastsa from greedy"))
+    for start in knapsack_starts(joint):
+        annealed = remat._remat.solve(graph, budget, "fastsa", time_limit, seed, threads, {},
+                                      start=start, work_limit=work_limit)
+        members.append(_lower(planned_module, joint, annealed.sequence, "fastsa from knapsack"))
     best = plan
     for member in members:
         if _better_plan(member, best, budget):
             best = member
     return best
+
+
+def knapsack_starts(joint):
+    """Plans of `joint` (a JointGraph with a backward start) shaped as PyTorch's activation-memory
+    knapsack shapes its plans, as starts for FastSA: the forward keeps what its matmuls and the
+    calls that may not run again make, and the statistics of its reductions; the backward makes
+    everything else again just before it is first read (just_in_time), and so the matmuls whose
+    outputs hold the most bytes per FLOP: the first KNAPSACK_MATMULS[0] of them in one start,
+    the first KNAPSACK_MATMULS[1] in the next, ... FastSA from such a start can reach plans that
+    recompute a whole attention (scores, softmax, replayed dropout) in several layers, which no
+    single recomputation from auto's other starts leads to (bench/compile_bench.py: remat at the
+    memory of PyTorch's plans)."""
+    kept, matmuls = set(), []
+    for step in range(joint.backward_start):
+        node = joint.nodes[step]
+        if node["recomputable"] and node["kind"] != "compute":
+            if node["kind"] == "reduction":
+                kept.update(joint.value_root[v] for v in _statistics(joint, node))
+            continue
+        kept.update(joint.value_root[v] for v in node["outputs"])
+        if node["recomputable"] and node["cost"] > 0:
+            matmuls.append(step)
+    made = {step: {joint.value_root[v] for v in joint.nodes[step]["outputs"]} for step in matmuls}
+    matmuls.sort(key=lambda step: -sum(joint.values[v]["size"] for v in made[step])
+                 / joint.nodes[step]["cost"])
+    starts = []
+    for count in KNAPSACK_MATMULS:
+        if count <= len(matmuls):
+            dropped = set().union(*(made[step] for step in matmuls[:count]))
+            starts.append(just_in_time(joint, kept - dropped))
+    return starts
+
+
+KNAPSACK_MATMULS = (4,)
+
+
+def _statistics(joint, node):
+    """The outputs of reduction node `node` of `joint` that are statistics: at most
+    1/STATISTIC_RATIO of the bytes of the largest value it reads."""
+    read = max((joint.values[v]["size"] for v in node["inputs"]), default=0)
+    return [v for v in node["outputs"]
+            if joint.values[v]["size"] * STATISTIC_RATIO <= read]
+
+
+def just_in_time(joint, kept_roots):
+    """The sequence of `joint` (a JointGraph with a backward start) that runs the forward, then
+    the backward in its order, making each forward value a backward step reads again just before
+    (with the forward values it is made of, recursively) unless its storage is in `kept_roots`
+    or its producer may not run again; a value made again is read by the later steps too."""
+    start = joint.backward_start
+    sequence = list(range(start + 1))
+    made_before = {v for step in range(start) for v in joint.nodes[step]["outputs"]}
+    remade = set()
+
+    def remake(value):
+        stack = [(value, False)]
+        while stack:
+            v, inputs_ready = stack.pop()
+            if v not in made_before or v in remade or joint.value_root[v] in kept_roots:
+                continue
+            step = joint.producer_step[v]
+            node = joint.nodes[step]
+            if not node["recomputable"]:
+                continue
+            if inputs_ready:
+                sequence.append(step)
+                remade.update(node["outputs"])
+                continue
+            stack.append((v, True))
+            stack.extend((u, False) for u in reversed(node["inputs"]))
+
+    for step in range(start + 1, len(joint.nodes)):
+        for v in joint.nodes[step]["inputs"]:
+            remake(v)
+        sequence.append(step)
+    return sequence
 
 
 def _greedy_plan(graph, budget, work_limit, time_limit):
