@@ -245,12 +245,14 @@ def _rewritten(joint_module, default, num_fwd_outputs):
 
 def _greedy_members(planned_module, joint, budget, plan, work_limit, time_limit, seed):
     """The best _Lowered plan by _better_plan of auto's `plan`, the greedy plan (the `greedy`
-    solver, docs/solvers/greedy.md) and, when the greedy plan fits the budget as lowered, FastSA
+    solver, docs/solvers/greedy.md), when the greedy plan fits the budget as lowered, FastSA
     started from it (its annealing goes on from there where single recomputations stop lowering
-    the peak). From a plan over the budget FastSA is not started, as in auto: its own grouped
-    stage 1 reaches lower peaks, and the run costs a good part of the planning time
-    (bench/partition_scale_bench.py). Each is judged as lowered: a greedy plan over the budget
-    before lowering may fit after it."""
+    the peak), and FastSA started from each of knapsack_starts. From a greedy plan over the
+    budget FastSA is not started, as in auto: its own grouped stage 1 reaches lower peaks, and
+    the run costs a good part of the planning time (bench/partition_scale_bench.py). The
+    knapsack-shaped starts are over the budget as a rule, and are annealed from all the same:
+    they lead to plans neither stage 1 nor the greedy plan does. Each is judged as lowered: a
+    greedy plan over the budget before lowering may fit after it."""
     work_limit, time_limit, seed, threads = remat._solve_settings(work_limit, time_limit, seed)
     graph = joint.graph
     greedy = _lower(planned_module, joint,
