@@ -111,8 +111,11 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         candidates = [min(candidates, key=lambda c: remat.memory_lower_bound(c[1].graph))]
     limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
     best = None
-    for planned_module, joint in candidates:
-        plan = _plan(planned_module, joint, budget, asked, solver, work_limit, limit, seed, params)
+    for k, (planned_module, joint) in enumerate(candidates):
+        # The knapsack-shaped start makes every chain again just before its reader: the graph
+        # whose copies are not shared (the last) holds them the least.
+        plan = _plan(planned_module, joint, budget, asked, solver, work_limit, limit, seed, params,
+                     knapsack=k == len(candidates) - 1)
         if best is None or _better_plan(plan, best, plan.solve_budget):
             best = plan
     joint, graph, lower, asked = best.joint, best.joint.graph, best.lower, best.asked
@@ -183,9 +186,11 @@ class _Planned:
         return self.plan.cost
 
 
-def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, seed, params):
+def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, seed, params,
+          knapsack=True):
     """_Planned of `joint` (a JointGraph of `planned_module`) solved by `solver` under `asked`
-    bytes of activation memory ("min": the graph's least)."""
+    bytes of activation memory ("min": the graph's least); `knapsack`: whether auto's portfolio
+    starts FastSA from knapsack_starts too."""
     graph = joint.graph
     lower = remat.memory_lower_bound(graph)
     if isinstance(budget, str) and budget.strip().lower() == "min":
@@ -200,7 +205,7 @@ def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, 
     plan = _lower(planned_module, joint, result.sequence, result.solver)
     if solver == "auto" and asked is not None:  # more members of the portfolio
         plan = _greedy_members(planned_module, joint, solve_budget, plan, work_limit, time_limit,
-                               seed)
+                               seed, knapsack)
     return _Planned(joint, plan, solve_budget, asked, lower)
 
 
@@ -243,16 +248,18 @@ def _rewritten(joint_module, default, num_fwd_outputs):
     return found
 
 
-def _greedy_members(planned_module, joint, budget, plan, work_limit, time_limit, seed):
+def _greedy_members(planned_module, joint, budget, plan, work_limit, time_limit, seed,
+                    knapsack=True):
     """The best _Lowered plan by _better_plan of auto's `plan`, the greedy plan (the `greedy`
     solver, docs/solvers/greedy.md), when the greedy plan fits the budget as lowered, FastSA
     started from it (its annealing goes on from there where single recomputations stop lowering
-    the peak), and FastSA started from each of knapsack_starts. From a greedy plan over the
-    budget FastSA is not started, as in auto: its own grouped stage 1 reaches lower peaks, and
-    the run costs a good part of the planning time (bench/partition_scale_bench.py). The
-    knapsack-shaped starts are over the budget as a rule, and are annealed from all the same:
-    they lead to plans neither stage 1 nor the greedy plan does. Each is judged as lowered: a
-    greedy plan over the budget before lowering may fit after it."""
+    the peak), and with `knapsack` FastSA started from each of knapsack_starts. From a greedy
+    plan over the budget FastSA is not started, as in auto: its own grouped stage 1 reaches
+    lower peaks, and the run costs a good part of the planning time
+    (bench/partition_scale_bench.py). The knapsack-shaped starts are over the budget as a rule,
+    and are annealed from all the same: they lead to plans neither stage 1 nor the greedy plan
+    does. Each is judged as lowered: a greedy plan over the budget before lowering may fit
+    after it."""
     work_limit, time_limit, seed, threads = remat._solve_settings(work_limit, time_limit, seed)
     graph = joint.graph
     greedy = _lower(planned_module, joint,
@@ -262,7 +269,7 @@ def _greedy_members(planned_module, joint, budget, plan, work_limit, time_limit,
         annealed = remat._remat.solve(graph, budget, "fastsa", time_limit, seed, threads, {},
                                       start=greedy.executed, work_limit=work_limit)
         members.append(_lower(planned_module, joint, annealed.sequence, "fastsa from greedy"))
-    for start in knapsack_starts(joint):
+    for start in knapsack_starts(joint) if knapsack else []:
         annealed = remat._remat.solve(graph, budget, "fastsa", time_limit, seed, threads, {},
                                       start=start, work_limit=work_limit)
         members.append(_lower(planned_module, joint, annealed.sequence, "fastsa from knapsack"))
