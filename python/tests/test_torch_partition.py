@@ -94,7 +94,9 @@ def test_planning_work_per_partition_is_bounded(monkeypatch):
     # Structural, not timed (bench/compile_bench.py prints the seconds): code is generated only
     # for the two modules of the plan returned (before, every lowering of every candidate plan
     # built and generated its two modules), the rewrites both candidate graphs share run once,
-    # and auto's portfolio solves and lowers at most three plans per candidate graph.
+    # and auto's portfolio solves and lowers at most three plans per candidate graph (its
+    # solver's, the greedy plan and FastSA from it), and one more on the graph of unshared
+    # copies (FastSA from the knapsack-shaped start).
     import importlib
 
     import remat
@@ -139,7 +141,7 @@ def test_planning_work_per_partition_is_bounded(monkeypatch):
     assert stats.planned_activation_bytes < stats.baseline_activation_bytes  # a plan, not the
     assert counts["planned modules"] == 2  # default's fallback; the forward and backward
     assert counts["split"] == 1
-    assert 1 <= counts["lowerings"] <= 6 and 1 <= counts["solves"] <= 6
+    assert 1 <= counts["lowerings"] <= 7 and 1 <= counts["solves"] <= 7
 
 
 def test_common_subexpressions_merged_only_when_pure():

@@ -111,8 +111,11 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         candidates = [min(candidates, key=lambda c: remat.memory_lower_bound(c[1].graph))]
     limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
     best = None
-    for planned_module, joint in candidates:
-        plan = _plan(planned_module, joint, budget, asked, solver, work_limit, limit, seed, params)
+    for k, (planned_module, joint) in enumerate(candidates):
+        # The knapsack-shaped start makes every chain again just before its reader: the graph
+        # whose copies are not shared (the last) holds them the least.
+        plan = _plan(planned_module, joint, budget, asked, solver, work_limit, limit, seed, params,
+                     knapsack=k == len(candidates) - 1)
         if best is None or _better_plan(plan, best, plan.solve_budget):
             best = plan
     joint, graph, lower, asked = best.joint, best.joint.graph, best.lower, best.asked
@@ -183,9 +186,11 @@ class _Planned:
         return self.plan.cost
 
 
-def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, seed, params):
+def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, seed, params,
+          knapsack=True):
     """_Planned of `joint` (a JointGraph of `planned_module`) solved by `solver` under `asked`
-    bytes of activation memory ("min": the graph's least)."""
+    bytes of activation memory ("min": the graph's least); `knapsack`: whether auto's portfolio
+    starts FastSA from knapsack_starts too."""
     graph = joint.graph
     lower = remat.memory_lower_bound(graph)
     if isinstance(budget, str) and budget.strip().lower() == "min":
@@ -200,7 +205,7 @@ def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, 
     plan = _lower(planned_module, joint, result.sequence, result.solver)
     if solver == "auto" and asked is not None:  # more members of the portfolio
         plan = _greedy_members(planned_module, joint, solve_budget, plan, work_limit, time_limit,
-                               seed)
+                               seed, knapsack)
     return _Planned(joint, plan, solve_budget, asked, lower)
 
 
@@ -243,14 +248,18 @@ def _rewritten(joint_module, default, num_fwd_outputs):
     return found
 
 
-def _greedy_members(planned_module, joint, budget, plan, work_limit, time_limit, seed):
+def _greedy_members(planned_module, joint, budget, plan, work_limit, time_limit, seed,
+                    knapsack=True):
     """The best _Lowered plan by _better_plan of auto's `plan`, the greedy plan (the `greedy`
-    solver, docs/solvers/greedy.md) and, when the greedy plan fits the budget as lowered, FastSA
+    solver, docs/solvers/greedy.md), when the greedy plan fits the budget as lowered, FastSA
     started from it (its annealing goes on from there where single recomputations stop lowering
-    the peak). From a plan over the budget FastSA is not started, as in auto: its own grouped
-    stage 1 reaches lower peaks, and the run costs a good part of the planning time
-    (bench/partition_scale_bench.py). Each is judged as lowered: a greedy plan over the budget
-    before lowering may fit after it."""
+    the peak), and with `knapsack` FastSA started from each of knapsack_starts. From a greedy
+    plan over the budget FastSA is not started, as in auto: its own grouped stage 1 reaches
+    lower peaks, and the run costs a good part of the planning time
+    (bench/partition_scale_bench.py). The knapsack-shaped starts are over the budget as a rule,
+    and are annealed from all the same: they lead to plans neither stage 1 nor the greedy plan
+    does. Each is judged as lowered: a greedy plan over the budget before lowering may fit
+    after it."""
     work_limit, time_limit, seed, threads = remat._solve_settings(work_limit, time_limit, seed)
     graph = joint.graph
     greedy = _lower(planned_module, joint,
@@ -260,11 +269,91 @@ def _greedy_members(planned_module, joint, budget, plan, work_limit, time_limit,
         annealed = remat._remat.solve(graph, budget, "fastsa", time_limit, seed, threads, {},
                                       start=greedy.executed, work_limit=work_limit)
         members.append(_lower(planned_module, joint, annealed.sequence, "fastsa from greedy"))
+    for start in knapsack_starts(joint) if knapsack else []:
+        annealed = remat._remat.solve(graph, budget, "fastsa", time_limit, seed, threads, {},
+                                      start=start, work_limit=work_limit)
+        members.append(_lower(planned_module, joint, annealed.sequence, "fastsa from knapsack"))
     best = plan
     for member in members:
         if _better_plan(member, best, budget):
             best = member
     return best
+
+
+def knapsack_starts(joint):
+    """Plans of `joint` (a JointGraph with a backward start) shaped as PyTorch's activation-memory
+    knapsack shapes its plans, as starts for FastSA: the forward keeps what its matmuls and the
+    calls that may not run again make, and the statistics of its reductions; the backward makes
+    everything else again just before it is first read (just_in_time), and so the matmuls whose
+    outputs hold the most bytes per FLOP: the first KNAPSACK_MATMULS[0] of them in one start,
+    the first KNAPSACK_MATMULS[1] in the next, ... FastSA from such a start can reach plans that
+    recompute a whole attention (scores, softmax, replayed dropout) in several layers, which no
+    single recomputation from auto's other starts leads to (bench/compile_bench.py: remat at the
+    memory of PyTorch's plans)."""
+    kept, matmuls = set(), []
+    for step in range(joint.backward_start):
+        node = joint.nodes[step]
+        if node["recomputable"] and node["kind"] != "compute":
+            if node["kind"] == "reduction":
+                kept.update(joint.value_root[v] for v in _statistics(joint, node))
+            continue
+        kept.update(joint.value_root[v] for v in node["outputs"])
+        if node["recomputable"] and node["cost"] > 0:
+            matmuls.append(step)
+    made = {step: {joint.value_root[v] for v in joint.nodes[step]["outputs"]} for step in matmuls}
+    matmuls.sort(key=lambda step: -sum(joint.values[v]["size"] for v in made[step])
+                 / joint.nodes[step]["cost"])
+    starts = []
+    for count in KNAPSACK_MATMULS:
+        if count <= len(matmuls):
+            dropped = set().union(*(made[step] for step in matmuls[:count]))
+            starts.append(just_in_time(joint, kept - dropped))
+    return starts
+
+
+KNAPSACK_MATMULS = (4,)
+
+
+def _statistics(joint, node):
+    """The outputs of reduction node `node` of `joint` that are statistics: at most
+    1/STATISTIC_RATIO of the bytes of the largest value it reads."""
+    read = max((joint.values[v]["size"] for v in node["inputs"]), default=0)
+    return [v for v in node["outputs"]
+            if joint.values[v]["size"] * STATISTIC_RATIO <= read]
+
+
+def just_in_time(joint, kept_roots):
+    """The sequence of `joint` (a JointGraph with a backward start) that runs the forward, then
+    the backward in its order, making each forward value a backward step reads again just before
+    (with the forward values it is made of, recursively) unless its storage is in `kept_roots`
+    or its producer may not run again; a value made again is read by the later steps too."""
+    start = joint.backward_start
+    sequence = list(range(start + 1))
+    made_before = {v for step in range(start) for v in joint.nodes[step]["outputs"]}
+    remade = set()
+
+    def remake(value):
+        stack = [(value, False)]
+        while stack:
+            v, inputs_ready = stack.pop()
+            if v not in made_before or v in remade or joint.value_root[v] in kept_roots:
+                continue
+            step = joint.producer_step[v]
+            node = joint.nodes[step]
+            if not node["recomputable"]:
+                continue
+            if inputs_ready:
+                sequence.append(step)
+                remade.update(node["outputs"])
+                continue
+            stack.append((v, True))
+            stack.extend((u, False) for u in reversed(node["inputs"]))
+
+    for step in range(start + 1, len(joint.nodes)):
+        for v in joint.nodes[step]["inputs"]:
+            remake(v)
+        sequence.append(step)
+    return sequence
 
 
 def _greedy_plan(graph, budget, work_limit, time_limit):
