@@ -98,13 +98,19 @@ def test_budget_min_asks_for_the_lower_bound_and_a_fraction_for_its_share():
     assert figures[0.9].budget_bytes == int(0.9 * figures[0.9].baseline_activation_bytes)
 
 
-def test_hf_gpt2_with_dropout_trains_like_the_default_partition():
+def tiny_hf_gpt2(positions):
+    """A Hugging Face GPT-2 of 2 layers, d = 64, from its config (random init, seed 0); skips the
+    test where transformers is not installed."""
     transformers = pytest.importorskip("transformers")
     config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=128,
-                                     n_positions=32, bos_token_id=0, eos_token_id=0,
+                                     n_positions=positions, bos_token_id=0, eos_token_id=0,
                                      use_cache=False)
     torch.manual_seed(0)
-    model = transformers.GPT2LMHeadModel(config)
+    return transformers.GPT2LMHeadModel(config)
+
+
+def test_hf_gpt2_with_dropout_trains_like_the_default_partition():
+    model = tiny_hf_gpt2(positions=32)
     ids = torch.randint(0, 128, (2, 32), generator=torch.Generator().manual_seed(0))
     backend = rt.compile_backend(budget="50%", compiler="eager", **QUICK)
 
@@ -619,12 +625,7 @@ def test_at_the_memory_of_pytorchs_ilp_plan_on_hf_gpt2_remat_recomputes_the_atte
     # kernels (GELU's) count once per kernel where PyTorch's graph counts them once: the margin.
     from remat.torch.partition import scaled_work_limit, simulate_partition
 
-    transformers = pytest.importorskip("transformers")
-    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=2, vocab_size=128,
-                                     n_positions=64, bos_token_id=0, eos_token_id=0,
-                                     use_cache=False)
-    torch.manual_seed(0)
-    model = transformers.GPT2LMHeadModel(config)
+    model = tiny_hf_gpt2(positions=64)
     ids = torch.randint(0, 128, (4, 64), generator=torch.Generator().manual_seed(0))
     joint, outputs = first_joint_graph_of(lambda ids: model(input_ids=ids, labels=ids).loss,
                                           ids)
