@@ -340,6 +340,11 @@ class Portfolio {
     if (cap > 0 && g_.num_nodes() > params_.max_nodes.value_or(cap))
       return fmt::format("not applicable: {} nodes > checkmate_max_nodes = {}", g_.num_nodes(),
                          params_.max_nodes.value_or(cap));
+    return limit_reached();
+  }
+
+  // Why no further run starts, if a limit says so.
+  std::optional<std::string> limit_reached() const {
     if (limits_.expired()) return "skipped: the time limit was reached";
     if (limits_.out_of_work()) return "skipped: the work limit was reached";
     return std::nullopt;
@@ -488,8 +493,7 @@ class Portfolio {
   // Why the deferred cold run cannot pay, if it cannot: a limit was reached, or the best plan
   // costs at most kColdRunGainPoints of CI above the least possible cost `cost_floor`.
   std::optional<std::string> cold_run_cannot_pay(const WarmStart& start, double cost_floor) const {
-    if (limits_.expired()) return "skipped: the time limit was reached";
-    if (limits_.out_of_work()) return "skipped: the work limit was reached";
+    if (std::optional<std::string> why = limit_reached()) return why;
     const double gap = cost_increase_percent(best_->eval.cost) - cost_increase_percent(cost_floor);
     if (gap > kColdRunGainPoints) return std::nullopt;
     return fmt::format(
