@@ -2,12 +2,14 @@
 # The GPU checks, for a lent machine that has CUDA, PyTorch and the compilers but none of remat's
 # C++ dependencies and no network: the planned peak against torch.cuda.max_memory_allocated and
 # the step time against eager, for the bundled examples (bench/examples_bench.py), where the
-# measured peak departs from the live tensors call by call (bench/cuda_memory_check.py), and the
-# compile bench (bench/compile_bench.py --device cuda).
+# measured peak departs from the live tensors call by call (bench/cuda_memory_check.py), the
+# compile bench (bench/compile_bench.py --device cuda), and a plan made on fake tensors run on the
+# real model (bench/gpu_plan_for_check.py).
 #
 #   bench/device_check.sh fetch     # here: Debian's packages of the C++ dependencies to .devdeps/
-#   bench/device_check.sh run       # there: unpack them, build the extension, run the checks
-#                                   # (everything it prints also goes to $OUT/device_check.log)
+#   bench/device_check.sh run [CHECK...]  # there: unpack them, build the extension, run the
+#                                   # checks (default: examples memory compile; also compile_gpt2,
+#                                   # plan_for); all it prints also goes to $OUT/device_check.log
 #   bench/device_check.sh build     # the unpacking and the build alone (to try them here)
 #
 # `run` unpacks the packages under /opt/remat-deps (never over /), builds the extension for the
@@ -75,23 +77,22 @@ unpack_and_build() {
   echo "device_check: to use this build: export LD_LIBRARY_PATH=$LD_LIBRARY_PATH PYTHONPATH=$PYTHONPATH"
 }
 
-run() {
-  local out=${OUT:-/tmp/remat-device} seconds=${REMAT_DEVICE_SECONDS:-200}
-  mkdir -p "$out"
-  echo "device_check: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD \
-    2>/dev/null || echo unknown), $(nproc) CPUs"
-  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda',
-torch.cuda.is_available(), 'transformers', transformers.__version__)"
-  unpack_and_build || return 1
+# Each check writes its tables under $out; rows print as they finish, so a check cut by its cap
+# leaves them in the log. Each Inductor compile takes seconds there: one model and fraction per
+# compile_bench call.
+check_examples() {
   timeout "$seconds" python3 bench/examples_bench.py --device cuda --solvers auto \
     --budgets 100%,50%,25% --time-limit 10 --results "$out/examples_bench_cuda.md"
   echo "device_check: examples_bench exit $?"
+}
+
+check_memory() {
   timeout "$seconds" python3 bench/cuda_memory_check.py --budgets 50%,25% --top 3 \
     | tee "$out/cuda_memory_check.md"
   echo "device_check: cuda_memory_check exit $?"
-  # Rows print as they finish: a bench cut by its cap leaves them in the log. Each Inductor
-  # compile takes seconds there: one model and fraction per call.
+}
+
+check_compile() {
   timeout "$seconds" python3 bench/compile_bench.py --device cuda --models gpt --fractions 0.5 \
     --solvers auto --equal-peak-solver none --out "$out/compile_bench_cuda.json"
   echo "device_check: compile_bench exit $?"
@@ -101,10 +102,45 @@ torch.cuda.is_available(), 'transformers', transformers.__version__)"
   echo "device_check: compile_bench exit $?"
 }
 
+check_compile_gpt2() {
+  timeout "$seconds" python3 bench/compile_bench.py --device cuda --models hf-gpt2 \
+    --fractions 0.5 --solvers auto --torch-solvers ilp --equal-peak-solver none \
+    --out "$out/compile_bench_cuda_gpt2.json"
+  echo "device_check: compile_bench exit $?"
+}
+
+# A 1.1 B-parameter Llama planned on fake tensors and run for real: at batch 8 (its default
+# schedule fits) and at batch 20 (it does not).
+check_plan_for() {
+  timeout "$seconds" python3 bench/gpu_plan_for_check.py --batches 8,20 --budgets 50%,56GB \
+    --results "$out/gpu_plan_for_check.md"
+  echo "device_check: gpu_plan_for_check exit $?"
+}
+
+run() {
+  local checks=${*:-examples memory compile} check
+  out=${OUT:-/tmp/remat-device} seconds=${REMAT_DEVICE_SECONDS:-200}
+  mkdir -p "$out"
+  echo "device_check: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD \
+    2>/dev/null || echo unknown), $(nproc) CPUs, checks: $checks"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  python3 -c "import torch, transformers; print('torch', torch.__version__, 'cuda',
+torch.cuda.is_available(), 'transformers', transformers.__version__)"
+  unpack_and_build || return 1
+  for check in $checks; do
+    case $check in
+      examples | memory | compile | compile_gpt2 | plan_for) "check_$check" ;;
+      *) echo "device_check: no check '$check' (examples, memory, compile, compile_gpt2, plan_for)"
+         return 2 ;;
+    esac
+  done
+}
+
 case "${1:-}" in
   fetch) fetch ;;
-  run) mkdir -p "${OUT:-/tmp/remat-device}"
-       run 2>&1 | tee "${OUT:-/tmp/remat-device}/device_check.log" ;;
+  run) shift
+       mkdir -p "${OUT:-/tmp/remat-device}"
+       run "$@" 2>&1 | tee "${OUT:-/tmp/remat-device}/device_check.log" ;;
   build) unpack_and_build ;;
   *) echo "usage: bench/device_check.sh fetch|run|build" >&2; exit 2 ;;
 esac

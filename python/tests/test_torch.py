@@ -97,6 +97,59 @@ def test_cnn_batch_norm_is_one_node_with_three_outputs_and_stays_recomputable():
     assert first_backward["cost"] == 2 * outputs * 27 + outputs
 
 
+class _GroupedQueryAttention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = torch.nn.Linear(64, 64)  # 8 heads of 8
+        self.kv = torch.nn.Linear(64, 32)  # 2 heads of 8, for the key and the value
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q = self.q(x).view(b, s, 8, 8).transpose(1, 2)
+        k, v = self.kv(x).view(b, s, 2, 2, 8).permute(2, 0, 3, 1, 4)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return out.transpose(1, 2).reshape(b, s, 64)
+
+
+def test_fused_attention_costs_its_matrix_products_and_is_compute():
+    x, target = torch.randn(2, 32, 64), torch.randn(2, 32, 64)
+    t = rt.trace(_GroupedQueryAttention(), (x, target), F.mse_loss)
+    g = t.graph
+    attention = [g.node(i) for i in range(g.num_nodes) if "attention" in g.node(i)["op"]]
+    forward = [n for n in attention if not n["op"].endswith("_backward.default")]
+    backward = [n for n in attention if n["op"].endswith("_backward.default")]
+    assert len(forward) == len(backward) == 1
+    assert all(n["kind"] == "compute" for n in attention)
+    # One score per query head and query-key pair: 2 x 8 x 32 x 32. Forward q @ k^T and
+    # scores @ v (head size 8 each); backward q @ k^T again and the gradients of the scores, v,
+    # q and k (whatever the mask: the fused kernels count every pair).
+    scores = 2 * 8 * 32 * 32
+    assert forward[0]["cost"] == 2 * scores * (8 + 8)
+    assert backward[0]["cost"] == 2 * scores * (3 * 8 + 2 * 8)
+
+
+def test_roofline_costs_price_a_call_by_its_arithmetic_or_its_bytes_whichever_is_slower():
+    model, batch, loss_fn, _ = traced("mlp")
+    rates = rt.Roofline(matmul_flops={4: 1e12}, vector_flops=1e12, bytes_per_second=1e9)
+    g = rt.trace(model, batch, loss_fn, cost=rates).graph
+    nodes = [g.node(i) for i in range(g.num_nodes)]
+    # First layer, x (1024x64) @ W^T (64x256) + b: 33.8 MFLOP, 1.33 MB read and written.
+    first = next(n for n in nodes if n["op"] == "aten.addmm.default")
+    flops = 2 * 1024 * 64 * 256 + 1024 * 256
+    moved = 4 * (256 + 1024 * 64 + 64 * 256 + 1024 * 256)
+    assert first["cost"] == pytest.approx(max(flops / 1e12, moved / 1e9) * 1e6)
+    assert moved / 1e9 > flops / 1e12  # at these rates the product waits for memory
+    # ReLU reads and writes 1024 x 256 floats; its arithmetic is nothing beside that.
+    relu = next(n for n in nodes if n["op"] == "aten.relu.default")
+    assert relu["cost"] == pytest.approx(2 * 4 * 1024 * 256 / 1e9 * 1e6)
+    assert all(n["cost"] == 0 for n in nodes if n["kind"] == "view")
+    # The defaults: FLOPs price the ReLU at 1/129 of the product; on the CPU's rates it costs
+    # what its bytes take, a far larger share.
+    default = rt.trace(model, batch, loss_fn, cost="roofline").graph
+    by_op = {default.node(i)["op"]: default.node(i)["cost"] for i in range(default.num_nodes)}
+    assert by_op["aten.relu.default"] / by_op["aten.addmm.default"] > 0.1
+
+
 def test_convolution_backward_makes_input_and_parameter_gradients_in_separate_nodes():
     # A weight gradient is resident from when it is made to the end of the step; made apart from
     # the input's gradient, a plan can make it later (rewrites.split_convolution_backward).

@@ -15,6 +15,7 @@ Runs on PyTorch 2 (the version differences live in _compat.py).
 
 from remat.torch.checkpointable import Checkpointable, LiveBytes
 from remat.torch.compile import compile_backend, measured_peak_bytes
+from remat.torch.cost import Roofline
 from remat.torch.execute import plan_module, run_measured
 from remat.torch.memory import MemorySplit, memory_split
 from remat.torch.optimize import Step, load_plan, optimize, plan_summary
@@ -22,6 +23,7 @@ from remat.torch.partition import partition
 from remat.torch.plan_for import plan_for
 from remat.torch.trace import TracedStep, TraceError, trace
 
-__all__ = ["Checkpointable", "LiveBytes", "MemorySplit", "Step", "TraceError", "TracedStep",
-           "compile_backend", "load_plan", "measured_peak_bytes", "memory_split", "optimize",
-           "partition", "plan_for", "plan_module", "plan_summary", "run_measured", "trace"]
+__all__ = ["Checkpointable", "LiveBytes", "MemorySplit", "Roofline", "Step", "TraceError",
+           "TracedStep", "compile_backend", "load_plan", "measured_peak_bytes", "memory_split",
+           "optimize", "partition", "plan_for", "plan_module", "plan_summary", "run_measured",
+           "trace"]

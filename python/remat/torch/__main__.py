@@ -104,8 +104,10 @@ def main(argv=None):
                               help="torchvision models: image height and width (default 224)")
     trace_parser.add_argument("--num-classes", type=int, default=1000,
                               help="torchvision models: classes (default 1000)")
-    trace_parser.add_argument("--cost", choices=("flops", "measure"), default="flops",
-                              help="node cost: FLOP model or measured microseconds")
+    trace_parser.add_argument("--cost", choices=("flops", "measure", "roofline"),
+                              default="flops",
+                              help="node cost: FLOP model, measured microseconds, or the "
+                              "microseconds of the roofline model (arithmetic or bytes moved)")
     trace_parser.add_argument("--name", default=None, help="graph name (default: model class)")
     summary_parser = commands.add_parser("summary", help="what a plan recomputes and keeps")
     summary_parser.add_argument("graph", help="remat-graph JSON")

@@ -2,6 +2,8 @@
 
     trace(model, batch, loss_fn, cost="flops")      # FLOPs from shapes (default)
     trace(model, batch, loss_fn, cost="measure")    # fastest of three timed runs, microseconds
+    trace(model, batch, loss_fn, cost="roofline")   # FLOPs or bytes moved, whichever takes
+                                                    # longer on the device: microseconds
     trace(model, batch, loss_fn, cost=my_model)     # any callable(OpCall) -> float >= 0
 
 An OpCall describes one aten call of the traced step: `op` (e.g. "aten.mm.default"), `packet`
@@ -29,8 +31,48 @@ class OpCall:
 
 
 def flop_cost(call):
-    """Matmul and convolution FLOPs from shapes; element count otherwise; views cost nothing."""
+    """Matmul, convolution and attention FLOPs from shapes; element count otherwise; views cost
+    nothing."""
     return float(_flops(call.packet, call.kind, call.args, call.result))
+
+
+# Throughputs a step reaches, per device type: matrix products per element size (16-bit ones run
+# on the tensor cores of a GPU), everything else, and memory traffic. The defaults are those of an
+# H100-class GPU and of a few cores of a server CPU; roofline() takes the machine's own.
+_RATES = {
+    "cuda": {"matmul": {2: 4e14, 4: 5e13, 8: 2.5e13}, "vector": 2.5e13, "bytes": 2.5e12},
+    "cpu": {"matmul": {2: 5e10, 4: 1e11, 8: 5e10}, "vector": 2e10, "bytes": 1e10},
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Roofline:
+    """A cost callable: the microseconds a call takes when it is bound by its arithmetic or by
+    the bytes it reads and writes, whichever is slower (the roofline model). Matrix products,
+    convolutions and attention run at `matmul_flops` (by element size in bytes), other calls'
+    arithmetic at `vector_flops`, memory at `bytes_per_second`; None takes the default of the
+    call's device (cost._RATES). Unlike FLOPs, it prices the memory-bound calls (norms,
+    activations, casts) a plan recomputes at what they cost on the device."""
+    matmul_flops: dict = None
+    vector_flops: float = None
+    bytes_per_second: float = None
+
+    def __call__(self, call):
+        if call.kind == "view":
+            return 0.0
+        tensors = [t for t in tree_flatten((call.args, call.result))[0]
+                   if isinstance(t, torch.Tensor)]
+        rates = _RATES["cuda" if any(t.device.type == "cuda" for t in tensors) else "cpu"]
+        flops = _flops(call.packet, call.kind, call.args, call.result)
+        if call.kind == "compute":
+            size = max((t.element_size() for t in tensors if t.is_floating_point()), default=4)
+            table = self.matmul_flops or rates["matmul"]
+            rate = table.get(size, table[4])
+        else:
+            rate = self.vector_flops or rates["vector"]
+        moved = sum(t.numel() * t.element_size() for t in tensors)
+        seconds = max(flops / rate, moved / (self.bytes_per_second or rates["bytes"]))
+        return seconds * 1e6
 
 
 def measured_cost(call):
@@ -44,10 +86,12 @@ def resolve(cost):
         return flop_cost, False
     if cost == "measure":
         return measured_cost, True
+    if cost == "roofline":
+        return Roofline(), False
     if callable(cost):
         return cost, False
-    raise ValueError(f"remat.torch.trace: cost must be 'flops', 'measure' or a callable "
-                     f"(got {cost!r})")
+    raise ValueError("remat.torch.trace: cost must be 'flops', 'measure', 'roofline' or a "
+                     f"callable (got {cost!r})")
 
 
 def _numel(x):
@@ -60,10 +104,31 @@ def _conv_macs_per_output(weight, transposed):
     return channels * math.prod(weight.shape[2:])
 
 
+def _attention_flops(packet, args):
+    """The matrix products of a fused attention call (scaled_dot_product_attention's kernels),
+    forward or backward, from the shapes of its query, key and value ([batch, heads, sequence,
+    head size]; grouped-query key and value broadcast over the query's heads); None for a call
+    of another layout."""
+    backward = packet.endswith("_backward")
+    q, k, v = args[1:4] if backward else args[:3]
+    if not all(isinstance(t, torch.Tensor) and t.dim() == 4 for t in (q, k, v)):
+        return None
+    scores = q.shape[0] * q.shape[1] * q.shape[2] * k.shape[2]  # one per query-key pair
+    # Forward: q @ k^T and scores @ v. Backward: q @ k^T again (the kernels keep no scores),
+    # then the gradients of scores, v, q and k.
+    per_score = 3 * q.shape[3] + 2 * v.shape[3] if backward else q.shape[3] + v.shape[3]
+    return 2 * scores * per_score
+
+
 def _flops(packet, kind, args, result):
-    """Matmul and convolution FLOPs from shapes; element count otherwise; views cost nothing."""
+    """Matmul, convolution and attention FLOPs from shapes; element count otherwise; views cost
+    nothing."""
     if kind == "view":
         return 0
+    if packet in op_kinds.FUSED_ATTENTION:
+        flops = _attention_flops(packet, args)
+        if flops is not None:
+            return flops
     if packet == "mm":
         return 2 * args[0].shape[0] * args[0].shape[1] * args[1].shape[1]
     if packet == "addmm":

@@ -6,15 +6,24 @@ without writing it); everything below is looked up by the overload packet's name
 ``aten.mm.default``. An operator in no group is "other".
 """
 
+# scaled_dot_product_attention's fused kernels, by device and backend: two matrix products per
+# query-key pair forward, five backward (cost.py counts them).
+FUSED_ATTENTION = frozenset({
+    "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward",
+    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward",
+    "_scaled_dot_product_flash_attention_for_cpu",
+    "_scaled_dot_product_flash_attention_for_cpu_backward",
+    "_scaled_dot_product_fused_attention_overrideable",
+    "_scaled_dot_product_fused_attention_overrideable_backward",
+})
+
 # Matrix products and convolutions: their time grows with a product of dimensions, not with the
 # bytes they touch, so they dominate the step and recomputing them is expensive.
 COMPUTE = frozenset({
     "mm", "addmm", "bmm", "baddbmm", "matmul", "linear", "convolution", "convolution_backward",
     "_convolution", "cudnn_convolution", "mkldnn_convolution", "_scaled_dot_product_attention",
-    "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
-    "_scaled_dot_product_flash_attention_backward",
-    "_scaled_dot_product_efficient_attention_backward",
-})
+}) | FUSED_ATTENTION
 
 # Normalizations: a statistics pass over each row (layer and group norm) or channel (batch norm),
 # then a pass that rescales by it; their backward reduces twice more. The min-cut paper (§3.1,

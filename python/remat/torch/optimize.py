@@ -40,7 +40,7 @@ from remat.torch.capture import trainable
 from remat.torch.execute import (DataDependentSizeError, plan_module, run_measured,
                                   storage_bytes)
 from remat.torch.memory import memory_split, outside_graph_bytes
-from remat.torch.trace import TracedStep, trace, training_modes
+from remat.torch.trace import DataDependentWithoutMemory, TracedStep, trace, training_modes
 
 # With no time limit given, planning stops by the solver's own iteration counts (the same plan on
 # a quiet or a busy machine); this limit is only a safety net, and the step says when it fired.
@@ -569,16 +569,34 @@ def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *
 
 
 def load_plan(model, example_inputs, loss_fn, path, *, model_inputs=1, model_kwargs=None,
-              cost="flops", retrace=False):
+              cost="flops", retrace=False, fake=None):
     """Traces the step and runs the plan stored at `path` (remat-plan JSON from
     step.save_plan or `remat solve GRAPH -o`). ValueError when the plan was made for another
-    graph (its graph_fingerprint, or its step names, differ from the traced graph's)."""
-    traced = trace(model, example_inputs, loss_fn, model_inputs=model_inputs,
-                   model_kwargs=model_kwargs, cost=cost)
+    graph (its graph_fingerprint, or its step names, differ from the traced graph's).
+
+    The step is traced on fake tensors (fake=None, the default), so a model whose default
+    schedule does not fit on this device loads its plan too: the real step runs only as the plan
+    says. A real trace is made where one is needed: cost="measure" (it times real calls) and a
+    step whose output sizes depend on the data. fake=False always traces for real (the traced
+    graph then holds the calls' workspaces, which a fake call cannot know); fake=True never."""
+    traced = _trace_for_plan(model, example_inputs, loss_fn, model_inputs, model_kwargs, cost,
+                             fake)
     sequence, info, text = read_plan(traced, path)
     return Step(model, traced, sequence, solver=info.get("solver", "file"),
                 status=info.get("status", "given"), retrace=retrace,
                 planning={"budget_bytes": info.get("budget_bytes")}, plan_document=text)
+
+
+def _trace_for_plan(model, example_inputs, loss_fn, model_inputs, model_kwargs, cost, fake):
+    options = {"model_inputs": model_inputs, "model_kwargs": model_kwargs, "cost": cost}
+    if fake is None:
+        if isinstance(cost, str) and cost == "measure":
+            return trace(model, example_inputs, loss_fn, fake=None, **options)
+        try:
+            return trace(model, example_inputs, loss_fn, fake=True, **options)
+        except DataDependentWithoutMemory:
+            return trace(model, example_inputs, loss_fn, fake=None, **options)
+    return trace(model, example_inputs, loss_fn, fake=fake, **options)
 
 
 def document_of(result, sequence):

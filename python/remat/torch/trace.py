@@ -107,7 +107,7 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, 
     *batch[model_inputs:])` followed by the gradients of every parameter with requires_grad.
     `example_inputs` is the batch: a tuple (or one object) whose elements are tensors or nested
     tuples, lists and dicts of tensors and constants; `model_kwargs` go to the model as keyword
-    arguments. `cost` is "flops", "measure" or a callable (see cost.py). The model's
+    arguments. `cost` is "flops", "measure", "roofline" or a callable (see cost.py). The model's
     parameters, buffers and the random generator are left as they were. DDP(m) is traced as m
     (a Step of it synchronises the gradients). Sizes that depend on the data are the example
     batch's (TracedStep.data_dependent_sizes). Raises TraceError naming the model and the reason
@@ -222,11 +222,16 @@ def _trace(model, spec, example_tensors, loss_fn, model_inputs, cost_fn, timed, 
     return traced
 
 
+class DataDependentWithoutMemory(ValueError):
+    """A step traced without memory makes outputs whose size depends on the data."""
+
+
 def _refuse_data_dependent_sizes(gm, model_name):
     made = [n.name for n in gm.graph.nodes
             if n.op == "call_function" and _compat.unbacked_bindings(n)]
     if made:
-        raise ValueError(f"{model_name}: the step has calls whose output size depends on the "
+        raise DataDependentWithoutMemory(
+            f"{model_name}: the step has calls whose output size depends on the "
                          f"data ({', '.join(made[:3])}); traced without memory there is no data "
                          "to size them: trace it on a real batch")
 
