@@ -3,13 +3,15 @@
 # C++ dependencies and no network: the planned peak against torch.cuda.max_memory_allocated and
 # the step time against eager, for the bundled examples (bench/examples_bench.py), where the
 # measured peak departs from the live tensors call by call (bench/cuda_memory_check.py), the
-# compile bench (bench/compile_bench.py --device cuda), and a plan made on fake tensors run on the
-# real model (bench/gpu_plan_for_check.py).
+# compile bench (bench/compile_bench.py --device cuda), a plan made on fake tensors run on the
+# real model (bench/gpu_plan_for_check.py), and the executor's kernels against eager's
+# (bench/gpu_executor_profile.py).
 #
 #   bench/device_check.sh fetch     # here: Debian's packages of the C++ dependencies to .devdeps/
 #   bench/device_check.sh run [CHECK...]  # there: unpack them, build the extension, run the
 #                                   # checks (default: examples memory compile; also compile_gpt2,
-#                                   # plan_for); all it prints also goes to $OUT/device_check.log
+#                                   # plan_for, profile); all it prints also goes to
+#                                   # $OUT/device_check.log
 #   bench/device_check.sh build     # the unpacking and the build alone (to try them here)
 #
 # `run` unpacks the packages under /opt/remat-deps (never over /), builds the extension for the
@@ -117,9 +119,23 @@ check_plan_for() {
   echo "device_check: gpu_plan_for_check exit $?"
 }
 
+# Where remat's executor spends GPU time that eager does not, at the default schedule.
+check_profile() {
+  timeout "$seconds" python3 bench/gpu_executor_profile.py --top 16 \
+    --results "$out/gpu_executor_profile.md"
+  echo "device_check: gpu_executor_profile exit $?"
+}
+
 run() {
   local checks=${*:-examples memory compile} check
   out=${OUT:-/tmp/remat-device} seconds=${REMAT_DEVICE_SECONDS:-200}
+  for check in $checks; do
+    declare -F "check_$check" >/dev/null || {
+      echo "device_check: no check '$check' (examples, memory, compile, compile_gpt2," \
+        "plan_for, profile)"
+      return 2
+    }
+  done
   mkdir -p "$out"
   echo "device_check: $(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git rev-parse --short HEAD \
     2>/dev/null || echo unknown), $(nproc) CPUs, checks: $checks"
@@ -128,11 +144,7 @@ run() {
 torch.cuda.is_available(), 'transformers', transformers.__version__)"
   unpack_and_build || return 1
   for check in $checks; do
-    case $check in
-      examples | memory | compile | compile_gpt2 | plan_for) "check_$check" ;;
-      *) echo "device_check: no check '$check' (examples, memory, compile, compile_gpt2, plan_for)"
-         return 2 ;;
-    esac
+    "check_$check"
   done
 }
 

@@ -93,6 +93,30 @@ def test_optimize_at_half_the_peak_gives_eager_loss_gradients_and_generator(make
     assert step.measured_peak_bytes <= step.planned_peak_bytes + state_bytes
 
 
+def test_without_padding_llama_attends_with_is_causal_as_eager_does():
+    # On fake tensors Hugging Face builds its causal mask as a tensor; eager runs is_causal=True.
+    # The trace takes eager's attention: no mask read. (The gradients are eager's to rounding:
+    # the trace repeats the shared key and value heads, where eager reads them shared.)
+    model = llama().train()
+    ids = batch()["input_ids"]
+    inputs = {"input_ids": ids, "labels": ids}
+    step = planned(model, inputs)
+    g = step.traced.graph
+    attention = [g.node(i) for i in range(g.num_nodes) if "attention" in g.node(i)["op"]]
+    assert len(attention) == 4  # two layers, forward and backward
+    calls = [step.traced.node_fx[i] for i in range(g.num_nodes)
+             if "attention" in g.node(i)["op"]]
+    for call in calls:
+        arguments = dict(zip([a.name for a in call.target._schema.arguments], call.args))
+        arguments.update(call.kwargs)
+        assert arguments.get("attn_mask") is None and arguments["is_causal"] is True
+    loss, grads, _ = eager_step(model, inputs)
+    got = step(**inputs)
+    assert torch.equal(got, loss)
+    for p, expected in zip(model.parameters(), grads):
+        torch.testing.assert_close(p.grad, expected, rtol=1e-5, atol=1e-7)
+
+
 def test_saved_plan_loads_onto_a_fresh_model_and_gives_eager_gradients(tmp_path):
     model = gpt2().train()
     inputs = batch()

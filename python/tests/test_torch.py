@@ -128,6 +128,96 @@ def test_fused_attention_costs_its_matrix_products_and_is_compute():
     assert backward[0]["cost"] == 2 * scores * (3 * 8 + 2 * 8)
 
 
+class _MaskedAttention(torch.nn.Module):
+    """Attention under a mask made in the forward: "causal" (a constant lower triangle, boolean),
+    "additive" (the same as 0 and -inf), "band" (a constant that is not causal) or "data" (read
+    from the input)."""
+
+    def __init__(self, mask):
+        super().__init__()
+        self.qkv = torch.nn.Linear(32, 96)
+        self.mask = mask
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q, k, v = self.qkv(x).view(b, s, 3, 4, 8).permute(2, 0, 3, 1, 4)
+        mask = torch.ones(s, s, dtype=torch.bool, device=x.device).tril()
+        if self.mask == "additive":
+            mask = torch.zeros(s, s).masked_fill(~mask, float("-inf"))
+        elif self.mask == "band":
+            mask = mask & ~torch.ones(s, s, dtype=torch.bool).tril(-4)
+        elif self.mask == "data":
+            mask = mask & (x[:, None, :, :1] > -3)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return out.transpose(1, 2).reshape(b, s, 32)
+
+
+def _attention_arguments(t):
+    calls = [n for n in t.node_fx if "attention" in str(n.target)]
+    named = []
+    for call in calls:
+        arguments = dict(zip([a.name for a in call.target._schema.arguments], call.args))
+        arguments.update(call.kwargs)
+        named.append(arguments)
+    return named
+
+
+@pytest.mark.parametrize("mask", ["causal", "additive", "band", "data"])
+def test_a_constant_causal_mask_becomes_is_causal_and_no_other_mask_does(mask):
+    torch.manual_seed(0)
+    model = _MaskedAttention(mask)
+    batch = (torch.randn(2, 16, 32), torch.randn(2, 16, 32))
+    t = rt.trace(model, batch, F.mse_loss)
+    calls = _attention_arguments(t)
+    assert len(calls) == 2  # forward and backward
+    causal = mask in ("causal", "additive")
+    for arguments in calls:
+        assert (arguments.get("attn_mask") is None) == causal
+        assert bool(arguments.get("is_causal")) == causal
+    if causal:  # the mask's calls are gone with it
+        assert not any("tril" in str(n.target) for n in t.node_fx)
+    loss, grads, _ = eager_step(model, batch, F.mse_loss, seed=0)
+    step = rt.optimize(model, t, F.mse_loss, budget="100%", progress=False)
+    planned_loss, planned_grads, _ = planned_step(model, step, batch, seed=0, measure=False)
+    torch.testing.assert_close(planned_loss, loss)
+    for name in grads:
+        torch.testing.assert_close(planned_grads[name], grads[name], msg=name)
+
+
+@pytest.mark.parametrize("kernel", ["cpu", "cudnn"])
+def test_a_causal_mask_stays_where_a_kernel_reading_it_cannot_leave_it_out(kernel):
+    # A hand-made graph of CUDA's cuDNN attention (its backward takes the mask as a Tensor, not
+    # an optional one) and of the CPU kernel (both optional), over the same constant mask.
+    from remat.torch import rewrites
+
+    aten = torch.ops.aten
+    graph = torch.fx.Graph()
+    q, k, v = (graph.placeholder(name) for name in "qkv")
+    for x in (q, k, v):
+        x.meta["val"] = torch.empty(1, 2, 8, 4, device="meta")
+    ones = graph.call_function(aten.ones.default, ([8, 8],), {"dtype": torch.bool})
+    mask = graph.call_function(aten.tril.default, (ones,))
+    mask.meta["val"] = torch.empty(8, 8, dtype=torch.bool, device="meta")
+    if kernel == "cpu":
+        forward = graph.call_function(aten._scaled_dot_product_flash_attention_for_cpu.default,
+                                      (q, k, v), {"attn_mask": mask})
+        backward = graph.call_function(
+            aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
+            (q, q, k, v, q, q, 0.0, False), {"attn_mask": mask})
+    else:
+        forward = graph.call_function(aten._scaled_dot_product_cudnn_attention.default,
+                                      (q, k, v, mask, True))
+        backward = graph.call_function(
+            aten._scaled_dot_product_cudnn_attention_backward.default,
+            (q, q, k, v, q, q, q, q, mask, q, q, 8, 8, 0.0, False))
+    graph.output((forward, backward))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    changed = rewrites.causal_masks_to_is_causal(gm)
+    assert changed == (kernel == "cpu")
+    assert (mask in backward.all_input_nodes) == (kernel == "cudnn")
+    assert (mask in forward.all_input_nodes) == (kernel == "cudnn")
+
+
 def test_roofline_costs_price_a_call_by_its_arithmetic_or_its_bytes_whichever_is_slower():
     model, batch, loss_fn, _ = traced("mlp")
     rates = rt.Roofline(matmul_flops={4: 1e12}, vector_flops=1e12, bytes_per_second=1e9)

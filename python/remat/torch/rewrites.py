@@ -11,6 +11,8 @@
   fake tensors names each an unbacked symbol and reads it with sym_size calls; they become the
   numbers of the recorded run, and the calls that make such sizes are returned so that every run
   of a plan checks them (execute.py).
+- An attention call whose mask is a constant causal mask gets is_causal=True and no mask, as
+  eager runs it (causal_masks_to_is_causal).
 - A convolution_backward that computes the input's gradient and the weight's (or bias's) becomes
   two calls, one for each, so the weight gradient, resident to the end of the step once made, can
   be scheduled later than the input gradient the rest of the backward needs.
@@ -257,3 +259,143 @@ def specialize_data_dependent_sizes(gm, run):
 def _tensor_shapes(value):
     return tuple(tuple(t.shape) for t in _compat.tree_flatten(value)[0]
                  if isinstance(t, torch.Tensor))
+
+
+# A constant mask larger than this is not evaluated (its one evaluation would cost more memory
+# than the trace on fake tensors takes).
+_CAUSAL_MASK_LIMIT = 1 << 28
+
+
+def causal_masks_to_is_causal(gm):
+    """Attention calls (scaled_dot_product_attention's fused kernels) whose mask is a constant
+    causal mask get is_causal=True and no mask; the mask's calls, unread then, are removed.
+    Returns whether the graph changed.
+
+    Why: Hugging Face builds its causal mask as a tensor whenever it sees a fake tensor (make_fx
+    traces on fake tensors), where eager PyTorch runs the same model with is_causal=True. The mask
+    makes the attention kernels read a bias and skip no block: on a GPU they run several times
+    slower than eager's (bench/gpu_executor_profile.py measures them). The mask is
+    replaced only where its values, computed once from its calls (which read no input of the
+    step), are exactly the lower triangle is_causal means (query i sees keys 0..i): the same
+    attention, as eager computes it.
+    """
+    position = {n: i for i, n in enumerate(gm.graph.nodes)}
+    readers = {}  # mask -> [(attention call, argument name or None where it must stay)]
+    for n in gm.graph.nodes:
+        found = _mask_argument(n)
+        if found is not None:
+            readers.setdefault(found[0], []).append((n, found[1]))
+    changed = False
+    for mask, calls in readers.items():
+        # A kernel whose mask cannot be left out (CUDA's memory-efficient and cuDNN backward
+        # take a Tensor) keeps it, and so do the others reading it: forward and backward alike.
+        if any(name is None for _, name in calls) or not _is_causal_mask(mask, calls[0][0],
+                                                                         position):
+            continue
+        for n, name in calls:
+            _set_argument(n, name, None)
+            _set_argument(n, "is_causal", True)
+        _erase_unread(mask, position)
+        changed = True
+    if changed:
+        gm.recompile()
+    return changed
+
+
+def _mask_argument(n):
+    """(mask node, its argument name) of a fused attention call given a mask and not causal
+    already; the name is None where the call's mask is not optional. None for other calls."""
+    if n.op != "call_function" or _compat.packet_name(n.target) not in op_kinds.FUSED_ATTENTION:
+        return None
+    schema = getattr(n.target, "_schema", None)
+    if schema is None:
+        return None
+    arguments = {a.name: a for a in schema.arguments}
+    name = next((m for m in ("attn_mask", "attn_bias") if m in arguments), None)
+    if name is None or "is_causal" not in arguments:
+        return None
+    values = _arguments_by_name(n, schema)
+    mask = values.get(name)
+    if not isinstance(mask, fx.Node) or values.get("is_causal"):
+        return None
+    return mask, name if isinstance(arguments[name].type, torch.OptionalType) else None
+
+
+def _arguments_by_name(n, schema):
+    values = {a.name: v for a, v in zip(schema.arguments, n.args)}
+    values.update(n.kwargs)
+    return values
+
+
+def _set_argument(n, name, value):
+    names = [a.name for a in n.target._schema.arguments]
+    index = names.index(name)
+    if index < len(n.args):
+        n.args = n.args[:index] + (value,) + n.args[index + 1:]
+    else:
+        n.kwargs = {**n.kwargs, name: value}
+
+
+def _is_causal_mask(mask, attention, position):
+    """Whether `mask` is computed from constants alone and equals is_causal's lower triangle for
+    the query and key lengths of `attention` (a boolean mask: True where attended; an additive
+    one: 0 there and -inf elsewhere)."""
+    arguments = _arguments_by_name(attention, attention.target._schema)
+    query, key = arguments.get("query"), arguments.get("key")
+    shapes = [getattr(x, "meta", {}).get("val") for x in (query, key, mask)]
+    if any(not isinstance(s, torch.Tensor) for s in shapes):
+        return False
+    if shapes[2].numel() > _CAUSAL_MASK_LIMIT:
+        return False
+    value = _constant_value(mask, position)
+    if value is None or value.dim() < 2:
+        return False
+    lower = torch.ones(shapes[0].shape[-2], shapes[1].shape[-2], dtype=torch.bool).tril()
+    if tuple(value.shape[-2:]) != tuple(lower.shape):
+        return False
+    if value.dtype == torch.bool:
+        return bool((value == lower).all())
+    attended, masked = value == 0, value == float("-inf")
+    return bool((attended | masked).all() and (attended == lower).all())
+
+
+def _constant_value(node, position):
+    """The value of `node` computed on the CPU from its calls, or None when an input of the step
+    (or anything but a call) is among its ancestors."""
+    calls, stack = set(), [node]
+    while stack:
+        x = stack.pop()
+        if x in calls:
+            continue
+        if x.op != "call_function":
+            return None
+        calls.add(x)
+        stack.extend(x.all_input_nodes)
+    values = {}
+
+    def on_cpu(a):
+        return torch.device("cpu") if isinstance(a, torch.device) else a
+
+    with _compat.outside_dispatch_modes(), torch.no_grad():
+        for x in sorted(calls, key=position.get):
+            args = map_arg(x.args, values.get)
+            kwargs = {k: on_cpu(v) for k, v in map_arg(x.kwargs, values.get).items()}
+            try:
+                values[x] = x.target(*[on_cpu(a) for a in args], **kwargs)
+            except Exception:  # a call that needs its device: leave the mask as traced
+                return None
+    result = values[node]
+    return result if isinstance(result, torch.Tensor) else None
+
+
+def _erase_unread(mask, position):
+    """Erases `mask` and the calls only it read, once nothing reads them."""
+    pending = [mask]
+    while pending:
+        x = max(pending, key=position.get)
+        pending.remove(x)
+        if x.op != "call_function" or x.users or getattr(x, "_erased", False):
+            continue
+        inputs = list(x.all_input_nodes)
+        x.graph.erase_node(x)
+        pending.extend(i for i in inputs if i not in pending)

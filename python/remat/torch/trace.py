@@ -192,6 +192,7 @@ def _trace(model, spec, example_tensors, loss_fn, model_inputs, cost_fn, timed, 
         _refuse_data_dependent_sizes(gm, model_name)
     # Before the first run: it adds calls, which the run then records like any other.
     rewrites.split_convolution_backward(gm)
+    rewrites.causal_masks_to_is_causal(gm)
     try:
         with fake_mode:  # factories (ones, empty) make fake tensors too
             first = side_effects.Recorder(gm).run_all(captured.fresh_args())
