@@ -57,7 +57,7 @@ def main():
     parser.add_argument("--seq", type=int, default=2048)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--budget", default="100%")
-    parser.add_argument("--cost", default="flops")
+    parser.add_argument("--cost", default="auto")
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--results", nargs="?",

@@ -1,11 +1,12 @@
 """A plan made without memory, run on a GPU: plan_for on a meta model, load_plan on the real one.
 
-    python3 bench/gpu_plan_for_check.py [--batches 8,20] [--budgets 50%,56GB] [--costs flops,flops]
+    python3 bench/gpu_plan_for_check.py [--batches 8,20] [--budgets 50%,56GB] [--costs auto,auto]
                                         [--layers 22] [--results FILE] [--device cuda]
 
 The model is Hugging Face's Llama in TinyLlama-1.1B's shape (22 layers, d 2048, grouped-query
 attention, bf16, sequence 2048), random weights. Each batch size has its budget and its cost model
-(cost.py: "flops", or "roofline", which prices memory-bound calls by their bytes). Per batch size:
+(cost.py: "auto", the default, is "roofline" on CUDA, which prices memory-bound calls by their
+bytes; "flops"). Per batch size:
 1. `rt.plan_for` traces the step on fake tensors for the device and plans it (auto);
    `save_plan` writes the plan;
 2. the real model is made on the device and `rt.load_plan` loads the plan (traced on fake
@@ -192,7 +193,7 @@ def main():
     parser.add_argument("--heads", type=int, default=32)
     parser.add_argument("--kv-heads", type=int, default=4)
     parser.add_argument("--seq", type=int, default=2048)
-    parser.add_argument("--costs", help="one cost model per batch size: flops (default), "
+    parser.add_argument("--costs", help="one cost model per batch size: auto (default), flops, "
                         "roofline")
     parser.add_argument("--solver", default="auto")
     parser.add_argument("--work-limit", type=float, default=60)
@@ -206,7 +207,7 @@ def main():
 
     batches = [int(b) for b in args.batches.split(",")]
     budgets = args.budgets.split(",")
-    costs = args.costs.split(",") if args.costs else ["flops"] * len(batches)
+    costs = args.costs.split(",") if args.costs else ["auto"] * len(batches)
     if len(budgets) != len(batches) or len(costs) != len(batches):
         parser.error("--budgets and --costs need one entry per batch size")
     if args.device == "cuda" and not torch.cuda.is_available():

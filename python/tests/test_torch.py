@@ -240,6 +240,23 @@ def test_roofline_costs_price_a_call_by_its_arithmetic_or_its_bytes_whichever_is
     assert by_op["aten.relu.default"] / by_op["aten.addmm.default"] > 0.1
 
 
+def test_the_default_cost_is_the_roofline_on_cuda_and_flops_elsewhere():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from remat.torch import cost
+
+    auto, timed = cost.resolve("auto")
+    assert not timed
+    for device in ("cpu", "cuda"):  # fake CUDA tensors need no GPU
+        with FakeTensorMode():
+            x = torch.empty(256, 128, device=device)
+            y = torch.relu(x)
+        call = cost.OpCall("aten.relu.default", "relu", "pointwise", (x,), y)
+        expected = cost.Roofline()(call) if device == "cuda" else cost.flop_cost(call)
+        assert auto(call) == expected
+    assert cost.Roofline()(call) != cost.flop_cost(call)
+
+
 def test_convolution_backward_makes_input_and_parameter_gradients_in_separate_nodes():
     # A weight gradient is resident from when it is made to the end of the step; made apart from
     # the input's gradient, a plan can make it later (rewrites.split_convolution_backward).

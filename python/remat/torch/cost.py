@@ -1,6 +1,8 @@
 """Cost models: what one call of the traced step costs, for the planner (injectable).
 
-    trace(model, batch, loss_fn, cost="flops")      # FLOPs from shapes (default)
+    trace(model, batch, loss_fn)                    # cost="auto": "roofline" for a CUDA call,
+                                                    # "flops" for the others
+    trace(model, batch, loss_fn, cost="flops")      # FLOPs from shapes
     trace(model, batch, loss_fn, cost="measure")    # fastest of three timed runs, microseconds
     trace(model, batch, loss_fn, cost="roofline")   # FLOPs or bytes moved, whichever takes
                                                     # longer on the device: microseconds
@@ -75,6 +77,20 @@ class Roofline:
         return seconds * 1e6
 
 
+_DEVICE_ROOFLINE = Roofline()
+
+
+def device_cost(call):
+    """cost="auto": the roofline's microseconds for a call on a CUDA device, where a recomputed
+    memory-bound call (a norm, an activation, a cast) costs a pass over memory that FLOPs price
+    at almost nothing (bench/gpu_plan_for_check.py compares plans of the two on a GPU); FLOPs
+    on the CPU."""
+    tensors = tree_flatten((call.args, call.result))[0]
+    if any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in tensors):
+        return _DEVICE_ROOFLINE(call)
+    return flop_cost(call)
+
+
 def measured_cost(call):
     """The fastest measured run of the call, in microseconds."""
     return min(call.seconds) * 1e6
@@ -82,6 +98,8 @@ def measured_cost(call):
 
 def resolve(cost):
     """(cost callable, whether it needs timed runs) for trace's `cost` argument."""
+    if cost == "auto":
+        return device_cost, False
     if cost == "flops":
         return flop_cost, False
     if cost == "measure":
@@ -90,8 +108,8 @@ def resolve(cost):
         return Roofline(), False
     if callable(cost):
         return cost, False
-    raise ValueError("remat.torch.trace: cost must be 'flops', 'measure', 'roofline' or a "
-                     f"callable (got {cost!r})")
+    raise ValueError("remat.torch.trace: cost must be 'auto', 'flops', 'measure', 'roofline' "
+                     f"or a callable (got {cost!r})")
 
 
 def _numel(x):

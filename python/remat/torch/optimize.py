@@ -154,7 +154,7 @@ class Step:
                              "retrace=True to optimize()")
         traced = trace(self._module, args, self.traced.loss_fn,
                        model_inputs=self.traced.model_inputs, model_kwargs=kwargs,
-                       cost=self.planning.get("cost", "flops"), name=self.traced.model_name)
+                       cost=self.planning.get("cost", "auto"), name=self.traced.model_name)
         self._adopt(traced)
         cached = self._plans.get(traced.fingerprint)
         warnings.warn(f"remat: {self.traced.model_name}: {changed}; traced again, "
@@ -524,7 +524,7 @@ def plan(traced, budget="50%", solver="auto", *, work_limit=None, time_limit=Non
 
 
 def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *,
-             work_limit=None, time_limit=None, seed=1, threads=1, cost="flops", model_inputs=1,
+             work_limit=None, time_limit=None, seed=1, threads=1, cost="auto", model_inputs=1,
              model_kwargs=None, retrace=False, progress=True, optimizer=None,
              master_weights=None, device=None, **params):
     """Traces one training step (or takes a TracedStep), plans it under `budget` with `solver`,
@@ -569,7 +569,7 @@ def optimize(model, example_inputs, loss_fn=None, budget="50%", solver="auto", *
 
 
 def load_plan(model, example_inputs, loss_fn, path, *, model_inputs=1, model_kwargs=None,
-              cost="flops", retrace=False, fake=None):
+              cost="auto", retrace=False, fake=None):
     """Traces the step and runs the plan stored at `path` (remat-plan JSON from
     step.save_plan or `remat solve GRAPH -o`). ValueError when the plan was made for another
     graph (its graph_fingerprint, or its step names, differ from the traced graph's).

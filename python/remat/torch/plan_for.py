@@ -22,7 +22,7 @@ from remat.torch.trace import trace
 
 def plan_for(model, batch, loss_fn, budget="50%", solver="auto", *, device=None,
              optimizer=None, master_weights=None, work_limit=None, time_limit=None, seed=1,
-             threads=1, model_inputs=1, model_kwargs=None, progress=True, cost="flops",
+             threads=1, model_inputs=1, model_kwargs=None, progress=True, cost="auto",
              **params):
     """Traces one training step of `model` on `batch` without memory (fake tensors, for
     `device`), plans it under `budget` with `solver` and returns the Step: its summary(),
@@ -35,8 +35,9 @@ def plan_for(model, batch, loss_fn, budget="50%", solver="auto", *, device=None,
     required when every tensor is on meta, else that of the real tensors). optimizer ("adamw",
     "adam", "sgd", "sgd-momentum", a torch.optim.Optimizer or int bytes) and master_weights:
     the memory the optimizer keeps (remat.torch.memory); with it, a budget in bytes ("80GB") is
-    the device's memory and the optimizer's share is taken off it. cost: "flops" or
-    "roofline" or a callable (a fake call cannot be timed). Other arguments as optimize.
+    the device's memory and the optimizer's share is taken off it. cost: "auto" (the
+    roofline on CUDA, FLOPs elsewhere), "flops", "roofline" or a callable (a fake call cannot be
+    timed). Other arguments as optimize.
     """
     traced = trace(model, batch, loss_fn, model_inputs=model_inputs, model_kwargs=model_kwargs,
                    fake=True, device=device, cost=cost)

@@ -99,7 +99,7 @@ def training_modes(model):
     return tuple((name, m.training) for name, m in model.named_modules())
 
 
-def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, cost="flops",
+def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, cost="auto",
           name=None, fake=None, device=None):
     """Traces one training step of `model` and returns a TracedStep.
 
@@ -107,7 +107,8 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, 
     *batch[model_inputs:])` followed by the gradients of every parameter with requires_grad.
     `example_inputs` is the batch: a tuple (or one object) whose elements are tensors or nested
     tuples, lists and dicts of tensors and constants; `model_kwargs` go to the model as keyword
-    arguments. `cost` is "flops", "measure", "roofline" or a callable (see cost.py). The model's
+    arguments. `cost` is "auto" (the roofline's µs on CUDA, FLOPs elsewhere), "flops",
+    "measure", "roofline" or a callable (see cost.py). The model's
     parameters, buffers and the random generator are left as they were. DDP(m) is traced as m
     (a Step of it synchronises the gradients). Sizes that depend on the data are the example
     batch's (TracedStep.data_dependent_sizes). Raises TraceError naming the model and the reason
@@ -119,7 +120,7 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, 
     tensors, so no tensor of the model's or the batch's size is ever made; `fake=True` does so
     for a real model too. `device` names the device the graph is for ("cuda", "cpu"; required
     when every tensor is on the meta device, since aten calls differ by device): the graph, and
-    its fingerprint, are those a real trace on that device gives. Costs are "flops" (a fake call
+    its fingerprint, are those a real trace on that device gives. Costs are not "measure" (a fake call
     cannot be timed); a step whose output sizes depend on the data is refused.
     """
     cost_fn, timed = cost_models.resolve(cost)
