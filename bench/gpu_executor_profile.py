@@ -49,12 +49,7 @@ def profiled(run, device):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--layers", type=int, default=8)
-    parser.add_argument("--hidden", type=int, default=2048)
-    parser.add_argument("--intermediate", type=int, default=5632)
-    parser.add_argument("--heads", type=int, default=32)
-    parser.add_argument("--kv-heads", type=int, default=4)
-    parser.add_argument("--seq", type=int, default=2048)
+    llama.add_model_arguments(parser, layers=8)
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--budget", default="100%")
     parser.add_argument("--cost", default="auto")

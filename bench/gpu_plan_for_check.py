@@ -35,6 +35,16 @@ import bench_results  # noqa: E402 (bench/, beside this file)
 GB = 1e9
 
 
+def add_model_arguments(parser, layers):
+    """The Llama's shape: TinyLlama-1.1B's, with `layers` layers by default."""
+    parser.add_argument("--layers", type=int, default=layers)
+    parser.add_argument("--hidden", type=int, default=2048)
+    parser.add_argument("--intermediate", type=int, default=5632)
+    parser.add_argument("--heads", type=int, default=32)
+    parser.add_argument("--kv-heads", type=int, default=4)
+    parser.add_argument("--seq", type=int, default=2048)
+
+
 def make_config(args):
     from transformers import LlamaConfig
 
@@ -187,12 +197,7 @@ def main():
     parser.add_argument("--batches", default="8,20")
     parser.add_argument("--budgets", default="50%,56GB",
                         help="one budget per batch size (as optimize reads them)")
-    parser.add_argument("--layers", type=int, default=22)
-    parser.add_argument("--hidden", type=int, default=2048)
-    parser.add_argument("--intermediate", type=int, default=5632)
-    parser.add_argument("--heads", type=int, default=32)
-    parser.add_argument("--kv-heads", type=int, default=4)
-    parser.add_argument("--seq", type=int, default=2048)
+    add_model_arguments(parser, layers=22)
     parser.add_argument("--costs", help="one cost model per batch size: auto (default), flops, "
                         "roofline")
     parser.add_argument("--solver", default="auto")
