@@ -115,8 +115,9 @@ def run(title, model, batch, loss_fn, args):
 
         eager_s, step_s = _median_seconds_interleaved(
             [lambda: _eager_step(model, batch, loss_fn), planned_step], args.steps, device)
-        if device.startswith("cuda"):
-            planned_step()  # on a GPU every call records torch.cuda's peak
+        if device.startswith("cuda"):  # the peak of a warm step
+            model.zero_grad(set_to_none=True)
+            step(*batch, measure=True)
         extra = 100.0 * (step.planned_cost - base_cost) / base_cost if base_cost else 0.0
         row = dict(budget=budget, status=plan.status, nodes=g.num_nodes, values=g.num_values,
                    baseline=base_peak, planned=step.planned_peak_bytes,

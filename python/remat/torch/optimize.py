@@ -193,8 +193,10 @@ class Step:
 
     def __call__(self, *args, measure=None, **kwargs):
         """Runs the plan on the batch, accumulates .grad (then, under DDP, averages it over the
-        ranks), returns the loss. On the CPU the first call (or any with measure=True) runs with
-        live-bytes accounting, which is slower."""
+        ranks), returns the loss. The first call (or any with measure=True) measures its peak
+        (measured_peak_bytes): on the CPU with live-bytes accounting, which is slower; on a GPU it
+        synchronises before and after and resets torch.cuda's peak statistics. The other calls
+        neither synchronise nor touch those statistics."""
         kwargs = dict(sorted(kwargs.items()))
         self._check(args, kwargs)
         if self._sync is not None:
@@ -232,26 +234,30 @@ class Step:
     def _run_inputs(self, inputs, measure):
         if measure is None:
             measure = self.measured_peak_bytes is None
-        on_cuda = any(x.is_cuda for x in inputs if isinstance(x, torch.Tensor))
-        if on_cuda:
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            held = torch.cuda.memory_allocated()
-        if measure and not on_cuda:
+        if not measure:
+            return self._run_plan(inputs)
+        if not any(x.is_cuda for x in inputs if isinstance(x, torch.Tensor)):
             outputs, self.measured_peak_bytes = run_measured(self.module, inputs)
-        else:
-            # Autocast off: the traced graph holds the casts of the autocast state it was traced
-            # in (checked equal to the caller's by _check).
-            with torch.no_grad(), _compat.autocast(()):
-                outputs = self.module(*inputs)
-        if on_cuda:
-            # What the simulator counts: the step's inputs and what it allocates. Memory held
-            # before the step by other tensors and by the CUDA libraries' workspaces (cuBLAS keeps
-            # its own between calls) is the caller's, as on the CPU.
-            torch.cuda.synchronize()
-            self.measured_peak_bytes = (torch.cuda.max_memory_allocated() - held
-                                        + storage_bytes(inputs))
+            return outputs
+        # Measuring on a GPU costs two synchronisations and the caller's peak statistics: only
+        # when asked (the first call by default), as on the CPU.
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        held = torch.cuda.memory_allocated()
+        outputs = self._run_plan(inputs)
+        # What the simulator counts: the step's inputs and what it allocates. Memory held before
+        # the step by other tensors and by the CUDA libraries' workspaces (cuBLAS keeps its own
+        # between calls) is the caller's, as on the CPU.
+        torch.cuda.synchronize()
+        self.measured_peak_bytes = (torch.cuda.max_memory_allocated() - held
+                                    + storage_bytes(inputs))
         return outputs
+
+    def _run_plan(self, inputs):
+        # Autocast off: the traced graph holds the casts of the autocast state it was traced in
+        # (checked equal to the caller's by _check).
+        with torch.no_grad(), _compat.autocast(()):
+            return self.module(*inputs)
 
     def _accumulate_grads(self, grads):
         params = dict(self._module.named_parameters())
