@@ -238,6 +238,9 @@ def test_roofline_costs_price_a_call_by_its_arithmetic_or_its_bytes_whichever_is
     default = rt.trace(model, batch, loss_fn, cost="roofline").graph
     by_op = {default.node(i)["op"]: default.node(i)["cost"] for i in range(default.num_nodes)}
     assert by_op["aten.relu.default"] / by_op["aten.addmm.default"] > 0.1
+    for bad in ({"bytes_per_second": 0}, {"vector_flops": "fast"}, {"matmul_flops": {}}):
+        with pytest.raises(ValueError, match="Roofline"):
+            rt.Roofline(**bad)
 
 
 def test_the_default_cost_is_the_roofline_on_cuda_and_flops_elsewhere():

@@ -40,7 +40,7 @@ def flop_cost(call):
 
 # Throughputs a step reaches, per device type: matrix products per element size (16-bit ones run
 # on the tensor cores of a GPU), everything else, and memory traffic. The defaults are those of an
-# H100-class GPU and of a few cores of a server CPU; roofline() takes the machine's own.
+# H100-class GPU and of a few cores of a server CPU; Roofline(...) takes the machine's own.
 _RATES = {
     "cuda": {"matmul": {2: 4e14, 4: 5e13, 8: 2.5e13}, "vector": 2.5e13, "bytes": 2.5e12},
     "cpu": {"matmul": {2: 5e10, 4: 1e11, 8: 5e10}, "vector": 2e10, "bytes": 1e10},
@@ -59,6 +59,15 @@ class Roofline:
     vector_flops: float = None
     bytes_per_second: float = None
 
+    def __post_init__(self):
+        rates = list((self.matmul_flops or {}).values()) + [self.vector_flops,
+                                                              self.bytes_per_second]
+        if self.matmul_flops is not None and not self.matmul_flops:
+            raise ValueError("Roofline: matmul_flops needs at least one element size")
+        for rate in rates:
+            if rate is not None and not (isinstance(rate, (int, float)) and rate > 0):
+                raise ValueError(f"Roofline: rates are positive numbers per second, got {rate!r}")
+
     def __call__(self, call):
         if call.kind == "view":
             return 0.0
@@ -69,7 +78,7 @@ class Roofline:
         if call.kind == "compute":
             size = max((t.element_size() for t in tensors if t.is_floating_point()), default=4)
             table = self.matmul_flops or rates["matmul"]
-            rate = table.get(size, table[4])
+            rate = table.get(size) or min(table.values())  # an unlisted size: the slowest
         else:
             rate = self.vector_flops or rates["vector"]
         moved = sum(t.numel() * t.element_size() for t in tensors)

@@ -361,13 +361,14 @@ def _is_causal_mask(mask, attention, position):
 
 def _constant_value(node, position):
     """The value of `node` computed on the CPU from its calls, or None when an input of the step
-    (or anything but a call) is among its ancestors."""
+    (or anything but a call) is among its ancestors, or a random call (it would draw from the
+    caller's generator)."""
     calls, stack = set(), [node]
     while stack:
         x = stack.pop()
         if x in calls:
             continue
-        if x.op != "call_function":
+        if x.op != "call_function" or op_kinds.is_random(_compat.packet_name(x.target)):
             return None
         calls.add(x)
         stack.extend(x.all_input_nodes)

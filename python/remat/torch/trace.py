@@ -120,8 +120,8 @@ def trace(model, example_inputs, loss_fn, *, model_inputs=1, model_kwargs=None, 
     tensors, so no tensor of the model's or the batch's size is ever made; `fake=True` does so
     for a real model too. `device` names the device the graph is for ("cuda", "cpu"; required
     when every tensor is on the meta device, since aten calls differ by device): the graph, and
-    its fingerprint, are those a real trace on that device gives. Costs are not "measure" (a fake call
-    cannot be timed); a step whose output sizes depend on the data is refused.
+    its fingerprint, are those a real trace on that device gives. cost="measure" is refused (a
+    fake call cannot be timed), and so is a step whose output sizes depend on the data.
     """
     cost_fn, timed = cost_models.resolve(cost)
     model_name = name or type(model).__name__
