@@ -407,7 +407,7 @@ class Portfolio {
     // (bench/auto_speed_bench.py --fastsa-alone measures the two side by side). Given more work
     // (anytime), a cold run with FastSA's own settings opens the rounds (improve).
     if (!starts.empty()) {
-      const bool deferred = cold_run_deferred(starts[0]);
+      const bool deferred = cold_run_deferred();
       if (!deferred) run_member(finisher, name, 0.5, {});
       if (!finished(cost_floor)) {
         run_warm(finisher, name + "_warm", starts.size() > 1 ? 0.5 : 1.0, starts[0]);
@@ -469,15 +469,17 @@ class Portfolio {
       run_warm(finisher, label, 1.0, start);
   }
 
-  // Whether FastSA's cold run comes after its warm runs from `start`, the cheapest other member's
-  // plan that fits the budget: where that plan costs at most kColdRunStartCost times the default
-  // schedule's cost. The warm runs usually reach the cold run's plan or a cheaper one from there
-  // for less work (bench/auto_speed_bench.py's graphs and bench/models_bench.py's models at 50 %
-  // and 70 %), so the cold run only runs where they end dear (cold_run_cannot_pay).
-  bool cold_run_deferred(const WarmStart& start) const {
-    const auto f = std::find_if(fitting_.begin(), fitting_.end(),
-                                [&](const auto& fit) { return fit.member == start.from; });
-    return f != fitting_.end() && f->cost <= kColdRunStartCost * baseline_.cost;
+  // Whether FastSA's cold run comes after its warm runs from the cheapest other member's plan
+  // that fits the budget (fitting_starts' first): where that plan costs at most
+  // kColdRunStartCost times the default schedule's cost. The warm runs usually reach the cold run's
+  // plan or a cheaper one from there for less work (bench/auto_speed_bench.py's graphs and
+  // bench/models_bench.py's models at 50 % and 70 %), so the cold run only runs where they end dear
+  // (cold_run_cannot_pay).
+  bool cold_run_deferred() const {
+    const auto cheapest =
+        std::min_element(fitting_.begin(), fitting_.end(),
+                         [](const Fitting& a, const Fitting& b) { return a.cost < b.cost; });
+    return cheapest != fitting_.end() && cheapest->cost <= kColdRunStartCost * baseline_.cost;
   }
 
   // FastSA's cold run after its warm runs from `start` (cold_run_deferred), unless it cannot pay;
