@@ -144,6 +144,22 @@ def test_load_plan_runs_a_plan_whose_default_schedule_would_not_fit(tmp_path):
     assert r["equal"]
 
 
+def test_a_loaded_plan_traced_again_for_another_batch_is_traced_without_memory(tmp_path):
+    model, (x, y), loss_fn = mlp()
+    planned = rt.optimize(model, (x, y), loss_fn, budget="90%", solver="rockmate",
+                          progress=False)
+    planned.save_plan(tmp_path / "plan.json")
+    step = rt.load_plan(model, (x, y), loss_fn, tmp_path / "plan.json", retrace=True)
+    assert step.traced.device is not None  # traced on fake tensors
+    with pytest.warns(UserWarning, match="traced again"):
+        step(x[:512], y[:512])
+    assert step.traced.device is not None and step.traced.spec.tensors((x[:512], y[:512]), {})
+    # Planned anew at the loaded plan's share of the baseline peak, not at a default.
+    assert step.planning["budget"] == pytest.approx(planned.planning["budget_bytes"]
+                                                    / planned.baseline_peak_bytes)
+    assert step.planned_peak_bytes <= 0.9 * step.baseline_peak_bytes
+
+
 # -- real and fake traces agree ------------------------------------------------------------------
 
 @pytest.mark.parametrize("make", [mlp, cnn, transformer, tiny_llama],

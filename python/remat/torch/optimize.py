@@ -152,9 +152,12 @@ class Step:
         if not self.retrace:
             raise ValueError(f"{self.traced.model_name} step: {changed}; trace again, or pass "
                              "retrace=True to optimize()")
+        # A step traced without memory (load_plan's) is traced again without memory: its
+        # default schedule may not fit here.
         traced = trace(self._module, args, self.traced.loss_fn,
                        model_inputs=self.traced.model_inputs, model_kwargs=kwargs,
-                       cost=self.planning.get("cost", "auto"), name=self.traced.model_name)
+                       cost=self.planning.get("cost", "auto"), name=self.traced.model_name,
+                       fake=True if self.traced.device is not None else None)
         self._adopt(traced)
         cached = self._plans.get(traced.fingerprint)
         warnings.warn(f"remat: {self.traced.model_name}: {changed}; traced again, "
@@ -584,13 +587,23 @@ def load_plan(model, example_inputs, loss_fn, path, *, model_inputs=1, model_kwa
     schedule does not fit on this device loads its plan too: the real step runs only as the plan
     says. A real trace is made where one is needed: cost="measure" (it times real calls) and a
     step whose output sizes depend on the data. fake=False always traces for real (the traced
-    graph then holds the calls' workspaces, which a fake call cannot know); fake=True never."""
+    graph then holds the calls' workspaces, which a fake call cannot know); fake=True never.
+    With retrace=True a batch of another shape is traced again the same way and planned at the
+    share of the baseline peak the plan was made for."""
     traced = _trace_for_plan(model, example_inputs, loss_fn, model_inputs, model_kwargs, cost,
                              fake)
     sequence, info, text = read_plan(traced, path)
-    return Step(model, traced, sequence, solver=info.get("solver", "file"),
+    step = Step(model, traced, sequence, solver=info.get("solver", "file"),
                 status=info.get("status", "given"), retrace=retrace,
-                planning={"budget_bytes": info.get("budget_bytes")}, plan_document=text)
+                planning={"budget_bytes": info.get("budget_bytes"), "cost": cost},
+                plan_document=text)
+    # With retrace=True another batch shape is planned anew: at the share of the baseline peak
+    # the plan was made for (its budget, else its peak).
+    budget = info.get("budget_bytes")
+    if not isinstance(budget, int) or budget <= 0:
+        budget = step.planned_peak_bytes
+    step.planning["budget"] = min(1.0, budget / max(1, step.baseline_peak_bytes))
+    return step
 
 
 def _trace_for_plan(model, example_inputs, loss_fn, model_inputs, model_kwargs, cost, fake):
