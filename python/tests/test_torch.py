@@ -184,10 +184,11 @@ def test_a_constant_causal_mask_becomes_is_causal_and_no_other_mask_does(mask):
         torch.testing.assert_close(planned_grads[name], grads[name], msg=name)
 
 
-@pytest.mark.parametrize("kernel", ["cpu", "cudnn"])
-def test_a_causal_mask_stays_where_a_kernel_reading_it_cannot_leave_it_out(kernel):
-    # A hand-made graph of CUDA's cuDNN attention (its backward takes the mask as a Tensor, not
-    # an optional one) and of the CPU kernel (both optional), over the same constant mask.
+@pytest.mark.parametrize("kernel", ["cpu", "cudnn", "efficient"])
+def test_a_causal_mask_leaves_every_attention_kernel_that_reads_it(kernel):
+    # Hand-made graphs of CPU, cuDNN and memory-efficient attention over one constant causal
+    # mask: the two CUDA kernels' backward declare it a Tensor, which eager under is_causal passes
+    # undefined (None). No GPU needed: the graph is rewritten, not run.
     from remat.torch import rewrites
 
     aten = torch.ops.aten
@@ -198,24 +199,29 @@ def test_a_causal_mask_stays_where_a_kernel_reading_it_cannot_leave_it_out(kerne
     ones = graph.call_function(aten.ones.default, ([8, 8],), {"dtype": torch.bool})
     mask = graph.call_function(aten.tril.default, (ones,))
     mask.meta["val"] = torch.empty(8, 8, dtype=torch.bool, device="meta")
-    if kernel == "cpu":
-        forward = graph.call_function(aten._scaled_dot_product_flash_attention_for_cpu.default,
-                                      (q, k, v), {"attn_mask": mask})
-        backward = graph.call_function(
-            aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
-            (q, q, k, v, q, q, 0.0, False), {"attn_mask": mask})
-    else:
-        forward = graph.call_function(aten._scaled_dot_product_cudnn_attention.default,
-                                      (q, k, v, mask, True))
-        backward = graph.call_function(
-            aten._scaled_dot_product_cudnn_attention_backward.default,
-            (q, q, k, v, q, q, q, q, mask, q, q, 8, 8, 0.0, False))
-    graph.output((forward, backward))
+    mask_calls = {
+        "cpu": ((aten._scaled_dot_product_flash_attention_for_cpu.default, (q, k, v),
+                 {"attn_mask": mask}),
+                (aten._scaled_dot_product_flash_attention_for_cpu_backward.default,
+                 (q, q, k, v, q, q, 0.0, False), {"attn_mask": mask})),
+        "cudnn": ((aten._scaled_dot_product_cudnn_attention.default, (q, k, v, mask, True), {}),
+                  (aten._scaled_dot_product_cudnn_attention_backward.default,
+                   (q, q, k, v, q, q, q, q, mask, q, q, 8, 8, 0.0, False), {})),
+        "efficient": ((aten._scaled_dot_product_efficient_attention.default,
+                       (q, k, v, mask, True), {}),
+                      (aten._scaled_dot_product_efficient_attention_backward.default,
+                       (q, q, k, v, mask, q, q, q, q, 0.0, [True, True, True, False]), {})),
+    }[kernel]
+    calls = [graph.call_function(target, args, kwargs) for target, args, kwargs in mask_calls]
+    graph.output(tuple(calls))
     gm = torch.fx.GraphModule(torch.nn.Module(), graph)
-    changed = rewrites.causal_masks_to_is_causal(gm)
-    assert changed == (kernel == "cpu")
-    assert (mask in backward.all_input_nodes) == (kernel == "cudnn")
-    assert (mask in forward.all_input_nodes) == (kernel == "cudnn")
+    assert rewrites.causal_masks_to_is_causal(gm)
+    for call in calls:
+        arguments = dict(zip([a.name for a in call.target._schema.arguments], call.args))
+        arguments.update(call.kwargs)
+        assert arguments["is_causal"] is True
+        assert arguments.get("attn_mask", arguments.get("attn_bias")) is None
+    assert not any(n.target in (aten.ones.default, aten.tril.default) for n in gm.graph.nodes)
 
 
 def test_roofline_costs_price_a_call_by_its_arithmetic_or_its_bytes_whichever_is_slower():

@@ -280,18 +280,18 @@ def causal_masks_to_is_causal(gm):
     attention, as eager computes it.
     """
     position = {n: i for i, n in enumerate(gm.graph.nodes)}
-    readers = {}  # mask -> [(attention call, argument name or None where it must stay)]
+    readers = {}  # mask -> [(attention call, the mask's argument name)]
     for n in gm.graph.nodes:
         found = _mask_argument(n)
         if found is not None:
             readers.setdefault(found[0], []).append((n, found[1]))
     changed = False
     for mask, calls in readers.items():
-        # A kernel whose mask cannot be left out (CUDA's memory-efficient and cuDNN backward
-        # take a Tensor) keeps it, and so do the others reading it: forward and backward alike.
-        if any(name is None for _, name in calls) or not _is_causal_mask(mask, calls[0][0],
-                                                                         position):
+        if not _is_causal_mask(mask, calls[0][0], position):
             continue
+        # Every kernel reading it, forward and backward alike. CUDA's memory-efficient and cuDNN
+        # backward declare the mask a Tensor, not an optional one; under is_causal eager passes
+        # them none (an undefined tensor), which None is here.
         for n, name in calls:
             _set_argument(n, name, None)
             _set_argument(n, "is_causal", True)
@@ -304,7 +304,7 @@ def causal_masks_to_is_causal(gm):
 
 def _mask_argument(n):
     """(mask node, its argument name) of a fused attention call given a mask and not causal
-    already; the name is None where the call's mask is not optional. None for other calls."""
+    already, else None."""
     if n.op != "call_function" or _compat.packet_name(n.target) not in op_kinds.FUSED_ATTENTION:
         return None
     schema = getattr(n.target, "_schema", None)
@@ -318,7 +318,7 @@ def _mask_argument(n):
     mask = values.get(name)
     if not isinstance(mask, fx.Node) or values.get("is_causal"):
         return None
-    return mask, name if isinstance(arguments[name].type, torch.OptionalType) else None
+    return mask, name
 
 
 def _arguments_by_name(n, schema):
