@@ -224,6 +224,45 @@ def test_a_causal_mask_leaves_every_attention_kernel_that_reads_it(kernel):
     assert not any(n.target in (aten.ones.default, aten.tril.default) for n in gm.graph.nodes)
 
 
+class _RepeatedHeadsAttention(torch.nn.Module):
+    """Grouped-query attention that repeats its 2 key and value heads for the 8 query heads, as
+    Hugging Face's repeat_kv does; with `reuse`, the repeated keys are read again after."""
+
+    def __init__(self, reuse=False):
+        super().__init__()
+        self.q = torch.nn.Linear(32, 32)
+        self.kv = torch.nn.Linear(32, 16)
+        self.reuse = reuse
+
+    def forward(self, x):
+        b, s, _ = x.shape
+        q = self.q(x).view(b, s, 8, 4).transpose(1, 2)
+        k, v = self.kv(x).view(b, s, 2, 2, 4).permute(2, 0, 3, 1, 4)
+        k, v = (t[:, :, None].expand(b, 2, 4, s, 4).reshape(b, 8, s, 4) for t in (k, v))
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out = out.transpose(1, 2).reshape(b, s, 32)
+        return out + k.transpose(1, 2).reshape(b, s, 32) if self.reuse else out
+
+
+@pytest.mark.parametrize("reuse", [False, True], ids=["only-attention", "read-again"])
+def test_repeated_key_and_value_heads_are_read_shared_where_only_attention_reads_them(reuse):
+    torch.manual_seed(0)
+    model = _RepeatedHeadsAttention(reuse)
+    batch = (torch.randn(2, 16, 32), torch.randn(2, 16, 32))
+    t = rt.trace(model, batch, F.mse_loss)
+    calls = _attention_arguments(t)
+    assert len(calls) == 2
+    heads = {a["key"].meta["val"].shape[1] for a in calls}
+    assert heads == ({8} if reuse else {2})
+    assert reuse == any("expand" in str(n.target) for n in t.node_fx)
+    loss, grads, _ = eager_step(model, batch, F.mse_loss, seed=0)
+    step = rt.optimize(model, t, F.mse_loss, budget="100%", progress=False)
+    planned_loss, planned_grads, _ = planned_step(model, step, batch, seed=0, measure=False)
+    torch.testing.assert_close(planned_loss, loss)
+    for name in grads:
+        torch.testing.assert_close(planned_grads[name], grads[name], msg=name)
+
+
 def test_roofline_costs_price_a_call_by_its_arithmetic_or_its_bytes_whichever_is_slower():
     model, batch, loss_fn, _ = traced("mlp")
     rates = rt.Roofline(matmul_flops={4: 1e12}, vector_flops=1e12, bytes_per_second=1e9)

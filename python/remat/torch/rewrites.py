@@ -12,7 +12,8 @@
   numbers of the recorded run, and the calls that make such sizes are returned so that every run
   of a plan checks them (execute.py).
 - An attention call whose mask is a constant causal mask gets is_causal=True and no mask, as
-  eager runs it (causal_masks_to_is_causal).
+  eager runs it (causal_masks_to_is_causal); with no mask it reads grouped-query key and value
+  heads shared, not repeated (native_grouped_query_attention).
 - A convolution_backward that computes the input's gradient and the weight's (or bias's) becomes
   two calls, one for each, so the weight gradient, resident to the end of the step once made, can
   be scheduled later than the input gradient the rest of the backward needs.
@@ -400,3 +401,131 @@ def _erase_unread(mask, position):
         inputs = list(x.all_input_nodes)
         x.graph.erase_node(x)
         pending.extend(i for i in inputs if i not in pending)
+
+
+# Kernels known to read grouped-query keys and values unrepeated (more query heads than key and
+# value heads), forward and backward, as eager's scaled_dot_product_attention(enable_gqa=True)
+# calls them.
+_NATIVE_GQA = {"_scaled_dot_product_flash_attention_for_cpu":
+               "_scaled_dot_product_flash_attention_for_cpu_backward"}
+
+
+def native_grouped_query_attention(gm):
+    """Attention calls (and their backward) whose key and value are shared heads repeated for
+    each query head (unsqueeze, expand, clone, view: Hugging Face's repeat_kv) read the shared
+    heads instead, where the kernel takes them so; the backward's key and value gradients, then
+    of the shared heads' shape, replace the sums over the repeats. Returns whether the graph
+    changed.
+
+    Why: Hugging Face repeats the heads whenever it builds a mask (on fake tensors, see
+    causal_masks_to_is_causal), where eager passes enable_gqa=True: the repeated copies are
+    saved for the backward (the plan holds them) and the kernels read them all. Where a mask
+    stays (padding), eager repeats them too, and so does the trace: the same numbers as eager.
+    """
+    position = {n: i for i, n in enumerate(gm.graph.nodes)}
+    changed = False
+    for forward in list(gm.graph.nodes):
+        if forward.op != "call_function" \
+                or _compat.packet_name(forward.target) not in _NATIVE_GQA:
+            continue
+        plan = _shared_heads_plan(forward)
+        if plan is None:
+            continue
+        (key, value), (shared_key, shared_value), backwards, sums = plan
+        for call in [forward] + backwards:
+            _set_argument(call, "key", shared_key)
+            _set_argument(call, "value", shared_value)
+        for gradient, repeated_sum in sums:
+            repeated_sum.replace_all_uses_with(gradient)
+        for dead in [s for _, s in sums] + [key, value]:
+            _erase_unread(dead, position)
+        changed = True
+    if changed:
+        gm.recompile()
+    return changed
+
+
+def _shared_heads_plan(forward):
+    """((repeated key, value), (shared key, value), backward calls, [(backward gradient of the
+    shared heads, the sum over the repeats it replaces)]) for a forward attention call whose
+    key and value are repeated shared heads read by it and its backward calls alone, else None."""
+    arguments = _arguments_by_name(forward, forward.target._schema)
+    if arguments.get("attn_mask") is not None:  # eager repeats the heads under a mask too
+        return None
+    repeated = (arguments.get("key"), arguments.get("value"))
+    shared = tuple(_repeated_heads_of(x) for x in repeated)
+    if any(s is None for s in shared):
+        return None
+    backward_packet = _NATIVE_GQA[_compat.packet_name(forward.target)]
+    readers = set(repeated[0].users) | set(repeated[1].users)
+    backwards = [n for n in readers if n is not forward]
+    if any(_compat.packet_name(n.target) != backward_packet for n in backwards):
+        return None
+    sums = []
+    for call in backwards:
+        named = _arguments_by_name(call, call.target._schema)
+        if (named.get("key"), named.get("value")) != repeated:
+            return None
+        for index, shared_heads in ((1, shared[0]), (2, shared[1])):
+            gradient = next((u for u in call.users if u.target is operator.getitem
+                             and u.args[1] == index), None)
+            repeated_sum = _sum_over_repeats(gradient, shared_heads)
+            if gradient is not None and repeated_sum is None:
+                return None
+            if gradient is not None:
+                sums.append((gradient, repeated_sum))
+    return repeated, shared, backwards, sums
+
+
+def _repeated_heads_of(x):
+    """The shared heads [b, h, s, d] that `x` repeats as [b, h * r, s, d] (a view of an expand,
+    or of its clone, of unsqueeze(heads, 2)), else None."""
+    chain = []
+    for packets in (("_unsafe_view", "view", "reshape"), ("clone",), ("expand",), ("unsqueeze",)):
+        if not isinstance(x, fx.Node) or x.op != "call_function":
+            return None
+        if _compat.packet_name(x.target) not in packets:
+            if packets == ("clone",):  # a view of an expand where h is 1 needs no copy
+                continue
+            return None
+        chain.append(x)
+        x = x.args[0]
+    unsqueeze = chain[-1]
+    shared, repeated = _meta_val(x), _meta_val(chain[0])
+    if shared is None or repeated is None or shared.dim() != 4 or repeated.dim() != 4 \
+            or unsqueeze.args[1] != 2 or any(len(n.users) != 1 for n in chain[1:]):
+        return None
+    b, h, s, d = shared.shape
+    if repeated.shape[0] != b or repeated.shape[2:] != shared.shape[2:] \
+            or repeated.shape[1] % h or repeated.shape[1] == h:
+        return None
+    return x
+
+
+def _sum_over_repeats(gradient, shared_heads):
+    """The squeeze(sum(view(gradient, [b, h, r, s, d]), [2], keepdim=True), 2) that makes the
+    shared heads' gradient from the repeated heads' one, when it is the gradient's only reader;
+    else None."""
+    if gradient is None or len(gradient.users) != 1:
+        return None
+    view = next(iter(gradient.users))
+    shared = _meta_val(shared_heads)
+    if _compat.packet_name(view.target) not in ("view", "_unsafe_view", "reshape") \
+            or shared is None or len(view.users) != 1:
+        return None
+    total = next(iter(view.users))
+    if _compat.packet_name(total.target) != "sum" or list(total.args[1:]) != [[2], True] \
+            or total.kwargs or len(total.users) != 1:
+        return None
+    squeeze = next(iter(total.users))
+    if _compat.packet_name(squeeze.target) != "squeeze" or list(squeeze.args[1:]) != [2]:
+        return None
+    out = _meta_val(squeeze)
+    if out is None or out.shape != shared.shape or out.dtype != shared.dtype:
+        return None
+    return squeeze
+
+
+def _meta_val(node):
+    value = getattr(node, "meta", {}).get("val")
+    return value if isinstance(value, torch.Tensor) else None

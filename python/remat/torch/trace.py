@@ -194,6 +194,7 @@ def _trace(model, spec, example_tensors, loss_fn, model_inputs, cost_fn, timed, 
     # Before the first run: it adds calls, which the run then records like any other.
     rewrites.split_convolution_backward(gm)
     rewrites.causal_masks_to_is_causal(gm)
+    rewrites.native_grouped_query_attention(gm)
     try:
         with fake_mode:  # factories (ones, empty) make fake tensors too
             first = side_effects.Recorder(gm).run_all(captured.fresh_args())
