@@ -152,6 +152,27 @@ class _MaskedAttention(torch.nn.Module):
         return out.transpose(1, 2).reshape(b, s, 32)
 
 
+def _traced_attention(make, option):
+    """(model, batch, its trace, the named arguments of its two attention calls)."""
+    torch.manual_seed(0)
+    model = make(option)
+    batch = (torch.randn(2, 16, 32), torch.randn(2, 16, 32))
+    t = rt.trace(model, batch, F.mse_loss)
+    calls = _attention_arguments(t)
+    assert len(calls) == 2  # forward and backward
+    return model, batch, t, calls
+
+
+def _assert_eager_step(model, batch, t):
+    """The default schedule of trace `t` gives eager's loss and gradients (to rounding)."""
+    loss, grads, _ = eager_step(model, batch, F.mse_loss, seed=0)
+    step = rt.optimize(model, t, F.mse_loss, budget="100%", progress=False)
+    planned_loss, planned_grads, _ = planned_step(model, step, batch, seed=0, measure=False)
+    torch.testing.assert_close(planned_loss, loss)
+    for name in grads:
+        torch.testing.assert_close(planned_grads[name], grads[name], msg=name)
+
+
 def _attention_arguments(t):
     calls = [n for n in t.node_fx if "attention" in str(n.target)]
     named = []
@@ -164,24 +185,14 @@ def _attention_arguments(t):
 
 @pytest.mark.parametrize("mask", ["causal", "additive", "band", "data"])
 def test_a_constant_causal_mask_becomes_is_causal_and_no_other_mask_does(mask):
-    torch.manual_seed(0)
-    model = _MaskedAttention(mask)
-    batch = (torch.randn(2, 16, 32), torch.randn(2, 16, 32))
-    t = rt.trace(model, batch, F.mse_loss)
-    calls = _attention_arguments(t)
-    assert len(calls) == 2  # forward and backward
+    model, batch, t, calls = _traced_attention(_MaskedAttention, mask)
     causal = mask in ("causal", "additive")
     for arguments in calls:
         assert (arguments.get("attn_mask") is None) == causal
         assert bool(arguments.get("is_causal")) == causal
     if causal:  # the mask's calls are gone with it
         assert not any("tril" in str(n.target) for n in t.node_fx)
-    loss, grads, _ = eager_step(model, batch, F.mse_loss, seed=0)
-    step = rt.optimize(model, t, F.mse_loss, budget="100%", progress=False)
-    planned_loss, planned_grads, _ = planned_step(model, step, batch, seed=0, measure=False)
-    torch.testing.assert_close(planned_loss, loss)
-    for name in grads:
-        torch.testing.assert_close(planned_grads[name], grads[name], msg=name)
+    _assert_eager_step(model, batch, t)
 
 
 @pytest.mark.parametrize("kernel", ["cpu", "cudnn", "efficient"])
@@ -246,21 +257,11 @@ class _RepeatedHeadsAttention(torch.nn.Module):
 
 @pytest.mark.parametrize("reuse", [False, True], ids=["only-attention", "read-again"])
 def test_repeated_key_and_value_heads_are_read_shared_where_only_attention_reads_them(reuse):
-    torch.manual_seed(0)
-    model = _RepeatedHeadsAttention(reuse)
-    batch = (torch.randn(2, 16, 32), torch.randn(2, 16, 32))
-    t = rt.trace(model, batch, F.mse_loss)
-    calls = _attention_arguments(t)
-    assert len(calls) == 2
+    model, batch, t, calls = _traced_attention(_RepeatedHeadsAttention, reuse)
     heads = {a["key"].meta["val"].shape[1] for a in calls}
     assert heads == ({8} if reuse else {2})
     assert reuse == any("expand" in str(n.target) for n in t.node_fx)
-    loss, grads, _ = eager_step(model, batch, F.mse_loss, seed=0)
-    step = rt.optimize(model, t, F.mse_loss, budget="100%", progress=False)
-    planned_loss, planned_grads, _ = planned_step(model, step, batch, seed=0, measure=False)
-    torch.testing.assert_close(planned_loss, loss)
-    for name in grads:
-        torch.testing.assert_close(planned_grads[name], grads[name], msg=name)
+    _assert_eager_step(model, batch, t)
 
 
 def test_roofline_costs_price_a_call_by_its_arithmetic_or_its_bytes_whichever_is_slower():
