@@ -466,10 +466,10 @@ def _shared_heads_plan(forward):
         named = _arguments_by_name(call, call.target._schema)
         if (named.get("key"), named.get("value")) != repeated:
             return None
-        for index, shared_heads in ((1, shared[0]), (2, shared[1])):
+        for index, heads in ((1, 0), (2, 1)):
             gradient = next((u for u in call.users if u.target is operator.getitem
                              and u.args[1] == index), None)
-            repeated_sum = _sum_over_repeats(gradient, shared_heads)
+            repeated_sum = _sum_over_repeats(gradient, shared[heads], repeated[heads])
             if gradient is not None and repeated_sum is None:
                 return None
             if gradient is not None:
@@ -502,16 +502,19 @@ def _repeated_heads_of(x):
     return x
 
 
-def _sum_over_repeats(gradient, shared_heads):
+def _sum_over_repeats(gradient, shared_heads, repeated_heads):
     """The squeeze(sum(view(gradient, [b, h, r, s, d]), [2], keepdim=True), 2) that makes the
     shared heads' gradient from the repeated heads' one, when it is the gradient's only reader;
     else None."""
     if gradient is None or len(gradient.users) != 1:
         return None
     view = next(iter(gradient.users))
-    shared = _meta_val(shared_heads)
+    shared, repeated, split = (_meta_val(x) for x in (shared_heads, repeated_heads, view))
     if _compat.packet_name(view.target) not in ("view", "_unsafe_view", "reshape") \
-            or shared is None or len(view.users) != 1:
+            or shared is None or repeated is None or split is None or len(view.users) != 1:
+        return None
+    b, h, s, d = shared.shape
+    if tuple(split.shape) != (b, h, repeated.shape[1] // h, s, d):  # the repeats as in forward
         return None
     total = next(iter(view.users))
     if _compat.packet_name(total.target) != "sum" or list(total.args[1:]) != [[2], True] \
