@@ -71,9 +71,8 @@ class Roofline:
     def __call__(self, call):
         if call.kind == "view":
             return 0.0
-        tensors = [t for t in tree_flatten((call.args, call.result))[0]
-                   if isinstance(t, torch.Tensor)]
-        rates = _RATES["cuda" if any(t.device.type == "cuda" for t in tensors) else "cpu"]
+        tensors = _tensors(call)
+        rates = _RATES["cuda" if _on_cuda(tensors) else "cpu"]
         flops = _flops(call.packet, call.kind, call.args, call.result)
         if call.kind == "compute":
             size = max((t.element_size() for t in tensors if t.is_floating_point()), default=4)
@@ -94,10 +93,15 @@ def device_cost(call):
     memory-bound call (a norm, an activation, a cast) costs a pass over memory that FLOPs price
     at almost nothing (bench/gpu_plan_for_check.py compares plans of the two on a GPU); FLOPs
     on the CPU."""
-    tensors = tree_flatten((call.args, call.result))[0]
-    if any(isinstance(t, torch.Tensor) and t.device.type == "cuda" for t in tensors):
-        return _DEVICE_ROOFLINE(call)
-    return flop_cost(call)
+    return _DEVICE_ROOFLINE(call) if _on_cuda(_tensors(call)) else flop_cost(call)
+
+
+def _tensors(call):
+    return [t for t in tree_flatten((call.args, call.result))[0] if isinstance(t, torch.Tensor)]
+
+
+def _on_cuda(tensors):
+    return any(t.device.type == "cuda" for t in tensors)
 
 
 def measured_cost(call):

@@ -608,13 +608,11 @@ def load_plan(model, example_inputs, loss_fn, path, *, model_inputs=1, model_kwa
 
 def _trace_for_plan(model, example_inputs, loss_fn, model_inputs, model_kwargs, cost, fake):
     options = {"model_inputs": model_inputs, "model_kwargs": model_kwargs, "cost": cost}
-    if fake is None:
-        if isinstance(cost, str) and cost == "measure":
-            return trace(model, example_inputs, loss_fn, fake=None, **options)
+    if fake is None and not (isinstance(cost, str) and cost == "measure"):
         try:
             return trace(model, example_inputs, loss_fn, fake=True, **options)
         except DataDependentWithoutMemory:
-            return trace(model, example_inputs, loss_fn, fake=None, **options)
+            pass  # traced for real below
     return trace(model, example_inputs, loss_fn, fake=fake, **options)
 
 
