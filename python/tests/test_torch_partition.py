@@ -196,3 +196,26 @@ def test_the_greedy_solver_recomputes_the_step_giving_most_memory_per_cost():
     assert list(result.sequence) == [0, 1, 2, 3, 4, 0, 5]
     assert result.peak_bytes == default.peak_bytes - 99
     assert result.cost == default.cost + 1
+
+
+def test_the_shared_copies_graph_is_planned_only_where_the_unshared_one_fits(monkeypatch):
+    # The graph whose recomputed chains each reader copies for itself holds the copies the least:
+    # where its plan is over the budget, the graph sharing them is not planned (it would take
+    # most of the planning time, for a plan over the budget too).
+    import importlib
+
+    partition_module = importlib.import_module("remat.torch.partition")
+    planned = []
+    plan = partition_module._plan
+
+    def recording(planned_module, joint, *args, **kwargs):
+        planned.append(joint)
+        return plan(planned_module, joint, *args, **kwargs)
+
+    monkeypatch.setattr(partition_module, "_plan", recording)
+    model, batch, loss_fn = gpt()
+    for budget, graphs, status in ((None, 2, "no budget"), ("5%", 1, "over-budget")):
+        planned.clear()
+        compiled_step(model, batch, loss_fn,
+                      functools.partial(rt.partition, solver="auto", budget=budget, work_limit=1))
+        assert len(planned) == graphs and rt.partition.last.status == status

@@ -111,12 +111,15 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         candidates = [min(candidates, key=lambda c: remat.memory_lower_bound(c[1].graph))]
     limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
     best = None
-    for k, (planned_module, joint) in enumerate(candidates):
-        # The knapsack-shaped start makes every chain again just before its reader: the graph
-        # whose copies are not shared (the last) holds them the least.
+    # The graph whose copies are not shared (the last) first: it holds them the least, so where
+    # its plan is over the budget the others' are too, and they are not planned. Where another
+    # graph's plan is as good, that one is kept (the shared copies recompute less).
+    for planned_module, joint in reversed(candidates):
+        if best is not None and best.peak_bytes > best.solve_budget:
+            break
         plan = _plan(planned_module, joint, budget, asked, solver, work_limit, limit, seed, params,
-                     knapsack=k == len(candidates) - 1)
-        if best is None or _better_plan(plan, best, plan.solve_budget):
+                     rival=best)
+        if best is None or not _better_plan(best, plan, best.solve_budget):
             best = plan
     joint, graph, lower, asked = best.joint, best.joint.graph, best.lower, best.asked
     (fw, bw), executed, peak, planner = (best.plan.modules, best.plan.executed,
@@ -187,10 +190,15 @@ class _Planned:
 
 
 def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, seed, params,
-          knapsack=True):
+          rival=None):
     """_Planned of `joint` (a JointGraph of `planned_module`) solved by `solver` under `asked`
-    bytes of activation memory ("min": the graph's least); `knapsack`: whether auto's portfolio
-    starts FastSA from knapsack_starts too."""
+    bytes of activation memory ("min": the graph's least). With auto, the greedy members
+    (_greedy_members) compete too, unless `rival` (the _Planned of another graph of the same
+    joint graph: the graph whose copies are not shared) is better than auto's plan here: then
+    they have never been found to beat it (bench/compile_bench.py: remat at the memory of
+    PyTorch's plans). Only the first graph planned (no rival) starts FastSA from
+    knapsack_starts: they make every chain again just before its reader, and the graph whose
+    copies are not shared holds them the least."""
     graph = joint.graph
     lower = remat.memory_lower_bound(graph)
     if isinstance(budget, str) and budget.strip().lower() == "min":
@@ -203,9 +211,10 @@ def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, 
     result = remat.solve(graph, solve_budget, solver, work_limit=work_limit,
                          time_limit=time_limit, seed=seed, **params)
     plan = _lower(planned_module, joint, result.sequence, result.solver)
-    if solver == "auto" and asked is not None:  # more members of the portfolio
+    if solver == "auto" and asked is not None and (
+            rival is None or not _better_plan(rival, plan, rival.solve_budget)):
         plan = _greedy_members(planned_module, joint, solve_budget, plan, work_limit, time_limit,
-                               seed, knapsack)
+                               seed, knapsack=rival is None)
     return _Planned(joint, plan, solve_budget, asked, lower)
 
 
