@@ -219,3 +219,35 @@ def test_the_shared_copies_graph_is_planned_only_where_the_unshared_one_fits(mon
         compiled_step(model, batch, loss_fn,
                       functools.partial(rt.partition, solver="auto", budget=budget, work_limit=1))
         assert len(planned) == graphs and rt.partition.last.status == status
+
+
+def test_lowering_without_extraction_runs_what_the_extracted_graphs_run(monkeypatch):
+    # partition compares plans lowered without AOTAutograd's extraction (their graphs' inputs and
+    # outputs made as it makes them) and lowers only the plan it returns with it: for every plan
+    # auto's portfolio lowered (dropouts replayed among them), both lowerings run the same calls.
+    import importlib
+
+    partition_module = importlib.import_module("remat.torch.partition")
+    lowered = []
+    lower = partition_module._lower
+
+    def recording(planned_module, joint, sequence, planner):
+        lowered.append((planned_module, joint, list(sequence)))
+        return lower(planned_module, joint, sequence, planner)
+
+    monkeypatch.setattr(partition_module, "_lower", recording)
+    model, batch, loss_fn = gpt()
+    compiled_step(model, batch, loss_fn,
+                  functools.partial(rt.partition, solver="auto", budget="50%", work_limit=1))
+    assert len(lowered) >= 3
+    assert any(sequence.count(r) > 1 for _, joint, sequence in lowered for r in joint.replay_state)
+
+    def calls(graph):
+        return [(n.op, str(n.target)) for n in graph.nodes if n.op != "placeholder"]
+
+    for planned_module, joint, sequence in lowered:
+        fw, bw, executed = partition_module.lower_plan(planned_module, joint, sequence)
+        fw_graph, bw_graph, compared = partition_module.lower_plan(planned_module, joint, sequence,
+                                                                   build_modules=False)
+        assert compared == executed
+        assert calls(fw_graph) == calls(fw.graph) and calls(bw_graph) == calls(bw.graph)

@@ -287,6 +287,25 @@ def is_tangent(node):
     return _is_tangent(node)
 
 
+def extraction_inputs(joint_module):
+    """(forward inputs, backward inputs after the saved values) of an AOTAutograd joint graph,
+    in the order extract_fwd_bwd_modules makes them the two graphs' inputs: the primals and the
+    forward's random seeds; the incoming gradients, the backward's random seeds and the
+    backward state."""
+    from torch._functorch._aot_autograd import utils
+
+    partitioners = _partitioners()
+    placeholders = list(joint_module.graph.find_nodes(op="placeholder"))
+
+    def kind(test):
+        return [n for n in placeholders if test(n)]
+
+    forward = kind(utils._is_primal) + kind(utils._is_fwd_seed_offset)
+    backward = (kind(utils._is_tangent) + kind(utils._is_bwd_seed_offset)
+                + kind(partitioners._is_backward_state))
+    return forward, backward
+
+
 def forward_node_names(joint_module, num_fwd_outputs=None):
     """Names of the joint graph's nodes the forward outputs need from the primal inputs (and
     the forward's random seeds), as AOTAutograd's min-cut partitioner finds them."""

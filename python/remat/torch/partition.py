@@ -122,8 +122,10 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         if best is None or not _better_plan(best, plan, best.solve_budget):
             best = plan
     joint, graph, lower, asked = best.joint, best.joint.graph, best.lower, best.asked
-    (fw, bw), executed, peak, planner = (best.plan.modules, best.plan.executed,
-                                         best.plan.peak_bytes, best.plan.planner)
+    fw, bw, executed = best.plan.lowered()
+    peak, planner = best.plan.peak_bytes, best.plan.planner
+    if executed != best.plan.executed:  # see _ends_without_extraction
+        peak = _simulated_peak(graph, executed)
     if peak >= base_peak and (joint is not default
                               or executed != remat.default_schedule(graph)):
         # Never worse than the default schedule, and no recomputation that lowers no peak.
@@ -151,23 +153,25 @@ partition.last = None
 
 @dataclasses.dataclass
 class _Lowered:
-    """A plan as `partition` lowers it: its two modules, the sequence they run, the simulator's
+    """A plan as `partition` lowers it to compare it with others (without AOTAutograd's
+    extraction: lower_plan's build_modules): the sequence its two graphs run, the simulator's
     peak of that sequence and the FLOPs of the calls the two graphs run (what plans are compared
     by: lowering drops the steps whose outputs nothing reads, and the calls of a fused step that
     no kept call reads, so a solver's own figures may be above them)."""
 
-    graphs: tuple  # the forward and backward fx graphs, modules made only for the plan chosen
+    sequence: list  # the plan as solved
     executed: list
     peak_bytes: int
     cost: float
     planner: str
     module: fx.GraphModule  # the joint module planned (its attributes go into the two modules)
+    joint: object  # its JointGraph
 
-    @functools.cached_property
-    def modules(self):
-        """(forward module, backward module): built once, for the plan `partition` returns (a
-        GraphModule's code generation is a good part of a lowering's time)."""
-        return tuple(fx.GraphModule(self.module, g) for g in self.graphs)
+    def lowered(self):
+        """(forward module, backward module, the sequence they run) of the plan, lowered with
+        AOTAutograd's extraction: only for the plan `partition` returns (the extraction and a
+        GraphModule's code generation are most of a lowering's time)."""
+        return lower_plan(self.module, self.joint, self.sequence)
 
 
 @dataclasses.dataclass
@@ -196,7 +200,8 @@ def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, 
     (_greedy_members) compete too, unless `rival` (the _Planned of another graph of the same
     joint graph: the graph whose copies are not shared) is better than auto's plan here: then
     they have never been found to beat it (bench/compile_bench.py: remat at the memory of
-    PyTorch's plans). Only the first graph planned (no rival) starts FastSA from
+    PyTorch's plans), or auto's plan fits and recomputes nothing: then none can cost less (auto
+    stops there too). Only the first graph planned (no rival) starts FastSA from
     knapsack_starts: they make every chain again just before its reader, and the graph whose
     copies are not shared holds them the least."""
     graph = joint.graph
@@ -211,7 +216,8 @@ def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, 
     result = remat.solve(graph, solve_budget, solver, work_limit=work_limit,
                          time_limit=time_limit, seed=seed, **params)
     plan = _lower(planned_module, joint, result.sequence, result.solver)
-    if solver == "auto" and asked is not None and (
+    least_cost = plan.peak_bytes <= solve_budget and result.cost <= remat.baseline(graph)[1]
+    if solver == "auto" and asked is not None and not least_cost and (
             rival is None or not _better_plan(rival, plan, rival.solve_budget)):
         plan = _greedy_members(planned_module, joint, solve_budget, plan, work_limit, time_limit,
                                seed, knapsack=rival is None)
@@ -223,8 +229,8 @@ def _lower(planned_module, joint, sequence, planner):
     fw, bw, executed = lower_plan(planned_module, joint, list(sequence), build_modules=False)
     flops = sum(node_flops(n) for graph in (fw, bw) for n in graph.nodes
                 if n.op == "call_function" and n.target is not operator.getitem)
-    return _Lowered((fw, bw), executed, _simulated_peak(joint.graph, executed), flops, planner,
-                    planned_module)
+    return _Lowered(list(sequence), executed, _simulated_peak(joint.graph, executed), flops,
+                    planner, planned_module, joint)
 
 
 def _rewritten(joint_module, default, num_fwd_outputs):
@@ -457,12 +463,16 @@ def lower_plan(joint_module, joint, sequence, build_modules=True):
     AOTAutograd's extraction with the plan's saved set gives each graph's inputs and outputs,
     and each body is the plan's steps on its side of the backward start, in order (the returned
     sequence says what runs: steps whose outputs nothing reads are dropped). Without
-    `build_modules`, the two fx graphs instead of modules (fx.GraphModule(joint_module, graph)
-    makes each)."""
+    `build_modules`, the two fx graphs instead of modules, their inputs and outputs made as the
+    extraction makes them but without it (_ends_without_extraction)."""
     saved = joint.saved_nodes(sequence)
     while True:
-        fw, bw, kept = _compat.extract_fwd_bwd_modules(joint_module, saved,
-                                                       len(joint.fwd_outputs), keep_saved=True)
+        if build_modules:
+            fw, bw, kept = _compat.extract_fwd_bwd_modules(
+                joint_module, saved, len(joint.fwd_outputs), keep_saved=True)
+            fw, bw = _ends(fw), _ends(bw)
+        else:
+            fw, bw, kept = _ends_without_extraction(joint_module, joint, saved)
         boundary = sequence.index(joint.backward_start)
         replays = _Replays(joint, sequence, boundary)
         fw, fw_ran = _follow_plan(joint_module, joint, fw, sequence[:boundary], replays=replays)
@@ -479,15 +489,64 @@ def lower_plan(joint_module, joint, sequence, build_modules=True):
         saved = fewer
 
 
-def _follow_plan(joint_module, joint, module, steps, drop_outputs=0, replays=None,
+def _follow_plan(joint_module, joint, ends, steps, drop_outputs=0, replays=None,
                  side="forward"):
-    """The graph of `module` (the `side` graph) with its body replaced by the calls of `steps`
-    (remat node ids), in order, and its last `drop_outputs` outputs removed; the random calls
-    `replays` says run again replay their first draw. Returns the graph and the steps it runs."""
-    lowering = _Lowering(joint_module, joint, module, replays, side)
+    """The `side` graph with the inputs and outputs of `ends` (_GraphEnds) and the calls of
+    `steps` (remat node ids), in order, between them, less its last `drop_outputs` outputs; the
+    random calls `replays` says run again replay their first draw. Returns the graph and the
+    steps it runs."""
+    lowering = _Lowering(joint_module, joint, ends.inputs, replays, side)
     for step in steps:
         lowering.emit(step)
-    return lowering.finish(module, drop_outputs)
+    return lowering.finish(ends, drop_outputs)
+
+
+@dataclasses.dataclass
+class _GraphEnds:
+    """What the lowering takes of one side's graph as AOTAutograd's extraction makes it: its
+    inputs (placeholders and get_attr nodes, copied in order), its outputs (fx nodes named as
+    the joint graph's, or constants) and the meta of its output node."""
+
+    inputs: list
+    outputs: list
+    output_meta: dict
+
+
+def _ends(module):
+    """_GraphEnds of an extracted module."""
+    output = next(n for n in module.graph.nodes if n.op == "output")
+    return _GraphEnds([n for n in module.graph.nodes if n.op in ("placeholder", "get_attr")],
+                      _compat.tree_flatten(output.args[0])[0], output.meta)
+
+
+def _ends_without_extraction(joint_module, joint, saved):
+    """(forward _GraphEnds, backward _GraphEnds, saved tensors kept) as
+    _compat.extract_fwd_bwd_modules(..., keep_saved=True) makes the two graphs with `saved`, made
+    without it: the extraction copies the joint graph three times and generates two modules'
+    code, most of a lowering's time, while a plan lowered only to be compared with others needs
+    the graphs' ends alone (their get_attr nodes are copied where read). partition lowers the plan
+    it returns with the extraction and takes that lowering's figures
+    (test_lowering_without_extraction_runs_what_the_extracted_graphs_run)."""
+    forward_inputs, backward_inputs = _compat.extraction_inputs(joint_module)
+    tensors = [n for n in saved if not _compat._is_sym(n)]
+    symbols = [n for n in saved if _compat._is_sym(n)]
+    fwd_outputs, bwd_outputs = _compat.joint_outputs(joint_module, len(joint.fwd_outputs))
+    forward = _GraphEnds(_placeholders_like(forward_inputs), fwd_outputs + tensors + symbols, {})
+    backward = _GraphEnds(_placeholders_like(symbols + tensors + backward_inputs),
+                          bwd_outputs + tensors, {})
+    return forward, backward, len(tensors)
+
+
+def _placeholders_like(nodes):
+    """Placeholders named as fx `nodes` and sharing their meta, as the extraction makes a graph's
+    inputs, in a graph of their own."""
+    graph = fx.Graph()
+    made = []
+    for n in nodes:
+        placeholder = graph.placeholder(n.name)
+        placeholder.meta = n.meta
+        made.append(placeholder)
+    return made
 
 
 class _Lowering:
@@ -496,7 +555,7 @@ class _Lowering:
     whose root was computed again since the view was made is made again from the new root first
     (in the simulator a view is free and reads whichever copy of its root is live)."""
 
-    def __init__(self, joint_module, joint, module, replays=None, side="forward"):
+    def __init__(self, joint_module, joint, inputs, replays=None, side="forward"):
         self.joint_module, self.joint = joint_module, joint
         self.replays, self.side = replays, side
         self.states = {}  # replayed random call (remat node id) -> its generator state here
@@ -506,12 +565,11 @@ class _Lowering:
         self.serial = {}  # value -> how many times its root was computed when it was made
         self.step_of = {}  # copy -> (remat node id, which emission of a step made it)
         self.emitted = 0
-        for n in module.graph.nodes:
-            if n.op in ("placeholder", "get_attr"):
-                joint_node = self.by_name[n.name]
-                self.env[joint_node] = self.graph.node_copy(n)
-                if joint_node in joint.value_of:
-                    self.serial[joint.value_of[joint_node]] = 0
+        for n in inputs:
+            joint_node = self.by_name[n.name]
+            self.env[joint_node] = self.graph.node_copy(n)
+            if joint_node in joint.value_of:
+                self.serial[joint.value_of[joint_node]] = 0
         if replays is not None and side == "backward":
             self.states = replays.state_inputs(self.graph)
 
@@ -606,18 +664,16 @@ class _Lowering:
         self._bind(call, result)
         return made
 
-    def finish(self, module, drop_outputs):
-        output = next(n for n in module.graph.nodes if n.op == "output")
-        results = _compat.tree_flatten(output.args[0])[0]
-        results = results[:len(results) - drop_outputs]
+    def finish(self, ends, drop_outputs):
+        results = ends.outputs[:len(ends.outputs) - drop_outputs]
         returned = [self.read(self.by_name[n.name]) if isinstance(n, fx.Node) else n
                     for n in results]
         if self.replays is not None and self.side == "forward":
             returned = self.replays.with_state_outputs(returned, self.states)
         new_output = self.graph.output(returned)
-        new_output.meta.update(output.meta)
-        if "desc" in output.meta and (drop_outputs or len(returned) > len(results)):
-            descs = list(output.meta["desc"])[:len(results)]
+        new_output.meta.update(ends.output_meta)
+        if "desc" in ends.output_meta and (drop_outputs or len(returned) > len(results)):
+            descs = list(ends.output_meta["desc"])[:len(results)]
             new_output.meta["desc"] = descs + descs[-1:] * (len(returned) - len(results))
         self.graph.eliminate_dead_code()
         self.graph.lint()
