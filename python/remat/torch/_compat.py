@@ -8,6 +8,7 @@ state, the saved-tensor hooks of torch.utils.checkpoint and FSDP's flat paramete
 """
 
 import contextlib
+import copy
 import functools
 import warnings
 
@@ -33,6 +34,22 @@ def functional_call(module, tensors_by_name, args, kwargs=None):
 def trace_fake(fn, args):
     """make_fx over fake tensors: aten ops of one call of fn(*args), autograd included."""
     return make_fx(fn, tracing_mode="fake", _allow_non_fake_inputs=True)(*args)
+
+
+def copy_graph_module(gm):
+    """A deep copy of fx graph module `gm` whose tensor attributes are `gm`'s own, not copies: a
+    joint graph keeps the tensors model code builds (torch.tensor(...)) as real constants, which
+    cannot be copied while AOTAutograd's fake mode is active (their new storage would be fake),
+    and which the graph only reads."""
+    memo = {}
+    for module in gm.modules():
+        for value in vars(module).values():
+            if isinstance(value, torch.Tensor):
+                memo[id(value)] = value
+        for value in module._buffers.values():
+            if value is not None:
+                memo[id(value)] = value
+    return copy.deepcopy(gm, memo)
 
 
 def unbacked_bindings(node):
