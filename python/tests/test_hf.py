@@ -220,3 +220,19 @@ def test_mixture_of_experts_routes_each_batch_as_eager_does():
         for p, expected in zip(model.parameters(), grads):
             assert torch.equal(p.grad, expected)
 
+
+def test_layerdrop_is_refused_naming_the_branch_on_a_random_value():
+    # BART with layerdrop draws torch.rand([]) per layer and skips the layer on its value: one
+    # trace cannot hold both outcomes. The error says it is a value, not a size, and what to do.
+    config = transformers.BartConfig(vocab_size=VOCAB, d_model=64, encoder_layers=2,
+                                     decoder_layers=2, encoder_attention_heads=2,
+                                     decoder_attention_heads=2, encoder_ffn_dim=128,
+                                     decoder_ffn_dim=128, max_position_embeddings=64,
+                                     pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                                     decoder_start_token_id=2, encoder_layerdrop=0.3,
+                                     use_cache=False)
+    torch.manual_seed(0)
+    model = transformers.BartForConditionalGeneration(config).train()
+    with pytest.raises(rt.TraceError, match=r"BartForConditionalGeneration: data-dependent "
+                                            r"control flow on a tensor's value: .* layerdrop"):
+        rt.trace(model, (), hf_loss, model_inputs=0, model_kwargs=batch())
