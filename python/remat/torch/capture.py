@@ -21,8 +21,10 @@ from torch.overrides import TorchFunctionMode
 from remat.torch import _compat
 
 
-class TraceError(RuntimeError):
-    """The training step of a model could not be traced; the message names model and reason."""
+class TraceError(RuntimeError, ValueError):
+    """The training step of a model could not be traced; the message names model and reason. A
+    ValueError, as every refusal of a model or batch remat cannot run is (and a RuntimeError, as
+    it was first)."""
 
 
 _CONSTANT_TYPES = (int, float, bool, str, type(None), complex, torch.dtype, torch.device)
