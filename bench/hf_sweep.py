@@ -193,6 +193,21 @@ def whisper():  # convolutions over audio features, encoder-decoder
             {"input_features": features, "labels": text_batch()["labels"][:, :TOKENS // 2]})
 
 
+def wav2vec2():  # convolutional feature encoder, SpecAugment masks (numpy), layerdrop
+    import torch
+    import transformers
+    config = transformers.AutoConfig.for_model(
+        "wav2vec2", vocab_size=32, hidden_size=WIDTH, num_hidden_layers=LAYERS,
+        num_attention_heads=HEADS, intermediate_size=128, conv_dim=(16, 16), conv_stride=(5, 2),
+        conv_kernel=(10, 3), num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4,
+        layerdrop=0.0, mask_time_prob=0.2, mask_time_length=2, pad_token_id=0,
+        hidden_dropout=DROP, attention_dropout=DROP, ctc_loss_reduction="mean")
+    generator = torch.Generator().manual_seed(0)
+    return (transformers.Wav2Vec2ForCTC(config),
+            {"input_values": torch.randn(BATCH, 1600, generator=generator),
+             "labels": torch.randint(1, 32, (BATCH, 10), generator=generator)})
+
+
 def swin():  # shifted windows, stochastic depth
     import transformers
     config = transformers.AutoConfig.for_model(
@@ -236,8 +251,8 @@ def clip():  # two towers and a contrastive loss
 
 
 MODELS = {f.__name__: f for f in (mistral, qwen2, gemma2, phi, phi3, gpt_neox, opt, bloom, falcon,
-                                  mixtral, qwen2_moe, bart, whisper, roberta, deberta_v2,
-                                  distilbert, swin, convnext, resnet, clip)}
+                                  mixtral, qwen2_moe, bart, whisper, wav2vec2, roberta,
+                                  deberta_v2, distilbert, swin, convnext, resnet, clip)}
 
 
 def build(name):
@@ -301,6 +316,7 @@ def optimize_check(name):
 
 
 def compiled_steps(model, inputs, backend, steps=2):
+    import numpy
     import torch
     torch._dynamo.reset()
     model = copy.deepcopy(model)
@@ -316,6 +332,7 @@ def compiled_steps(model, inputs, backend, steps=2):
     step = torch.compile(Step(), backend=backend)
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-2)
     torch.manual_seed(11)
+    numpy.random.seed(11)  # Wav2Vec2's SpecAugment masks
     record = []
     for _ in range(steps):
         optimizer.zero_grad()

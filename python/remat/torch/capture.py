@@ -244,8 +244,9 @@ def _reason(error):
                 f"branches on `{size.group(1)}`, where {', '.join(_symbols(size.group(1)))} is "
                 "read from a tensor (`if torch.rand([]) < p`, as Hugging Face's layerdrop does, "
                 "`if x.sum() > 0`, `.item()`); one trace holds one outcome for every step, so it "
-                "is refused (Hugging Face: set the config's layerdrop options to 0; otherwise "
-                "make the branch a tensor operation, e.g. torch.where)")
+                "is refused (make the branch a tensor operation, e.g. torch.where; Hugging Face: "
+                "BART-like models draw for layerdrop only where the config's encoder_layerdrop "
+                "or decoder_layerdrop is above 0, Wav2Vec2-like ones at every rate)")
     if "data-dependent expression" in text and size:
         return ("data-dependent control flow on a size: the step's Python code branches on "
                 f"or computes with `{size.group(1)}`, where {', '.join(_symbols(size.group(1)))} "
