@@ -1010,3 +1010,30 @@ def test_a_conv_nets_step_under_inductor_peaks_where_its_plan_says():
     assert stats.solver == "fastsa"  # remat's plan, not a fallback
     planned = stats.planned_activation_bytes  # the gradients included, as in the measured peak
     assert abs(peak - planned) <= 0.1 * planned, (peak, planned)
+
+
+class ScaledByConstant(nn.Module):
+    """Model code that builds a tensor from a number (torch.tensor(...)) in its forward: the
+    joint graph reads it as a real tensor constant."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.inner = nn.Sequential(nn.Linear(64, 256), nn.Tanh(), nn.Linear(256, 256), nn.Tanh())
+        self.out = nn.Linear(256, 10)
+
+    def forward(self, x):
+        return self.out(self.inner(x) * torch.tensor([2]))
+
+
+def test_a_graph_with_a_tensor_constant_is_planned_and_trains_like_the_default_partition():
+    # Hugging Face Falcon and BART build such constants; copying the joint graph under
+    # AOTAutograd's fake mode used to fail on them ("set the storage of a tensor on device meta").
+    model, batch = ScaledByConstant(), (torch.randn(256, 64), torch.randint(0, 10, (256,)))
+    backend = rt.compile_backend(budget="50%", compiler="eager", **QUICK)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        got = adamw_steps(model, batch, F.cross_entropy, backend, steps=2)
+    assert_trains_like(got, adamw_steps(model, batch, F.cross_entropy, DefaultPartition(),
+                                        steps=2))
+    assert [s.solver for s in backend.graphs] == ["fastsa"]

@@ -187,3 +187,53 @@ def test_checkpointable_over_gpt2_blocks_trains_like_eager():
     assert all(torch.equal(a, b) for a, b in zip(eager[0], got[0]))
     assert all(torch.equal(a, b) for a, b in zip(eager[1], got[1]))
     assert torch.equal(eager[2], got[2])
+
+
+def mixtral():
+    config = transformers.MixtralConfig(num_hidden_layers=2, hidden_size=64,
+                                        intermediate_size=128, num_attention_heads=2,
+                                        num_key_value_heads=1, num_local_experts=4,
+                                        num_experts_per_tok=2, output_router_logits=True,
+                                        vocab_size=VOCAB, max_position_embeddings=64,
+                                        bos_token_id=0, eos_token_id=0, use_cache=False)
+    torch.manual_seed(0)
+    return transformers.MixtralForCausalLM(config)
+
+
+def test_mixture_of_experts_routes_each_batch_as_eager_does():
+    # Mixtral's experts run aten._grouped_mm over the tokens sorted by expert, with group
+    # offsets counted from the router's choice: sizes fixed, values data-dependent. On the CPU
+    # eager runs it in float32, which PyTorch's meta function refuses; the trace takes eager's
+    # call. The plan computes the routing of each batch it runs: another batch routes otherwise
+    # and still gives eager's loss (the router's balancing loss included) and gradients.
+    model = mixtral().train()
+    inputs = batch()
+    step = planned(model, inputs)
+    assert step.planned_cost > step.baseline_cost  # it recomputes
+    ops = [step.traced.graph.node(i)["op"] for i in range(step.traced.graph.num_nodes)]
+    assert any("_grouped_mm" in op for op in ops)
+    other = {**inputs, "input_ids": inputs["input_ids"].flip(0)}
+    for data in (inputs, other):
+        loss, grads, _ = eager_step(model, data)
+        model.zero_grad(set_to_none=True)
+        assert torch.equal(step(**data), loss)
+        for p, expected in zip(model.parameters(), grads):
+            assert torch.equal(p.grad, expected)
+
+
+def test_layerdrop_is_refused_naming_the_branch_on_a_random_value():
+    # BART with layerdrop draws torch.rand([]) per layer and skips the layer on its value: one
+    # trace cannot hold both outcomes. The error says it is a value, not a size, and what to do;
+    # it is a ValueError (TraceError), as every refusal of a model remat cannot run is.
+    config = transformers.BartConfig(vocab_size=VOCAB, d_model=64, encoder_layers=2,
+                                     decoder_layers=2, encoder_attention_heads=2,
+                                     decoder_attention_heads=2, encoder_ffn_dim=128,
+                                     decoder_ffn_dim=128, max_position_embeddings=64,
+                                     pad_token_id=1, bos_token_id=0, eos_token_id=2,
+                                     decoder_start_token_id=2, encoder_layerdrop=0.3,
+                                     use_cache=False)
+    torch.manual_seed(0)
+    model = transformers.BartForConditionalGeneration(config).train()
+    with pytest.raises(ValueError, match=r"BartForConditionalGeneration: data-dependent "
+                                         r"control flow on a tensor's value: .* layerdrop"):
+        rt.trace(model, (), hf_loss, model_inputs=0, model_kwargs=batch())

@@ -8,6 +8,7 @@ state, the saved-tensor hooks of torch.utils.checkpoint and FSDP's flat paramete
 """
 
 import contextlib
+import copy
 import functools
 import warnings
 
@@ -32,7 +33,67 @@ def functional_call(module, tensors_by_name, args, kwargs=None):
 
 def trace_fake(fn, args):
     """make_fx over fake tensors: aten ops of one call of fn(*args), autograd included."""
-    return make_fx(fn, tracing_mode="fake", _allow_non_fake_inputs=True)(*args)
+    with _cpu_float32_grouped_mm():
+        return make_fx(fn, tracing_mode="fake", _allow_non_fake_inputs=True)(*args)
+
+
+def _is_grouped_mm(func):
+    return func is torch.ops.aten._grouped_mm.default
+
+
+def _grouped_mm_size(mat_a, mat_b, offs):
+    """The size of aten._grouped_mm's result (the layouts its meta function names)."""
+    if mat_a.dim() == 2 and mat_b.dim() == 2:
+        return [offs.size(0), mat_a.size(0), mat_b.size(1)]
+    if mat_a.dim() == 2:
+        return [mat_a.size(0), mat_b.size(-1)]
+    if mat_b.dim() == 2:
+        return [mat_a.size(1), mat_b.size(1)]
+    return [mat_a.size(0), mat_a.size(1), mat_b.size(-1)]
+
+
+def _fake_cpu_float32_grouped_mm(fake_mode, func, mat_a, mat_b, offs=None, bias=None,
+                                 out_dtype=None):
+    """aten._grouped_mm's result on fake tensors where the CPU kernel runs it in float32 and
+    PyTorch's meta function refuses it (it checks CUDA's dtypes only): a contiguous tensor, as the
+    CPU kernel returns; any other call goes to the meta function."""
+    if not (mat_a.device.type == "cpu" and mat_a.dtype == mat_b.dtype == torch.float32
+            and bias is None and out_dtype in (None, torch.float32)):
+        return NotImplemented
+    from torch._subclasses.fake_tensor import FakeTensor, in_kernel_invocation_manager
+    with in_kernel_invocation_manager(fake_mode):
+        out = torch.empty(_grouped_mm_size(mat_a, mat_b, offs), dtype=torch.float32,
+                          device="meta")
+    return FakeTensor(fake_mode, out, mat_a.device)
+
+
+@contextlib.contextmanager
+def _cpu_float32_grouped_mm():
+    """Fake tensors run aten._grouped_mm in float32 on the CPU while it lasts, as eager does
+    (Hugging Face's mixture-of-experts layers call it: Mixtral, Qwen2-MoE)."""
+    from torch._subclasses import fake_impls
+    entry = (_is_grouped_mm, _fake_cpu_float32_grouped_mm)
+    fake_impls.op_implementations_checks.insert(0, entry)
+    try:
+        yield
+    finally:
+        fake_impls.op_implementations_checks.remove(entry)
+
+
+def copy_graph_module(gm):
+    """A deep copy of fx graph module `gm` whose tensor attributes are `gm`'s own, not copies: a
+    joint graph keeps the tensors model code builds (torch.tensor(...)) as real constants, which
+    cannot be copied while AOTAutograd's fake mode is active (their new storage would be fake),
+    and which the graph only reads."""
+    memo = {}
+    for module in gm.modules():
+        for value in vars(module).values():
+            if isinstance(value, torch.Tensor):
+                memo[id(value)] = value
+        for value in module._buffers.values():
+            if value is not None:
+                memo[id(value)] = value
+    return copy.deepcopy(gm, memo)
 
 
 def unbacked_bindings(node):

@@ -21,8 +21,10 @@ from torch.overrides import TorchFunctionMode
 from remat.torch import _compat
 
 
-class TraceError(RuntimeError):
-    """The training step of a model could not be traced; the message names model and reason."""
+class TraceError(RuntimeError, ValueError):
+    """The training step of a model could not be traced; the message names model and reason. A
+    ValueError, as every refusal of a model or batch remat cannot run is (and a RuntimeError, as
+    it was first)."""
 
 
 _CONSTANT_TYPES = (int, float, bool, str, type(None), complex, torch.dtype, torch.device)
@@ -186,6 +188,10 @@ class _LossError(TypeError):
 _DATA_DEPENDENT_SIZE = re.compile(r"data-dependent expression (.+?) \(unhinted")
 
 
+# ... and the line of the same message saying its symbols are no sizes: they are tensor values.
+_VALUE_SYMBOLS = "(Size-like symbols: none)"
+
+
 def _symbols(expression):
     return sorted(set(re.findall(r"\bu\d+\b", expression))) or ["a symbol"]
 
@@ -233,6 +239,14 @@ class _CheckpointDetector(TorchFunctionMode):
 def _reason(error):
     text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
     size = _DATA_DEPENDENT_SIZE.search(text)
+    if "data-dependent expression" in text and size and _VALUE_SYMBOLS in str(error):
+        return ("data-dependent control flow on a tensor's value: the step's Python code "
+                f"branches on `{size.group(1)}`, where {', '.join(_symbols(size.group(1)))} is "
+                "read from a tensor (`if torch.rand([]) < p`, as Hugging Face's layerdrop does, "
+                "`if x.sum() > 0`, `.item()`); one trace holds one outcome for every step, so it "
+                "is refused (make the branch a tensor operation, e.g. torch.where; Hugging Face: "
+                "BART-like models draw for layerdrop only where the config's encoder_layerdrop "
+                "or decoder_layerdrop is above 0, Wav2Vec2-like ones at every rate)")
     if "data-dependent expression" in text and size:
         return ("data-dependent control flow on a size: the step's Python code branches on "
                 f"or computes with `{size.group(1)}`, where {', '.join(_symbols(size.group(1)))} "

@@ -23,7 +23,6 @@ layout optimization is off for them: _compat.PLANNED_GRAPH_CONFIG); the CPU conv
 workspaces are in the plan (kernel_workspace).
 """
 
-import copy
 import os
 import warnings
 
@@ -112,7 +111,7 @@ class RematPartitioner:
         num_fwd_outputs = kwargs.get("num_fwd_outputs")
         if num_fwd_outputs is None:
             num_fwd_outputs = len(_compat.joint_outputs(joint_module)[0])
-        untouched = copy.deepcopy(joint_module)  # PyTorch's partition of it, to compare
+        untouched = _compat.copy_graph_module(joint_module)  # PyTorch's partition of it, to compare
         planned = default = None
         try:
             fw, bw = partition(joint_module, joint_inputs, solver=self.solver, budget=budget,
@@ -173,7 +172,7 @@ def _worse_than_default(joint_module, fw, bw, untouched, joint_inputs, kwargs,
     default's; (None, None) when it is not, or when the default's cannot be simulated."""
     ours = simulate_partition(joint_module, fw, bw, num_fwd_outputs,
                               baseline=False).activation_bytes
-    theirs_joint = copy.deepcopy(untouched)
+    theirs_joint = _compat.copy_graph_module(untouched)
     with _compat.default_partition_config():
         their_fw, their_bw = _compat.min_cut_partition(theirs_joint, joint_inputs, **kwargs)
     try:

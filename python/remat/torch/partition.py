@@ -26,7 +26,6 @@ higher-order operators, torch.utils.checkpoint regions) raises Unplannable; the 
 (compile.py) then uses PyTorch's partitioner and warns.
 """
 
-import copy
 import dataclasses
 import functools
 import heapq
@@ -248,11 +247,11 @@ def _rewritten(joint_module, default, num_fwd_outputs):
     found = []
     # The rewrites both graphs share are made once, on a copy the second graph then takes.
     # Views first, so that the copies a view reads are made where it is read.
-    split = copy.deepcopy(joint_module)
+    split = _compat.copy_graph_module(joint_module)
     changes = (split_statistic_tails(split, forward_groups, num_fwd_outputs)
                + sink_backward_views(split, num_fwd_outputs))
     for share_nearby in (True, False):
-        rewritten = copy.deepcopy(split) if share_nearby else split
+        rewritten = _compat.copy_graph_module(split) if share_nearby else split
         if not (changes
                 + fuse_pointwise_recomputation(rewritten, num_fwd_outputs, group_of,
                                                share_nearby)
