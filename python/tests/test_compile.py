@@ -1037,3 +1037,48 @@ def test_a_graph_with_a_tensor_constant_is_planned_and_trains_like_the_default_p
     assert_trains_like(got, adamw_steps(model, batch, F.cross_entropy, DefaultPartition(),
                                         steps=2))
     assert [s.solver for s in backend.graphs] == ["fastsa"]
+
+
+class LanguageModelHead(nn.Module):
+    """A head returning its loss and its logits, which the loss reads through a view (as Hugging
+    Face's causal language models do): the logits are a graph output, alive to the end anyway."""
+
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body = nn.Sequential(nn.Linear(64, 64), nn.Tanh())
+        self.head = nn.Linear(64, 512)
+
+    def forward(self, x, labels):
+        logits = self.head(self.body(x))
+        return F.cross_entropy(logits.view(-1, logits.size(-1)), labels.view(-1)), logits
+
+
+def test_a_log_softmax_of_returned_logits_is_made_again_from_them():
+    # The cross entropy's log-softmax is made again in the backward from the logits the graph
+    # returns and the softmax's statistics, as PyTorch's default partition does; before, remat
+    # kept it, its plan needed more memory than the default partition's, and it fell back.
+    model = LanguageModelHead()
+    batch = (torch.randn(4, 64, 64), torch.randint(0, 512, (4, 64)))
+
+    def steps(backend):
+        torch._dynamo.reset()
+        trained = copy.deepcopy(model)
+        optimizer = torch.optim.AdamW(trained.parameters(), lr=1e-3)
+        step = torch.compile(trained, backend=backend)
+        losses = []
+        for _ in range(2):
+            optimizer.zero_grad()
+            loss, _ = step(*batch)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.detach())
+        return losses, [p.detach().clone() for p in trained.parameters()]
+
+    backend = rt.compile_backend(budget="50%", compiler="eager", **QUICK)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        warnings.simplefilter("error", RematFallbackWarning)
+        got = steps(backend)
+    assert [s.solver for s in backend.graphs] == ["fastsa"]
+    assert_trains_like(got, steps(DefaultPartition()))

@@ -845,9 +845,10 @@ def split_statistic_tails(joint_module, groups, num_fwd_outputs=None):
     group's inputs, the values of the group read outside it that no statistic went into and the
     copies of earlier values; it is placed after what it reads, and the readers outside the
     group read it instead. A value only the backward reads (and no copied value is made from)
-    is copied only where its copy reads statistics, graph inputs and values the backward reads
-    anyway: the copy is a backward call, and would otherwise hold what it reads into the
-    backward where a plan might not. Returns the number of values copied."""
+    is copied only where its copy reads statistics, graph inputs, the graph's outputs (a forward
+    output such as a model's logits lives to the end) and values the backward reads anyway: the
+    copy is a backward call, and would otherwise hold what it reads into the backward where a
+    plan might not. Returns the number of values copied."""
     graph = joint_module.graph
     by_name = {n.name: n for n in graph.nodes}
     outputs = {o for o in _compat.tree_flatten(
@@ -875,6 +876,7 @@ def _split_group(graph, members, statistics, outputs, forward):
     """Copies, for split_statistic_tails, the values of one group (`members`) made from its
     `statistics` and read outside it; returns how many."""
     made_in = {v: m for m in members for v in _made(m)}
+    output_storages = {_storage_of(o) for o in outputs}  # live to the end in any plan
     position = _position(graph)
     from_statistics = set()  # values of the group a statistic went into
     for n in sorted(made_in, key=position):
@@ -902,6 +904,7 @@ def _split_group(graph, members, statistics, outputs, forward):
         read = {copies.get(i, i) for n in chain for i in n.all_input_nodes if i not in chain}
         if v not in feeds_forward and not all(
                 i in statistics or _storage_of(i).op in ("placeholder", "get_attr")
+                or _storage_of(i) in output_storages
                 or any(u.name not in forward for u in i.users) for i in read):
             continue  # a backward copy would hold a value into the backward: a plan might not
         made = {}
