@@ -877,9 +877,8 @@ def _split_group(graph, members, statistics, outputs, forward):
     `statistics` and read outside it; returns how many."""
     made_in = {v: m for m in members for v in _made(m)}
     output_storages = {_storage_of(o) for o in outputs}  # live to the end in any plan
-    position = _position(graph)
     from_statistics = set()  # values of the group a statistic went into
-    for n in sorted(made_in, key=position):
+    for n in sorted(made_in):  # in graph order (fx nodes compare by their place)
         if n not in statistics and any(i in statistics or i in from_statistics
                                        for i in _call_of(n).all_input_nodes):
             from_statistics.add(n)
@@ -894,7 +893,7 @@ def _split_group(graph, members, statistics, outputs, forward):
             feeds_forward.add(n)
             stack.extend(_call_of(n).all_input_nodes)
     copies = {}  # a value of the group -> its copy
-    for v in sorted(from_statistics, key=position):
+    for v in sorted(from_statistics):
         readers = [u for u in v.users if _call_of(u) not in members]
         if not readers or v in outputs:
             continue
@@ -909,7 +908,7 @@ def _split_group(graph, members, statistics, outputs, forward):
             continue  # a backward copy would hold a value into the backward: a plan might not
         made = {}
         # After what the copies read (all before v, so before its readers).
-        last = max(read, key=_position(graph)) if read else chain[0].prev
+        last = max(read) if read else chain[0].prev
         for n in chain:
             with graph.inserting_after(last):
                 made[n] = last = graph.node_copy(n, lambda a: made.get(a, copies.get(a, a)))
@@ -940,7 +939,7 @@ def _statistic_chain(v, members, made_in, statistics, from_statistics, copies):
             stack.append(i)
             if len(chain) > MAX_COPIED_CHAIN:
                 return None
-    return sorted(chain, key=_position(v.graph))
+    return sorted(chain)
 
 
 def _is_statistic(n):
@@ -1069,7 +1068,7 @@ def _kernel_of(reader, group_of):
             u for u in reader.users if u.op == "call_function" and effects.is_view(u)]
         if not grouped:
             return None
-        reader = min(grouped, key=_position(reader.graph))
+        reader = min(grouped)
     return group_of[reader.name]
 
 
@@ -1106,9 +1105,8 @@ def _backward_chains(backward, forward, fwd_outputs):
     be copied stays read: its leaves then live into the backward, and the later values made from
     it may stop there (an earlier value's chain never holds a later one)."""
     read = {i for n in backward for i in n.all_input_nodes}
-    position = _position(backward[0].graph) if backward else None
-    candidates = sorted((i for i in read if i.name in forward and i not in fwd_outputs
-                         and _copyable(i)), key=position)
+    candidates = sorted(i for i in read if i.name in forward and i not in fwd_outputs
+                        and _copyable(i))
     still_read = read - set(candidates)
     kept = _with_storages(still_read)  # they live into the backward
     chains = {}
@@ -1217,12 +1215,7 @@ def _pointwise_chain(v, forward, read, kept):
                     return None
             elif i not in kept:
                 return None
-    return sorted(chain, key=_position(v.graph))
-
-
-def _position(graph):
-    order = {n: k for k, n in enumerate(graph.nodes)}
-    return order.get
+    return sorted(chain)
 
 
 def _call_key(n):
@@ -1877,14 +1870,16 @@ def fusion_groups(calls, is_fusible, may_join=None):
 
     def reaches(starts, target):
         """Whether group `target` is among `starts` or what they read from, transitively."""
+        if target in starts:
+            return True
         seen, stack = set(starts), list(starts)
         while stack:
-            g = stack.pop()
-            if g == target:
-                return True
-            for h in sources[g] - seen:
-                seen.add(h)
-                stack.append(h)
+            for h in sources[stack.pop()]:
+                if h == target:
+                    return True
+                if h not in seen:
+                    seen.add(h)
+                    stack.append(h)
         return False
 
     def merge(mine, theirs):
@@ -1909,9 +1904,11 @@ def fusion_groups(calls, is_fusible, may_join=None):
                 continue
             if len(members[g]) == 1 and calls[p][1]["kind"] == "view":
                 continue  # a group's views view its own values: the backward remakes them alone
-            # Merged, the groups read each other only if one reads the other through a third.
+            # Merged, the groups would read each other if `mine` read `g` through a third group
+            # too. (`g` cannot read `mine`: `mine` reads `g`, and the groups never read in a
+            # cycle.)
             mine = group[i]
-            if reaches(sources[mine] - {g}, g) or reaches(sources[g] - {mine}, mine):
+            if reaches(sources[mine] - {g}, g):
                 continue
             merge(mine, g)
     return _groups_in_order(calls, producer, group, members)
