@@ -111,8 +111,10 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
     best = None
     # The graph whose copies are not shared (the last) first: it holds them the least, so where
-    # its plan is over the budget the others' are too, and they are not planned. Where another
-    # graph's plan is as good, that one is kept (the shared copies recompute less).
+    # its plan is over the budget the others' are too, and they are not planned (one of theirs
+    # may still peak a little lower, over the budget: bench/partition_scale_bench.py's two
+    # layers). Where another graph's plan is as good, that one is kept (shared copies recompute
+    # less).
     for planned_module, joint in reversed(candidates):
         if best is not None and best.peak_bytes > best.solve_budget:
             break
