@@ -370,13 +370,10 @@ def extraction_inputs(joint_module):
 def forward_node_names(joint_module, num_fwd_outputs=None):
     """Names of the joint graph's nodes the forward outputs need from the primal inputs (and
     the forward's random seeds), as AOTAutograd's min-cut partitioner finds them."""
-    from torch._functorch._aot_autograd.utils import _is_fwd_seed_offset, _is_primal
-
     partitioners = _partitioners()
     fwd_outputs, _, fwd_descs, _ = partitioners._extract_fwd_bwd_outputs(
         joint_module, num_fwd_outputs=_num_fwd_outputs(joint_module, num_fwd_outputs))
-    inputs = [n for n in joint_module.graph.nodes if _is_primal(n)]
-    inputs += [n for n in joint_module.graph.nodes if _is_fwd_seed_offset(n)]
+    inputs, _ = extraction_inputs(joint_module)
     forward = partitioners._extract_graph_with_inputs_outputs(
         joint_module.graph, inputs, fwd_outputs, fwd_descs, "forward")
     return {n.name for n in forward.nodes if n.op != "output"}
