@@ -7,6 +7,7 @@
 //   ./build/bench/work_unit_bench --deadline-nodes 1000000   # + fastsa at --time-limit 1 on 1M
 //   nodes
 //   ./build/bench/work_unit_bench --fastsa-sizes   # only FastSA's CPU per unit at 1k, 10k, 100k
+//   ./build/bench/work_unit_bench --moccasin-sizes   # only MOCCASIN's CPU per unit, 100 to 1k
 #include <fmt/format.h>
 #include <time.h>
 
@@ -126,21 +127,53 @@ void run_fastsa_sizes() {
   }
 }
 
+// MOCCASIN's CPU seconds per unit by graph size: generated random layered graphs at 90 % and
+// 70 %, without the warm start, cut by work limits 1 and 3 (the difference over 2 units leaves
+// the set-up out). A unit should cost about the same at every size (moccasin/instance.h,
+// propagations_per_unit).
+void run_moccasin_sizes() {
+  fmt::print("\nmoccasin by graph size (random layered, warm=none); CPU in seconds\n");
+  fmt::print("{:>8} {:>7} {:>8} {:>10} {:>10} {:>9}\n", "nodes", "budget", "tasks", "cpu at 1",
+             "cpu at 3", "cpu/unit");
+  for (const int32_t nodes : {100, 250, 500, 1'000}) {
+    const Graph g = generate_random_layered({.num_nodes = nodes, .seed = 1});
+    for (const char* budget : {"90%", "70%"}) {
+      SolveOptions options;
+      options.budget = parse_budget(budget, baseline(g).peak_bytes);
+      options.time_limit_s = 600;
+      options.params = {{"warm", "none"}};
+      double cpu[2] = {0, 0};
+      double tasks = 0;
+      for (int k = 0; k < 2; ++k) {
+        options.work_limit = k == 0 ? 1 : 3;
+        const double cpu0 = cpu_seconds();
+        const SolveResult r = solve(g, "moccasin", options);
+        cpu[k] = cpu_seconds() - cpu0;
+        tasks = r.plan.stats.counter("memory_tasks").value_or(0);
+      }
+      fmt::print("{:>8} {:>7} {:>8} {:>10.2f} {:>10.2f} {:>9.2f}\n", g.num_nodes(), budget, tasks,
+                 cpu[0], cpu[1], (cpu[1] - cpu[0]) / 2);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace remat
 
 int main(int argc, char** argv) {
   return remat::bench::guarded_main(
       "work_unit_bench",
-      "usage: work_unit_bench [--work 2] [--deadline-nodes N] [--fastsa-sizes]\n", argc, argv, [&] {
+      "usage: work_unit_bench [--work 2] [--deadline-nodes N] [--fastsa-sizes] "
+      "[--moccasin-sizes]\n",
+      argc, argv, [&] {
         using remat::bench::number_argument;
         double work = 2;
         int32_t deadline_nodes = 0;
-        bool fastsa_sizes = false;
+        bool fastsa_sizes = false, moccasin_sizes = false;
         for (int i = 1; i < argc; i += 2) {
           const std::string_view arg = argv[i];
-          if (arg == "--fastsa-sizes") {
-            fastsa_sizes = true;
+          if (arg == "--fastsa-sizes" || arg == "--moccasin-sizes") {
+            (arg == "--fastsa-sizes" ? fastsa_sizes : moccasin_sizes) = true;
             --i;  // a flag: no value
             continue;
           }
@@ -152,8 +185,9 @@ int main(int argc, char** argv) {
           else
             throw remat::InputError(fmt::format("unknown argument '{}'", arg));
         }
-        if (fastsa_sizes) {
-          remat::run_fastsa_sizes();
+        if (fastsa_sizes || moccasin_sizes) {
+          if (fastsa_sizes) remat::run_fastsa_sizes();
+          if (moccasin_sizes) remat::run_moccasin_sizes();
           return 0;
         }
         remat::run_rows(work);

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <random>
 
 #include "moccasin/incumbent.h"
 #include "moccasin/instance.h"
+#include "remat/generate.h"
 #include "remat/graph.h"
 #include "remat/io.h"
 #include "remat/registry.h"
@@ -282,6 +284,26 @@ TEST(Moccasin, SameSeedOneThreadSamePlan) {
   const SolveResult a = testing::solve_and_check(g, budget, "moccasin", {}, 3);
   const SolveResult b = testing::solve_and_check(g, budget, "moccasin", {}, 3);
   EXPECT_EQ(a.plan.sequence, b.plan.sequence);
+}
+
+// A propagator run on a large model (a larger cumulative, a larger space to copy per search node)
+// counts for more work, so a unit costs about the same CPU at any size
+// (work_unit_bench --moccasin-sizes measures it); on a small model the rate stays the reference.
+TEST(Moccasin, WorkUnitWeighsPropagationsByTheModelsTasks) {
+  const Graph small = fig3_graph(10);
+  const SolveResult fig3 = testing::solve_and_check(small, 11, "moccasin");
+  EXPECT_EQ(fig3.plan.stats.counter("propagations_per_unit"), moccasin::kPropagationsPerUnit);
+
+  const Graph large = generate_random_layered({.num_nodes = 500, .seed = 1});
+  const int64_t budget = baseline(large).peak_bytes * 7 / 10;
+  const SolveResult r =
+      testing::solve_and_check(large, budget, "moccasin", {{"warm", "none"}}, 1, 0.5);
+  const double tasks = r.plan.stats.counter("memory_tasks").value_or(0);
+  ASSERT_GT(tasks, 4 * moccasin::kReferenceTasks);
+  EXPECT_NEAR(r.plan.stats.counter("propagations_per_unit").value_or(0),
+              moccasin::kPropagationsPerUnit / std::pow(tasks / moccasin::kReferenceTasks, 1.15),
+              1.0);
+  EXPECT_LE(r.plan.stats.work, 0.5 * 1.1);
 }
 
 TEST(Moccasin, RejectsBadParameters) {

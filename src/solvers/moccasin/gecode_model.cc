@@ -396,8 +396,8 @@ class Model : public IntMinimizeSpace {
 // so the point where the work limit stops a search, are the same on any machine.
 class PhaseStop : public Search::Stop {
  public:
-  PhaseStop(double work_units, const Deadline* deadline)
-      : max_propagations_(work_ops(work_units, kPropagationsPerUnit)), deadline_(deadline) {}
+  PhaseStop(double work_units, double propagations_per_unit, const Deadline* deadline)
+      : max_propagations_(work_ops(work_units, propagations_per_unit)), deadline_(deadline) {}
   // A search whose engine also ends after `fails` failures (that end is no limit of the phase).
   void limit_failures(uint64_t fails) { max_failures_ = fails; }
   // The part of the work left to the next engine (a share of the phase's, e.g. its proof).
@@ -472,7 +472,7 @@ std::unique_ptr<Model> realise(const Model& root, const Solution& start, PhaseRe
 PhaseResult run_phase(const Instance& inst, bool phase1, const Solution* start,
                       const SearchParams& params) {
   PhaseResult result;
-  PhaseStop stop(params.work_limit, params.deadline);
+  PhaseStop stop(params.work_limit, propagations_per_unit(inst), params.deadline);
   auto root = std::make_unique<Model>(inst, phase1, params);
   if (root->status() == SS_FAILED) {
     result.proved = true;

@@ -4,7 +4,9 @@
 // ends are exclusive: copy i of node v holds output k over events [start, end_k).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -36,10 +38,31 @@ struct Instance {
   bool staged = true;            // false: order=free, all-different starts on 1..sum C_v
 };
 
-// The work limit's unit (SolveOptions::work_limit) for the search: Gecode's propagator runs, this
-// many a unit, about a second on the reference model (docs/limits.md; bench/work_unit_bench.cc
-// measures it).
+// The work limit's unit (SolveOptions::work_limit) for the search: Gecode's propagator runs,
+// this many a unit on models of at most kReferenceTasks memory tasks, about a second on the
+// reference model (docs/limits.md; bench/work_unit_bench.cc measures it). A run of the
+// cumulative, and each search node's copy of the space, grow with the model, so on a larger model
+// a propagator run counts (tasks / kReferenceTasks)^1.15 runs: a unit then costs about the same
+// CPU on 100 and 1,000 nodes (the exponent fits work_unit_bench's MOCCASIN sizes).
 inline constexpr double kPropagationsPerUnit = 1e6;
+inline constexpr double kReferenceTasks = 200;
+
+// The cumulative's tasks: one per copy of each output and temp of nonzero size.
+inline int64_t memory_tasks(const Instance& inst) {
+  int64_t tasks = 0;
+  for (const NodeModel& node : inst.nodes) {
+    int64_t per_copy = node.temp > 0 ? 1 : 0;
+    for (const Output& output : node.outputs) per_copy += output.size > 0 ? 1 : 0;
+    tasks += per_copy * node.copies;
+  }
+  return tasks;
+}
+
+// Gecode's propagator runs per work unit on `inst` (see kPropagationsPerUnit).
+inline double propagations_per_unit(const Instance& inst) {
+  const double scale = static_cast<double>(memory_tasks(inst)) / kReferenceTasks;
+  return kPropagationsPerUnit / std::pow(std::max(1.0, scale), 1.15);
+}
 
 struct SearchParams {
   // The phase's work (units) and the clock of the whole solve (it also expires on an interrupt).

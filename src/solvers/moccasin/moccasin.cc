@@ -329,7 +329,7 @@ Phases run_phases(const Instance& inst, const MoccasinParams& p, const Solution*
   if (run_phase1) {
     search.work_limit = limits.left() * 0.75;
     phase1 = solve_phase1(inst, first, search);
-    limits.spend(static_cast<double>(phase1.propagations) / kPropagationsPerUnit);
+    limits.spend(static_cast<double>(phase1.propagations) / propagations_per_unit(inst));
   }
   const Solution* phase2_start = run_phase1 && phase1.found ? &phase1.best : fitting_start;
   const bool fits = !p.phase1 || fitting_start != nullptr ||
@@ -337,7 +337,7 @@ Phases run_phases(const Instance& inst, const MoccasinParams& p, const Solution*
   if (fits) {
     search.work_limit = limits.left();
     out.phase2 = solve_phase2(inst, phase2_start, search);
-    limits.spend(static_cast<double>(out.phase2.propagations) / kPropagationsPerUnit);
+    limits.spend(static_cast<double>(out.phase2.propagations) / propagations_per_unit(inst));
   }
   return out;
 }
@@ -452,6 +452,8 @@ class MoccasinSolver final : public Solver {
                  phase1.start_used || phase2.start_used, returned == "start");
     record_phases(plan.stats, phases);
     plan.stats.add_counter("capacity_units", inst.capacity);
+    plan.stats.add_counter("memory_tasks", static_cast<double>(memory_tasks(inst)));
+    plan.stats.add_counter("propagations_per_unit", propagations_per_unit(inst));
     plan.stats.add_counter("size_unit_bytes", static_cast<double>(built.size_unit));
     if (start) plan.stats.stopped(start->stop_reason);
     plan.stats.work = limits.spent();
