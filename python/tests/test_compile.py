@@ -202,6 +202,42 @@ def test_a_graph_remat_cannot_plan_falls_back_with_one_warning_and_trains():
     assert_trains_like(got, adamw_steps(model, batch, F.cross_entropy, DefaultPartition()))
 
 
+def dynamic_steps(model, batches, backend):
+    """Losses and gradients of one step per batch (batches of different sizes) of a copy of
+    `model` compiled with dynamic shapes."""
+    torch._dynamo.reset()
+    model = copy.deepcopy(model).train()
+    step = torch.compile(lambda x, y: F.cross_entropy(model(x), y), backend=backend,
+                         dynamic=True)
+    figures = []
+    for batch in batches:
+        model.zero_grad()
+        loss = step(*batch)
+        loss.backward()
+        figures.append((loss.detach(), [p.grad.clone() for p in model.parameters()]))
+    return figures
+
+
+def test_a_graph_with_dynamic_shapes_falls_back_naming_them_and_trains():
+    # remat plans static shapes; the default partition's figures are reported at the example's
+    # sizes (they used to crash the step, on the symbolic sizes).
+    model, (x, y), _ = mlp()
+    batches = [(x[:n], y[:n]) for n in (64, 48, 32)]
+    backend = rt.compile_backend(budget="50%", compiler="eager", **QUICK)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = dynamic_steps(model, batches, backend)
+    fallbacks = [w for w in caught if issubclass(w.category, RematFallbackWarning)]
+    assert fallbacks and all("dynamic shapes" in str(w.message) for w in fallbacks)
+    dynamic = [g for g in backend.graphs if g.solver == "pytorch-min-cut"]
+    assert len(dynamic) == len(fallbacks) and all(g.saved_bytes > 0 for g in dynamic)
+    expected = dynamic_steps(model, batches, DefaultPartition())
+    for (loss, grads), (loss_ref, grads_ref) in zip(got, expected):
+        torch.testing.assert_close(loss, loss_ref)
+        for a, b in zip(grads, grads_ref):
+            torch.testing.assert_close(a, b)
+
+
 def test_a_plan_worse_than_the_default_partition_falls_back_with_one_warning():
     # At the whole budget and without fusion remat keeps the default schedule; PyTorch's default
     # partition recomputes cheap calls instead of saving them and needs less: the step gets

@@ -2,6 +2,7 @@
 and planning progress goes to a terminal only."""
 
 import io
+import random
 import sys
 
 import pytest
@@ -64,3 +65,38 @@ class _Terminal(io.StringIO):
 def test_planning_progress_is_drawn_on_a_terminal_only(monkeypatch):
     assert _solve_progress(monkeypatch, io.StringIO()) is None  # a log file: no \r lines
     assert callable(_solve_progress(monkeypatch, _Terminal()))
+
+
+class HostRandom(nn.Module):
+    """A mask drawn with numpy or a scale with Python's random module: numbers a trace would
+    keep as constants."""
+
+    def __init__(self, source):
+        super().__init__()
+        self.source = source
+        self.a, self.b = nn.Linear(4, 8), nn.Linear(8, 2)
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        if self.source == "numpy":
+            import numpy as np
+            h = h * torch.from_numpy((np.random.rand(*h.shape) > 0.5).astype("float32"))
+        else:
+            h = h * random.random()
+        return self.b(h)
+
+
+@pytest.mark.parametrize("source, named", [("numpy", r"numpy's global generator"),
+                                           ("python", r"Python's `random` module")])
+def test_a_step_drawing_numbers_outside_torch_is_refused_and_their_state_kept(source, named):
+    import numpy as np
+    random.seed(3)
+    np.random.seed(3)
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    with pytest.raises(ValueError, match=rf"cannot trace HostRandom: the step draws random "
+                                         rf"numbers from {named}.*every step would reuse them"):
+        rt.optimize(HostRandom(source), (torch.randn(3, 4),), lambda out: out.sum(),
+                    budget="min", progress=False)
+    assert random.getstate() == python_state
+    assert (np.random.get_state()[1] == numpy_state[1]).all()
+    assert np.random.get_state()[2] == numpy_state[2]

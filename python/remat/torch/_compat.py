@@ -748,14 +748,17 @@ def _is_sym(node):
 
 
 def node_tensor_meta(node):
-    """(shape, dtype) of an fx node's tensor value from its metadata, or None."""
+    """(shape, dtype) of an fx node's tensor value from its metadata, or None. A symbolic size
+    (a graph compiled with dynamic shapes, which remat does not plan but whose default partition
+    it still reports on) is its hint, the size of the example the graph was compiled for; None
+    when a size has no hint."""
     value = node.meta.get("val")
-    if isinstance(value, torch.Tensor):
-        return tuple(value.shape), value.dtype
-    meta = node.meta.get("tensor_meta")
-    if meta is not None and hasattr(meta, "shape"):
-        return tuple(meta.shape), meta.dtype
-    return None
+    if not isinstance(value, torch.Tensor):
+        value = node.meta.get("tensor_meta")
+        if value is None or not hasattr(value, "shape"):
+            return None
+    shape = tuple(d if isinstance(d, int) else d.node.hint for d in value.shape)
+    return None if None in shape else (shape, value.dtype)
 
 
 # -- live-storage accounting (remat.torch.checkpointable) ------------------------------------

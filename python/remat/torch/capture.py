@@ -13,6 +13,7 @@ and `args[model_inputs:]`.
 """
 
 import dataclasses
+import random
 import re
 
 import torch
@@ -162,6 +163,7 @@ def capture(model, spec, example_tensors, loss_fn, model_inputs, model_name, fak
 
     devices = {t.device.type for _, t in params + fixed}
     saved_rng = _compat.rng_state(devices)
+    host_rng = _HostRandomness()
     try:
         gm = _compat.trace_fake(step_fn, fresh_args())
     except _LossError as error:
@@ -176,12 +178,56 @@ def capture(model, spec, example_tensors, loss_fn, model_inputs, model_name, fak
         raise TraceError(f"cannot trace {model_name}: {_reason(error)}") from error
     finally:
         _compat.set_rng_state(saved_rng)
+    host_rng.check_untouched(model_name)
     _check_no_hidden_parameters(gm, model, params, model_name)
     return Captured(gm, param_names, fixed_names, fresh_args, saved_rng)
 
 
 class _LossError(TypeError):
     pass
+
+
+class _HostRandomness:
+    """The states of Python's and numpy's global generators when a trace starts. A step that draws
+    from them (a mask from np.random.rand, a choice from random.random) would have its numbers of
+    the tracing run kept in the graph as constants, the same at every step: a trace that moved
+    either state is refused, and both are put back as they were."""
+
+    def __init__(self):
+        self.python = random.getstate()
+        self.numpy = _numpy_random_state()
+
+    def check_untouched(self, model_name):
+        moved = []
+        if random.getstate() != self.python:
+            moved.append("Python's `random` module")
+        numpy_now = _numpy_random_state()
+        if numpy_now is not None and not _same_numpy_state(numpy_now, self.numpy):
+            moved.append("numpy's global generator (`np.random`)")
+        if not moved:
+            return
+        random.setstate(self.python)
+        if self.numpy is not None:
+            import numpy
+            numpy.random.set_state(self.numpy)
+        raise TraceError(
+            f"cannot trace {model_name}: the step draws random numbers from "
+            f"{' and '.join(moved)}; a trace would keep the numbers of the tracing run as "
+            "constants and every step would reuse them. Draw them with torch (torch.rand, "
+            "torch.bernoulli, torch.randint), whose draws remat replays")
+
+
+def _numpy_random_state():
+    try:
+        import numpy
+    except ImportError:
+        return None
+    return numpy.random.get_state()
+
+
+def _same_numpy_state(a, b):
+    """Equal numpy legacy states: (name, key array, position, has_gauss, cached_gaussian)."""
+    return (a[0] == b[0] and (a[1] == b[1]).all() and a[2:] == b[2:])
 
 
 # make_fx's GuardOnDataDependentSymNode: "Could not guard on data-dependent expression u0 > 4 ..."
