@@ -494,6 +494,52 @@ def test_the_compile_path_plans_with_a_work_limit_that_grows_with_the_graph():
     assert scaled_work_limit(chain(100 * NODES_PER_WORK_UNIT)) == remat._remat.DEFAULT_WORK_LIMIT
 
 
+def test_the_forward_calls_passed_to_the_rewrites_are_those_of_the_graphs(monkeypatch):
+    # partition finds the forward's calls once before its rewrites and once after
+    # split_statistic_tails, and passes them to the later rewrites and the JointGraphs: they must
+    # be what an extraction of each graph finds, before each call and (but for the split, which
+    # makes forward copies) after it.
+    import importlib
+    import inspect
+
+    partition_module = importlib.import_module("remat.torch.partition")
+    checked, split = [], []
+
+    def checking(name, original):
+        signature = inspect.signature(original)
+
+        def wrapper(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            module = bound.arguments["joint_module"]
+            outputs = bound.arguments.get("num_fwd_outputs")
+            given = bound.arguments.get("forward_names")
+            if given is not None:
+                assert given == _compat.forward_node_names(module, outputs)
+                checked.append(name)
+            result = original(*args, **kwargs)
+            if given is not None and name != "split_statistic_tails":
+                assert given == _compat.forward_node_names(module, outputs)
+            if name == "split_statistic_tails":
+                split.append(result)
+            return result
+
+        return wrapper
+
+    for name in ("JointGraph", "split_statistic_tails", "fuse_pointwise_recomputation",
+                 "sink_backward_views"):
+        monkeypatch.setattr(partition_module, name,
+                            checking(name, getattr(partition_module, name)))
+    backend = rt.compile_backend(budget=0.5, compiler="eager", **QUICK)
+    model, batch, loss_fn = transformer()
+    adamw_steps(model, batch, loss_fn, backend, steps=1)
+    assert [g.solver for g in backend.graphs] == ["fastsa"]
+    assert checked.count("split_statistic_tails") == 1
+    assert len(split) == 1 and split[0] > 0  # it made forward copies: a second extraction
+    assert checked.count("JointGraph") == 2  # the two rewritten graphs
+    assert checked.count("fuse_pointwise_recomputation") == 2
+    assert checked.count("sink_backward_views") == 3
+
+
 def test_a_forward_pointwise_chain_the_backward_reads_is_copied_into_its_kernel():
     # Inductor fuses a pointwise chain recomputed in the backward into the kernel reading it, so
     # its result is stored nowhere: the planner sees the copy, and the least memory drops.

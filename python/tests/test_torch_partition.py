@@ -103,7 +103,8 @@ def test_planning_work_per_partition_is_bounded(monkeypatch):
     import torch.fx as fx
 
     partition_module = importlib.import_module("remat.torch.partition")
-    counts = {"planned modules": 0, "split": 0, "lowerings": 0, "solves": 0}
+    counts = {"planned modules": 0, "split": 0, "lowerings": 0, "solves": 0,
+              "forward extractions": 0}
 
     def counting(name, original):
         def wrapper(*args, **kwargs):
@@ -135,12 +136,17 @@ def test_planning_work_per_partition_is_bounded(monkeypatch):
     monkeypatch.setattr(partition_module, "lower_plan",
                         counting("lowerings", partition_module.lower_plan))
     monkeypatch.setattr(remat._remat, "solve", counting("solves", remat._remat.solve))
+    monkeypatch.setattr(_compat, "forward_node_names",
+                        counting("forward extractions", _compat.forward_node_names))
     model, batch, loss_fn = gpt()
     compiled_step(model, batch, loss_fn, partition_fn)
     stats = rt.partition.last
     assert stats.planned_activation_bytes < stats.baseline_activation_bytes  # a plan, not the
     assert counts["planned modules"] == 2  # default's fallback; the forward and backward
     assert counts["split"] == 1
+    # The forward's calls are extracted before the rewrites and after split_statistic_tails
+    # (where it changed the graph).
+    assert 1 <= counts["forward extractions"] <= 2
     assert 1 <= counts["lowerings"] <= 7 and 1 <= counts["solves"] <= 7
 
 
@@ -251,3 +257,45 @@ def test_lowering_without_extraction_runs_what_the_extracted_graphs_run(monkeypa
                                                                    build_modules=False)
         assert compared == executed
         assert calls(fw_graph) == calls(fw.graph) and calls(bw_graph) == calls(bw.graph)
+
+
+def fusion_calls(reads, fusible, phase=None):
+    """fusion_groups' calls: call i reads the values of calls `reads[i]` and makes value i."""
+    return [(None, {"inputs": list(read), "outputs": [i], "kind": "pointwise",
+                    "phase": "forward" if phase is None else phase[i], "fusible": fusible[i]})
+            for i, read in enumerate(reads)]
+
+
+def fused_groups(calls):
+    from remat.torch.partition import fusion_groups
+
+    return fusion_groups(calls, lambda n, node: node["fusible"])
+
+
+def test_fusion_groups_refuse_a_merge_that_makes_the_groups_read_each_other():
+    # c reads a directly and through m, which no compiler fuses: a and c in one kernel would run
+    # both before and after m.
+    assert fused_groups(fusion_calls([[], [0], [0, 1]], [True, False, True])) == [[0], [1], [2]]
+    # Without m between them, they fuse.
+    assert fused_groups(fusion_calls([[], [0], [0]], [True, False, True])) == [[0, 2], [1]]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fusion_groups_of_random_graphs_run_in_an_order_that_follows_their_reads(seed):
+    # fusion_groups keeps a topological order of the groups as they merge (its cycle check
+    # searches only between two positions): with an order gone wrong, a merge would close a
+    # cycle, and the groups would not all come out, or not after what they read.
+    import random
+
+    rng = random.Random(seed)
+    for _ in range(200):
+        n = rng.randint(2, 40)
+        reads = [rng.sample(range(i), min(i, rng.randint(0, 3))) for i in range(n)]
+        calls = fusion_calls(reads, [rng.random() < 0.7 for _ in range(n)],
+                             [rng.choice(["forward", "forward", "backward"]) for _ in range(n)])
+        groups = fused_groups(calls)
+        assert sorted(i for g in groups for i in g) == list(range(n))
+        group_of = {i: k for k, g in enumerate(groups) for i in g}
+        for i, read in enumerate(reads):
+            assert all(group_of[r] <= group_of[i] for r in read)
+        assert all(len({calls[i][1]["phase"] for i in g}) == 1 for g in groups)

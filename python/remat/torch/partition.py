@@ -249,18 +249,26 @@ def _rewritten(joint_module, default, num_fwd_outputs):
     found = []
     # The rewrites both graphs share are made once, on a copy the second graph then takes.
     # Views first, so that the copies a view reads are made where it is read.
+    # The forward's calls (_compat.forward_node_names, an extraction of the forward graph) are
+    # found once before the rewrites and once after split_statistic_tails: its copies of forward
+    # values are forward calls, and a call it no longer reads from may leave the forward; the
+    # other rewrites give only backward calls copies and move only backward views, which takes
+    # no call into or out of the forward.
     split = _compat.copy_graph_module(joint_module)
-    changes = (split_statistic_tails(split, forward_groups, num_fwd_outputs)
-               + sink_backward_views(split, num_fwd_outputs))
+    changes = split_statistic_tails(split, forward_groups, num_fwd_outputs,
+                                    forward_names=default.forward_names)
+    forward = (_compat.forward_node_names(split, num_fwd_outputs) if changes
+               else default.forward_names)
+    changes += sink_backward_views(split, num_fwd_outputs, forward_names=forward)
     for share_nearby in (True, False):
         rewritten = _compat.copy_graph_module(split) if share_nearby else split
         if not (changes
                 + fuse_pointwise_recomputation(rewritten, num_fwd_outputs, group_of,
-                                               share_nearby)
-                + sink_backward_views(rewritten, num_fwd_outputs)):
+                                               share_nearby, forward_names=forward)
+                + sink_backward_views(rewritten, num_fwd_outputs, forward_names=forward)):
             return [(joint_module, default)]
         found.append((rewritten, JointGraph(rewritten, num_fwd_outputs, backward_start=True,
-                                            fuse=True)))
+                                            fuse=True, forward_names=forward)))
     return found
 
 
@@ -652,7 +660,7 @@ class _Lowering:
             made = self.graph.call_function(run_and_save, (call.target,) + tuple(args), kwargs)
             state = self.graph.create_node("call_function", operator.getitem, (made, 0),
                                            name=f"rng_state_{call.name}")
-            state.meta["val"] = _rng_state_value(call)
+            state.meta["val"] = self.joint.rng_state_value(call)
             result = self.graph.call_function(operator.getitem, (made, 1))
             made.meta["val"] = (state.meta["val"], call.meta.get("val"))
             self.states[step] = state
@@ -740,7 +748,7 @@ class _Replays:
                 placeholder = states[r] = graph.placeholder(name)
                 if placeholder.name != name:
                     raise Unplannable(f"the backward's input {name} is named {placeholder.name}")
-                placeholder.meta["val"] = _rng_state_value(self.joint.node_fx[r][0])
+                placeholder.meta["val"] = self.joint.rng_state_value(self.joint.node_fx[r][0])
         return states
 
     def with_state_steps(self, ran, side):
@@ -750,11 +758,6 @@ class _Replays:
             if self.first_side.get(r) == side and r in ran:
                 ran.insert(ran.index(r), s)
         return ran
-
-
-def _rng_state_value(call):
-    """A fake tensor like the generator state random fx call `call` saves for its replays."""
-    return _compat.rng_state_value(_first_tensor(call.meta.get("val")), replay_device(call))
 
 
 def replay_device(n):
@@ -834,7 +837,7 @@ def merge_common_subexpressions(joint_module):
     return merged
 
 
-def split_statistic_tails(joint_module, groups, num_fwd_outputs=None):
+def split_statistic_tails(joint_module, groups, num_fwd_outputs=None, forward_names=None):
     """Gives each value that a forward fusion group makes from its own statistics and that is
     read outside the group its own copy of the calls making it, in place: the group keeps the
     statistics (the small results of its reductions: a softmax's max and sum, a normalization's
@@ -850,12 +853,13 @@ def split_statistic_tails(joint_module, groups, num_fwd_outputs=None):
     is copied only where its copy reads statistics, graph inputs, the graph's outputs (a forward
     output such as a model's logits lives to the end) and values the backward reads anyway: the
     copy is a backward call, and would otherwise hold what it reads into the backward where a
-    plan might not. Returns the number of values copied."""
+    plan might not. Returns the number of values copied. `forward_names`: the names of the
+    forward's calls (_compat.forward_node_names; None: found here)."""
     graph = joint_module.graph
     by_name = {n.name: n for n in graph.nodes}
     outputs = {o for o in _compat.tree_flatten(
         next(n for n in graph.nodes if n.op == "output").args)[0] if isinstance(o, fx.Node)}
-    forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
+    forward = _forward_names(joint_module, num_fwd_outputs, forward_names)
     copied = 0
     for names in groups:
         members = [by_name[name] for name in names if name in by_name]
@@ -981,7 +985,7 @@ def _call_of(n):
 
 
 def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None, group_of=None,
-                                 share_nearby=True):
+                                 share_nearby=True, forward_names=None):
     """Gives the backward its own copy of each forward pointwise chain whose result it reads,
     in place, as Inductor recomputes such a chain in the backward kernel that reads it (or, for
     a matmul reading it, in the kernel just before): the result need not be saved, and the copy
@@ -999,9 +1003,10 @@ def fuse_pointwise_recomputation(joint_module, num_fwd_outputs=None, group_of=No
     forward runs that call. The readers of one backward fusion group (`group_of`: fx call name ->
     its group, as JointGraph fuses the graph) share their copies, as its kernel computes each
     value once; with `share_nearby`, calls no compiler fuses share them too (_copies_for).
-    Returns the number of reads rewired."""
+    Returns the number of reads rewired. `forward_names`: as for split_statistic_tails (the
+    copies are backward calls: the forward's calls are the same after)."""
     graph = joint_module.graph
-    forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
+    forward = _forward_names(joint_module, num_fwd_outputs, forward_names)
     fwd_outputs = set(_compat.joint_outputs(joint_module, num_fwd_outputs)[0])
     backward = [n for n in graph.nodes if n.op == "call_function" and n.name not in forward]
     chains = _backward_chains(backward, forward, fwd_outputs)
@@ -1074,14 +1079,15 @@ def _kernel_of(reader, group_of):
     return group_of[reader.name]
 
 
-def sink_backward_views(joint_module, num_fwd_outputs=None):
+def sink_backward_views(joint_module, num_fwd_outputs=None, forward_names=None):
     """Moves, in place, each backward view of a forward value to just before its first reader
     (AOTAutograd puts the aliases of saved values at the start of the backward): a view costs
     nothing, so where it is made changes no peak, but one made at the start pins the forward's
     copy of what it views, where a plan that makes that value again later could read the view
-    of the new copy. Returns the number of views moved."""
+    of the new copy. Returns the number of views moved. `forward_names`: as for
+    split_statistic_tails (only backward calls move: the forward's calls are the same after)."""
     graph = joint_module.graph
-    forward = _compat.forward_node_names(joint_module, num_fwd_outputs)
+    forward = _forward_names(joint_module, num_fwd_outputs, forward_names)
     moved = 0
     for n in reversed(list(graph.nodes)):  # a view of a view moves after its readers did
         if n.op != "call_function" or n.name in forward or not effects.is_view(n) \
@@ -1097,6 +1103,12 @@ def sink_backward_views(joint_module, num_fwd_outputs=None):
         graph.lint()
         joint_module.recompile()
     return moved
+
+
+def _forward_names(joint_module, num_fwd_outputs, forward_names):
+    if forward_names is not None:
+        return forward_names
+    return _compat.forward_node_names(joint_module, num_fwd_outputs)
 
 
 def _backward_chains(backward, forward, fwd_outputs):
@@ -1563,18 +1575,21 @@ class JointGraph:
     With `fuse`, each chain of calls a compiler fuses into one kernel (pointwise ops, views and
     simple reductions of one phase, op_kinds.is_fusible; fusion_groups) is one remat node: the
     values passed only inside it are never stored (size 0 in the graph), its cost is the sum of
-    its calls', and a plan runs or recomputes the chain as a whole."""
+    its calls', and a plan runs or recomputes the chain as a whole. `forward_names`: the names of
+    the forward's calls (_compat.forward_node_names; None: found here)."""
 
-    def __init__(self, joint_module, num_fwd_outputs=None, backward_start=False, fuse=False):
+    def __init__(self, joint_module, num_fwd_outputs=None, backward_start=False, fuse=False,
+                 forward_names=None):
         self.module = joint_module
         self.fwd_outputs, self.bwd_outputs = _compat.joint_outputs(joint_module, num_fwd_outputs)
-        self.forward_names = _compat.forward_node_names(joint_module, len(self.fwd_outputs))
+        self.forward_names = _forward_names(joint_module, len(self.fwd_outputs), forward_names)
         self.values, self.value_node, self.value_of, self.value_root = [], [], {}, []
         self.tangent_values = set()
         self.written_roots = set()  # storages in-place calls write: their producers run once
         self.producer_dict = {}  # value -> node dict producing it
         self.node_fx = []  # remat node id -> its fx calls, in order (none: the backward start)
         self.getitems = {}  # fx call -> its getitem nodes
+        self._rng_states = {}  # random fx call -> rng_state_value's
         self.backward_start = None
         self._backward_token = None
         forward, backward = [], []
@@ -1618,6 +1633,14 @@ class JointGraph:
                                and "alias_of" not in self.values[v])
         self.graph = remat.Graph.build(f"{type(joint_module).__name__} joint graph",
                                        self.values, nodes)
+
+    def rng_state_value(self, call):
+        """A fake tensor like the generator state random fx call `call` saves for its replays:
+        one per call, kept for every plan lowered (making one is a fake tensor conversion)."""
+        if call not in self._rng_states:
+            self._rng_states[call] = _compat.rng_state_value(
+                _first_tensor(call.meta.get("val")), replay_device(call))
+        return self._rng_states[call]
 
     def _is_view(self, v):
         """Whether value v is made by a view call (not an in-place write, whose result must be
@@ -1870,19 +1893,53 @@ def fusion_groups(calls, is_fusible, may_join=None):
         for h in read:
             readers[h].add(i)
 
+    # A topological order of the groups (each after those it reads from), kept as groups merge:
+    # a group reads from another only at a lower position, so the search of what a group reads
+    # stops below the position of the group it looks for, and a merge reorders only the groups
+    # between the two merged (Pearce and Kelly's dynamic topological order).
+    position = _topological_positions(sources)
+
     def reaches(starts, target):
         """Whether group `target` is among `starts` or what they read from, transitively."""
         if target in starts:
             return True
-        seen, stack = set(starts), list(starts)
+        floor = position[target]
+        stack = [s for s in starts if position[s] > floor]
+        seen = set(stack)
         while stack:
             for h in sources[stack.pop()]:
                 if h == target:
                     return True
-                if h not in seen:
+                if h not in seen and position[h] > floor:
                     seen.add(h)
                     stack.append(h)
         return False
+
+    def between(start, edges, low, high):
+        """The groups strictly between positions `low` and `high` that `start` reaches through
+        `edges` (sources or readers), in order of position."""
+        found, stack = set(), [start]
+        while stack:
+            for h in edges[stack.pop()]:
+                if h not in found and low < position[h] < high:
+                    found.add(h)
+                    stack.append(h)
+        return sorted(found, key=position.get)
+
+    def reorder(mine, theirs):
+        """Positions for `mine` merged into `theirs` (which it reads from, and through no other
+        group): the groups between them that `mine` reads from, then the merged group, then
+        those reading from `theirs` keep the relative order they had, in the positions the
+        groups involved held."""
+        low, high = position[theirs], position[mine]
+        before = between(mine, sources, low, high)
+        after = between(theirs, readers, low, high)
+        slots = sorted([low, high] + [position[h] for h in before + after])
+        for h, slot in zip(before + [theirs], slots):
+            position[h] = slot
+        for h, slot in zip(after, slots[len(slots) - len(after):]):
+            position[h] = slot
+        del position[mine]
 
     def merge(mine, theirs):
         for j in members.pop(mine):
@@ -1912,8 +1969,32 @@ def fusion_groups(calls, is_fusible, may_join=None):
             mine = group[i]
             if reaches(sources[mine] - {g}, g):
                 continue
+            reorder(mine, g)
             merge(mine, g)
     return _groups_in_order(calls, producer, group, members)
+
+
+def _topological_positions(sources):
+    """{node: its position} in a topological order of the graph `sources` (node -> the nodes it
+    reads from), each node after those it reads; a node with a lower id first where free."""
+    needs = {i: len(read) for i, read in sources.items()}
+    readers = {i: [] for i in sources}
+    for i, read in sources.items():
+        for h in read:
+            readers[h].append(i)
+    ready = [i for i, count in needs.items() if count == 0]
+    heapq.heapify(ready)
+    position = {}
+    while ready:
+        i = heapq.heappop(ready)
+        position[i] = len(position)
+        for r in readers[i]:
+            needs[r] -= 1
+            if needs[r] == 0:
+                heapq.heappush(ready, r)
+    if len(position) != len(sources):
+        raise ValueError("fusion_groups: the calls read each other in a cycle")
+    return position
 
 
 def _groups_in_order(calls, producer, group, members):
