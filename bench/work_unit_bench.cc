@@ -99,9 +99,28 @@ void run_deadline(int32_t nodes) {
              cpu_seconds() - cpu0, to_string(r.plan.stats.stop_reason));
 }
 
+// CPU seconds of `solver` on `g` cut by work limits 1 and 3 (the difference over 2 units is a
+// unit's CPU, the set-up left out), and `counter` of the second run's plan.
+struct SizeRow {
+  double cpu_at_1 = 0, cpu_at_3 = 0, counter = 0;
+  double per_unit() const { return (cpu_at_3 - cpu_at_1) / 2; }
+};
+SizeRow cpu_at_two_limits(const Graph& g, std::string_view solver, SolveOptions options,
+                          std::string_view counter) {
+  SizeRow row;
+  options.time_limit_s = 600;
+  for (const double work : {1.0, 3.0}) {
+    options.work_limit = work;
+    const double cpu0 = cpu_seconds();
+    const SolveResult r = solve(g, solver, options);
+    (work == 1.0 ? row.cpu_at_1 : row.cpu_at_3) = cpu_seconds() - cpu0;
+    row.counter = r.plan.stats.counter(counter).value_or(0);
+  }
+  return row;
+}
+
 // FastSA's CPU seconds per unit by graph size: generated joint graphs at 50 %, the paper's fixed
-// schedule (no convergence stop) cut by work limits 1 and 3; the difference of the two runs'
-// CPU over 2 units leaves the set-up out. A unit should cost about the same at every size
+// schedule (no convergence stop). A unit should cost about the same at every size
 // (fastsa/anneal.h, move_weight).
 void run_fastsa_sizes() {
   fmt::print("\nfastsa by graph size (joint, 50 %, schedule=fixed); CPU in seconds\n");
@@ -111,26 +130,16 @@ void run_fastsa_sizes() {
     const Graph g = generate_joint({.num_nodes = nodes, .seed = 1});
     SolveOptions options;
     options.budget = parse_budget("50%", baseline(g).peak_bytes);
-    options.time_limit_s = 600;
     options.params = {{"schedule", "fixed"}};
-    double cpu[2] = {0, 0};
-    double slots = 0;
-    for (int k = 0; k < 2; ++k) {
-      options.work_limit = k == 0 ? 1 : 3;
-      const double cpu0 = cpu_seconds();
-      const SolveResult r = solve(g, "fastsa", options);
-      cpu[k] = cpu_seconds() - cpu0;
-      slots = r.plan.stats.counter("stage2_slots").value_or(0);
-    }
-    fmt::print("{:>8} {:>8} {:>10.2f} {:>10.2f} {:>9.2f}\n", g.num_nodes(), slots, cpu[0], cpu[1],
-               (cpu[1] - cpu[0]) / 2);
+    const SizeRow r = cpu_at_two_limits(g, "fastsa", options, "stage2_slots");
+    fmt::print("{:>8} {:>8} {:>10.2f} {:>10.2f} {:>9.2f}\n", g.num_nodes(), r.counter, r.cpu_at_1,
+               r.cpu_at_3, r.per_unit());
   }
 }
 
 // MOCCASIN's CPU seconds per unit by graph size: generated random layered graphs at 90 % and
-// 70 %, without the warm start, cut by work limits 1 and 3 (the difference over 2 units leaves
-// the set-up out). A unit should cost about the same at every size (moccasin/instance.h,
-// propagations_per_unit).
+// 70 %, without the warm start. A unit should cost about the same at every size
+// (moccasin/instance.h, propagations_per_unit).
 void run_moccasin_sizes() {
   fmt::print("\nmoccasin by graph size (random layered, warm=none); CPU in seconds\n");
   fmt::print("{:>8} {:>7} {:>8} {:>10} {:>10} {:>9}\n", "nodes", "budget", "tasks", "cpu at 1",
@@ -140,19 +149,10 @@ void run_moccasin_sizes() {
     for (const char* budget : {"90%", "70%"}) {
       SolveOptions options;
       options.budget = parse_budget(budget, baseline(g).peak_bytes);
-      options.time_limit_s = 600;
       options.params = {{"warm", "none"}};
-      double cpu[2] = {0, 0};
-      double tasks = 0;
-      for (int k = 0; k < 2; ++k) {
-        options.work_limit = k == 0 ? 1 : 3;
-        const double cpu0 = cpu_seconds();
-        const SolveResult r = solve(g, "moccasin", options);
-        cpu[k] = cpu_seconds() - cpu0;
-        tasks = r.plan.stats.counter("memory_tasks").value_or(0);
-      }
-      fmt::print("{:>8} {:>7} {:>8} {:>10.2f} {:>10.2f} {:>9.2f}\n", g.num_nodes(), budget, tasks,
-                 cpu[0], cpu[1], (cpu[1] - cpu[0]) / 2);
+      const SizeRow r = cpu_at_two_limits(g, "moccasin", options, "memory_tasks");
+      fmt::print("{:>8} {:>7} {:>8} {:>10.2f} {:>10.2f} {:>9.2f}\n", g.num_nodes(), budget,
+                 r.counter, r.cpu_at_1, r.cpu_at_3, r.per_unit());
     }
   }
 }
