@@ -68,8 +68,9 @@ def test_planning_progress_is_drawn_on_a_terminal_only(monkeypatch):
 
 
 class HostRandom(nn.Module):
-    """A mask drawn with numpy or a scale with Python's random module: numbers a trace would
-    keep as constants."""
+    """A mask drawn with numpy, or a layer skipped when Python's random.uniform(0, 1) < 0.5 (as
+    some Hugging Face models' layerdrop draws): numbers a trace would keep as constants or as
+    the branch they chose."""
 
     def __init__(self, source):
         super().__init__()
@@ -81,8 +82,8 @@ class HostRandom(nn.Module):
         if self.source == "numpy":
             import numpy as np
             h = h * torch.from_numpy((np.random.rand(*h.shape) > 0.5).astype("float32"))
-        else:
-            h = h * random.random()
+        elif random.uniform(0, 1) >= 0.5:
+            h = torch.tanh(h)
         return self.b(h)
 
 

@@ -189,9 +189,11 @@ class _LossError(TypeError):
 
 class _HostRandomness:
     """The states of Python's and numpy's global generators when a trace starts. A step that draws
-    from them (a mask from np.random.rand, a choice from random.random) would have its numbers of
-    the tracing run kept in the graph as constants, the same at every step: a trace that moved
-    either state is refused, and both are put back as they were."""
+    from them (a mask from np.random.rand, a layer skipped when random.uniform(0, 1) < p) would
+    have the numbers of the tracing run kept in the graph as constants or as the branches they
+    chose, the same at every step: a trace that moved either state is refused, and both are put
+    back as they were. (Tracing again from other states could not tell a draw that decides
+    nothing from one whose branch happened to come out the same: refused either way.)"""
 
     def __init__(self):
         self.python = random.getstate()
@@ -213,8 +215,10 @@ class _HostRandomness:
         raise TraceError(
             f"cannot trace {model_name}: the step draws random numbers from "
             f"{' and '.join(moved)}; a trace would keep the numbers of the tracing run as "
-            "constants and every step would reuse them. Draw them with torch (torch.rand, "
-            "torch.bernoulli, torch.randint), whose draws remat replays")
+            "constants (or the branches they chose) and every step would reuse them. Draw them "
+            "with torch (torch.rand, torch.bernoulli, torch.randint), whose draws remat replays; "
+            "a draw that decides nothing (a layerdrop draw at a rate of 0) is refused too, as "
+            "remat cannot tell")
 
 
 def _numpy_random_state():
