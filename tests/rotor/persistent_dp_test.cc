@@ -158,9 +158,9 @@ TEST(PersistentDp, MatchesThePlainRecurrenceBitForBit) {
   Rng rng(20261127);
   int compared = 0, found = 0;
   for (int i = 0; i < 60; ++i) {
-    // Up to 41 stages: several tiles of s and t, so tiles away from the diagonal get the splits
-    // of finished tiles first.
-    const int length = static_cast<int>(rng.between(1, 40));
+    // Up to 81 stages: several tiles of s and t (24 rows a side), so tiles away from the diagonal
+    // get the splits of finished tiles first, in more than one block of s2 on the longest chains.
+    const int length = static_cast<int>(rng.between(1, i % 4 == 0 ? 80 : 40));
     const ChainArrays<int64_t> bytes = random_chain(rng, length);
     const int64_t least = persistent_min_memory(bytes, PersistentFamily::kRotor).bytes;
     int64_t total = 0;
