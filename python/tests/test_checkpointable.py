@@ -6,6 +6,7 @@ is the bytes of live tensor storages (LiveBytes) during one step, parameters and
 import copy
 import json
 import os
+import random
 import subprocess
 import sys
 
@@ -76,6 +77,45 @@ def test_gradients_equal_eager_over_three_steps_and_peak_as_planned(make, budget
     assert abs(peak_ckpt - ckpt.planned_peak_bytes) <= 0.10 * ckpt.planned_peak_bytes, (
         peak_ckpt, ckpt.planned_peak_bytes)
     assert peak_ckpt < peak_eager
+
+
+class HostMasked(nn.Module):
+    """A block masking with numpy's global generator and scaling by Python's random module:
+    draws a block run again must repeat, as torch's."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(16, 16)
+
+    def forward(self, x):
+        import numpy as np
+        h = torch.relu(self.lin(x)) * random.uniform(0.5, 1.5)
+        return h * torch.from_numpy((np.random.rand(*h.shape) > 0.5).astype("float32"))
+
+
+def test_blocks_drawing_with_numpy_and_python_random_run_again_with_the_same_draws():
+    import numpy as np
+    torch.manual_seed(0)
+    blocks = nn.Sequential(*[HostMasked() for _ in range(4)])
+    eager = copy.deepcopy(blocks)
+    ckpt = rt.Checkpointable(copy.deepcopy(blocks), budget="30%")
+    x = torch.randn(8, 16, requires_grad=True)
+    figures = []
+    for model in (eager, ckpt):
+        np.random.seed(0)
+        random.seed(0)
+        loss = model(x).square().sum()
+        loss.backward()
+        figures.append((loss.detach(), [p.grad for p in model.parameters()],
+                        random.getstate(), np.random.get_state()[1].copy()))
+    (loss_e, grads_e, python_e, numpy_e), (loss_c, grads_c, python_c, numpy_c) = figures
+    # Blocks run again (more forward runs than stages, the loss's included).
+    assert ckpt.plan_notation.count("F") > len(ckpt._groups) + 1, ckpt.plan_notation
+    assert torch.equal(loss_e, loss_c)
+    for p, q in zip(grads_e, grads_c):
+        assert torch.equal(p, q)
+    # After the step the generators stand where eager leaves them (the runs again put them back).
+    assert python_e == python_c and (numpy_e == numpy_c).all()
 
 
 def test_gradient_accumulation_and_no_grad_evaluation():

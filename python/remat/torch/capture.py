@@ -13,13 +13,12 @@ and `args[model_inputs:]`.
 """
 
 import dataclasses
-import random
 import re
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-from remat.torch import _compat
+from remat.torch import _compat, host_random
 
 
 class TraceError(RuntimeError, ValueError):
@@ -163,7 +162,7 @@ def capture(model, spec, example_tensors, loss_fn, model_inputs, model_name, fak
 
     devices = {t.device.type for _, t in params + fixed}
     saved_rng = _compat.rng_state(devices)
-    host_rng = _HostRandomness()
+    host_before = host_random.state()
     try:
         gm = _compat.trace_fake(step_fn, fresh_args())
     except _LossError as error:
@@ -178,7 +177,7 @@ def capture(model, spec, example_tensors, loss_fn, model_inputs, model_name, fak
         raise TraceError(f"cannot trace {model_name}: {_reason(error)}") from error
     finally:
         _compat.set_rng_state(saved_rng)
-    host_rng.check_untouched(model_name)
+    _check_no_host_draws(host_before, model_name)
     _check_no_hidden_parameters(gm, model, params, model_name)
     return Captured(gm, param_names, fixed_names, fresh_args, saved_rng)
 
@@ -187,51 +186,22 @@ class _LossError(TypeError):
     pass
 
 
-class _HostRandomness:
-    """The states of Python's and numpy's global generators when a trace starts. A step that draws
-    from them (a mask from np.random.rand, a layer skipped when random.uniform(0, 1) < p) would
-    have the numbers of the tracing run kept in the graph as constants or as the branches they
-    chose, the same at every step: a trace that moved either state is refused, and both are put
-    back as they were. (Tracing again from other states could not tell a draw that decides
-    nothing from one whose branch happened to come out the same: refused either way.)"""
-
-    def __init__(self):
-        self.python = random.getstate()
-        self.numpy = _numpy_random_state()
-
-    def check_untouched(self, model_name):
-        moved = []
-        if random.getstate() != self.python:
-            moved.append("Python's `random` module")
-        numpy_now = _numpy_random_state()
-        if numpy_now is not None and not _same_numpy_state(numpy_now, self.numpy):
-            moved.append("numpy's global generator (`np.random`)")
-        if not moved:
-            return
-        random.setstate(self.python)
-        if self.numpy is not None:
-            import numpy
-            numpy.random.set_state(self.numpy)
-        raise TraceError(
-            f"cannot trace {model_name}: the step draws random numbers from "
-            f"{' and '.join(moved)}; a trace would keep the numbers of the tracing run as "
-            "constants (or the branches they chose) and every step would reuse them. Draw them "
-            "with torch (torch.rand, torch.bernoulli, torch.randint), whose draws remat replays; "
-            "a draw that decides nothing (a layerdrop draw at a rate of 0) is refused too, as "
-            "remat cannot tell")
-
-
-def _numpy_random_state():
-    try:
-        import numpy
-    except ImportError:
-        return None
-    return numpy.random.get_state()
-
-
-def _same_numpy_state(a, b):
-    """Equal numpy legacy states: (name, key array, position, has_gauss, cached_gaussian)."""
-    return (a[0] == b[0] and (a[1] == b[1]).all() and a[2:] == b[2:])
+def _check_no_host_draws(before, model_name):
+    """Refuses a trace that drew from Python's or numpy's global generator since `before`
+    (host_random.state()), with both put back: the numbers of the tracing run would be kept in
+    the graph as constants or as the branches they chose, the same at every step. (Tracing again
+    from other states could not tell a draw that decides nothing from one whose branch happened
+    to come out the same: refused either way.)"""
+    moved = host_random.moved(before)
+    if not moved:
+        return
+    host_random.set_state(before)
+    raise TraceError(
+        f"cannot trace {model_name}: the step draws random numbers from {' and '.join(moved)}; "
+        "a trace would keep the numbers of the tracing run as constants (or the branches they "
+        "chose) and every step would reuse them. Draw them with torch (torch.rand, "
+        "torch.bernoulli, torch.randint), whose draws remat replays; a draw that decides "
+        "nothing (a layerdrop draw at a rate of 0) is refused too, as remat cannot tell")
 
 
 # make_fx's GuardOnDataDependentSymNode: "Could not guard on data-dependent expression u0 > 4 ..."

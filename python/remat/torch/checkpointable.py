@@ -43,7 +43,7 @@ import torch.nn as nn
 
 import remat
 from remat import _remat
-from remat.torch import _compat
+from remat.torch import _compat, host_random
 from remat.torch import cost as cost_models
 from remat.torch import op_kinds
 
@@ -172,6 +172,7 @@ class Checkpointable(nn.Module):
 
     def _profile_blocks(self, x):
         rng = _compat.rng_state({x.device.type})
+        host_rng = host_random.state()
         params = [p for p in self.parameters() if p.requires_grad]
         self._groups = self._group_in_place(x)
         stages = []
@@ -219,6 +220,7 @@ class Checkpointable(nn.Module):
             a = out.detach()
             del out, leaf, grad_out
         _compat.set_rng_state(rng)
+        host_random.set_state(host_rng)
         # The loss is the user's, unseen here: charged like a cross-entropy, which keeps a
         # tensor the size of its input (log-softmax) and makes one more in its backward.
         last = stages[-1].a
@@ -372,11 +374,14 @@ class _PlanRun:
         inp = self.input_of(stage)
         first = stage not in self.rng
         guard = None
+        # A run again draws what the first run drew: torch's generators and, for blocks that
+        # draw with numpy or Python's random module, those too (host_random).
         if first:
-            self.rng[stage] = _compat.rng_state({inp.device.type})
+            self.rng[stage] = (_compat.rng_state({inp.device.type}), host_random.state())
         else:
-            outer = _compat.rng_state({inp.device.type})
-            _compat.set_rng_state(self.rng[stage])
+            outer = (_compat.rng_state({inp.device.type}), host_random.state())
+            _compat.set_rng_state(self.rng[stage][0])
+            host_random.set_state(self.rng[stage][1])
             guard = _BufferGuard(block)
         if kind == "F_all":
             with torch.enable_grad(), _compat.autocast(self.autocast):
@@ -387,7 +392,8 @@ class _PlanRun:
                 self.a[stage] = block(inp)
         if guard is not None:
             guard.restore()
-            _compat.set_rng_state(outer)
+            _compat.set_rng_state(outer[0])
+            host_random.set_state(outer[1])
         if kind == "F_none" and stage not in self.abar:
             self.a.pop(stage - 1, None)
 
