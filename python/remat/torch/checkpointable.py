@@ -171,8 +171,7 @@ class Checkpointable(nn.Module):
             return self._profile_blocks(x)
 
     def _profile_blocks(self, x):
-        rng = _compat.rng_state({x.device.type})
-        host_rng = host_random.state()
+        rng = _random_states(x)
         params = [p for p in self.parameters() if p.requires_grad]
         self._groups = self._group_in_place(x)
         stages = []
@@ -219,8 +218,7 @@ class Checkpointable(nn.Module):
             ))
             a = out.detach()
             del out, leaf, grad_out
-        _compat.set_rng_state(rng)
-        host_random.set_state(host_rng)
+        _set_random_states(rng)
         # The loss is the user's, unseen here: charged like a cross-entropy, which keeps a
         # tensor the size of its input (log-softmax) and makes one more in its backward.
         last = stages[-1].a
@@ -328,6 +326,18 @@ class Checkpointable(nn.Module):
                 "fully_shard(checkpointable) (docs/python.md, 'Distributed training')")
 
 
+def _random_states(x):
+    """The states of the generators a block on `x` may draw from: torch's on x's device and
+    Python's and numpy's global ones (host_random)."""
+    return _compat.rng_state({x.device.type}), host_random.state()
+
+
+def _set_random_states(states):
+    torch_states, host_states = states
+    _compat.set_rng_state(torch_states)
+    host_random.set_state(host_states)
+
+
 def _describe(value):
     if isinstance(value, (tuple, list)):
         return f"a {type(value).__name__} of {len(value)}"
@@ -377,11 +387,10 @@ class _PlanRun:
         # A run again draws what the first run drew: torch's generators and, for blocks that
         # draw with numpy or Python's random module, those too (host_random).
         if first:
-            self.rng[stage] = (_compat.rng_state({inp.device.type}), host_random.state())
+            self.rng[stage] = _random_states(inp)
         else:
-            outer = (_compat.rng_state({inp.device.type}), host_random.state())
-            _compat.set_rng_state(self.rng[stage][0])
-            host_random.set_state(self.rng[stage][1])
+            outer = _random_states(inp)
+            _set_random_states(self.rng[stage])
             guard = _BufferGuard(block)
         if kind == "F_all":
             with torch.enable_grad(), _compat.autocast(self.autocast):
@@ -392,8 +401,7 @@ class _PlanRun:
                 self.a[stage] = block(inp)
         if guard is not None:
             guard.restore()
-            _compat.set_rng_state(outer[0])
-            host_random.set_state(outer[1])
+            _set_random_states(outer)
         if kind == "F_none" and stage not in self.abar:
             self.a.pop(stage - 1, None)
 

@@ -1897,7 +1897,7 @@ def fusion_groups(calls, is_fusible, may_join=None):
     # a group reads from another only at a lower position, so the search of what a group reads
     # stops below the position of the group it looks for, and a merge reorders only the groups
     # between the two merged (Pearce and Kelly's dynamic topological order).
-    position = _topological_positions(sources)
+    position = _topological_positions(sources, readers)
 
     def reaches(starts, target):
         """Whether group `target` is among `starts` or what they read from, transitively."""
@@ -1974,14 +1974,11 @@ def fusion_groups(calls, is_fusible, may_join=None):
     return _groups_in_order(calls, producer, group, members)
 
 
-def _topological_positions(sources):
+def _topological_positions(sources, readers):
     """{node: its position} in a topological order of the graph `sources` (node -> the nodes it
-    reads from), each node after those it reads; a node with a lower id first where free."""
+    reads from; `readers` the reverse), each node after those it reads; a node with a lower id
+    first where free."""
     needs = {i: len(read) for i, read in sources.items()}
-    readers = {i: [] for i in sources}
-    for i, read in sources.items():
-        for h in read:
-            readers[h].append(i)
     ready = [i for i, count in needs.items() if count == 0]
     heapq.heapify(ready)
     position = {}

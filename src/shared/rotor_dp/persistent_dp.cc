@@ -365,7 +365,7 @@ void rebuild(const ChainArrays<int32_t>& c, const PersistentBounds<int32_t>& bou
 // Rows of a tile side. A tile's splits from finished tiles read rows from all over a table far
 // larger than the caches, and each row read serves a tile side of rows: with sides of 16 to 32 the
 // table is read fewer times, which gains more than a tile that stays in the L2 cache (sides of 8)
-// saves; bench/rotor_bench's persistent rows measure it (sides of 8 to 48 tried, 24 fastest).
+// saves; bench/rotor_bench's persistent rows measure the side.
 // The work count (entries relaxed) depends on it, so it is fixed: the work limit stops at the same
 // point everywhere.
 constexpr int kTile = 24;
