@@ -336,5 +336,40 @@ TEST(RockmateSolve, SamePlanOnALoadedMachine) {
   EXPECT_EQ(alone.plan.sequence, loaded->plan.sequence);
 }
 
+// The options cache is a speed-up only: a class it serves counts the work its grid spent, and an
+// entry is used only where the grid would run again with the same share of the work and seed, so
+// a solve's plan and work are those of a solve without the cache, whatever earlier solves (at
+// other budgets or work limits) left in it. Before, a served class spent nothing: the DPs (and a
+// portfolio's later members) got more work, and the other classes' grids a larger share.
+TEST(RockmateSolve, TheOptionsCacheChangesNeitherThePlanNorTheWork) {
+  const Graph g = joint(100, 1);
+  const auto budget = static_cast<int64_t>(0.6 * static_cast<double>(baseline(g).peak_bytes));
+  auto solve_with = [&](std::string_view solver, SolveCache* cache, double work, int64_t bytes) {
+    SolveOptions options;
+    options.budget = Budget{bytes};
+    if (solver == "rockmate") options.params = {{"budgets", "2x2"}};
+    options.work_limit = work;
+    options.time_limit_s = backstop_time_limit(work);
+    options.cache = cache;
+    return solve(g, solver, options);
+  };
+  constexpr double kWork = 3;
+  for (std::string_view solver : {"rockmate", "auto"}) {
+    const SolveResult fresh = solve_with(solver, nullptr, kWork, budget);
+    if (fresh.plan.stats.stop_reason == StopReason::kTimeLimit)
+      GTEST_SKIP() << "a MILP reached the wall-clock backstop on this machine";
+    SolveCache cache;
+    solve_with(solver, &cache, 4 * kWork, budget);  // more work: other shares, other entries
+    solve_with(solver, &cache, kWork, budget * 9 / 10);
+    ASSERT_GT(cache.size(), 0U) << solver;
+    const SolveResult served = solve_with(solver, &cache, kWork, budget);
+    if (solver == "rockmate") {
+      EXPECT_GT(counter(served, "options_cache_memory_hits"), 0);
+    }
+    EXPECT_EQ(served.plan.sequence, fresh.plan.sequence) << solver;
+    EXPECT_DOUBLE_EQ(served.plan.stats.work, fresh.plan.stats.work) << solver;
+  }
+}
+
 }  // namespace
 }  // namespace remat::rockmate

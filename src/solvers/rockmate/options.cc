@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <memory>
 #include <thread>
 
 #include "block_model.h"
@@ -30,41 +31,52 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
   stats.runs_per_class.assign(classes, 0);
   struct Work {
     size_t cls;
+    uint64_t seed;
     std::string key;
     BlockModel model;
     std::vector<int64_t> grid;
     ClassResult result;
   };
-  std::vector<Work> work;
+  // Every class with a grid gets an even share of the work and a seed by its place among them,
+  // whether or not the caches hold its options: a class's options, the work they cost and so the
+  // plan do not depend on what earlier solves left in the caches.
+  std::vector<size_t> with_grid;
   for (size_t c = 0; c < classes; ++c) {
     const Block& rep = bs.blocks[static_cast<size_t>(bs.classes[c].members.front())];
     out[c] = {keep_all(rep), keep_nothing(graph, rep)};
     // The loss stage has no forward output to hand on: keep-all and keep-nothing only.
-    if (!params.milp || !milp_available() || rep.stage == static_cast<int32_t>(bs.blocks.size()))
-      continue;
-    const std::string key =
-        cache_key(bs.classes[c].canonical_hash, canonical_form(graph, rep), params);
-    if (cache != nullptr)
-      if (const auto kept = cache->find<std::vector<LocalOption>>(memory_key(key))) {
-        out[c] = *kept;
-        ++stats.memory_hits;
-        continue;
-      }
-    if (auto disk = read_disk(params, key, rep.nodes.size())) {
-      out[c] = *disk;
+    if (params.milp && milp_available() && rep.stage != static_cast<int32_t>(bs.blocks.size()))
+      with_grid.push_back(c);
+  }
+  const double class_work =
+      limits.left() / static_cast<double>(std::max<size_t>(with_grid.size(), 1));
+  std::vector<Work> work;
+  for (size_t t = 0; t < with_grid.size(); ++t) {
+    const size_t c = with_grid[t];
+    const Block& rep = bs.blocks[static_cast<size_t>(bs.classes[c].members.front())];
+    const uint64_t seed = 1 + t;
+    const std::string key = cache_key(bs.classes[c].canonical_hash, canonical_form(graph, rep),
+                                      params, class_work, seed);
+    std::shared_ptr<const CachedOptions> kept;
+    if (cache != nullptr) kept = cache->find<CachedOptions>(memory_key(key));
+    if (kept) {
+      ++stats.memory_hits;
+    } else if (auto disk = read_disk(params, key, rep.nodes.size())) {
       ++stats.disk_hits;
-      if (cache != nullptr) cache->store(memory_key(key), *disk);
+      kept = std::make_shared<const CachedOptions>(std::move(*disk));
+      if (cache != nullptr) cache->store(memory_key(key), *kept);
+    }
+    if (kept) {
+      out[c] = kept->options;
+      stats.work += kept->work;
       continue;
     }
-    Work w{c, key, block_model(graph, rep), {}, {}};
+    Work w{c, seed, key, block_model(graph, rep), {}, {}};
     w.grid = peak_grid(w.model, params.peak_points);
     work.push_back(std::move(w));
   }
-  // Independent classes on `threads` workers, each with an even share of the work (so a class's
-  // options do not depend on the order the workers took them); results land in fixed slots. An
-  // exception leaving a worker thread would end the process: each is kept and the first rethrown
-  // after the join.
-  const double class_work = limits.left() / static_cast<double>(std::max<size_t>(work.size(), 1));
+  // Independent classes on `threads` workers; results land in fixed slots. An exception leaving a
+  // worker thread would end the process: each is kept and the first rethrown after the join.
   std::atomic<size_t> next{0};
   std::vector<std::exception_ptr> errors(work.size());
   auto worker = [&] {
@@ -76,7 +88,7 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
       }
       try {
         work[t].result = solve_class(work[t].model, work[t].grid, params.save_points, params,
-                                     class_limits, 1 + t);
+                                     class_limits, work[t].seed);
       } catch (...) {
         errors[t] = std::current_exception();
       }
@@ -114,8 +126,9 @@ std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const Bl
       (limits.deadline().expired() ? stats.timed_out : stats.grid_work_limit) = true;
       continue;
     }
-    if (cache != nullptr) cache->store(memory_key(w.key), list);
-    write_disk(params, w.key, list);
+    const CachedOptions kept{list, w.result.work};
+    if (cache != nullptr) cache->store(memory_key(w.key), kept);
+    write_disk(params, w.key, kept);
   }
   return out;
 }

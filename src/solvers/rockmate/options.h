@@ -53,7 +53,7 @@ struct OptionStats {
   int64_t memory_hits = 0, disk_hits = 0;  // classes served from the caches
   bool timed_out = false;        // the grid stopped at the deadline (its options are not cached)
   bool grid_work_limit = false;  // a class's share of the work ended its grid (not cached)
-  double work = 0;               // work units the grids spent
+  double work = 0;  // work units the grids spent (a cached grid: what it spent when computed)
   // MILPs and repairs that the wall clock ended instead of their work limit: where it is not 0
   // the options, and so the plan, may differ on a faster or less loaded machine.
   int64_t wall_clock_stops = 0;
@@ -66,8 +66,9 @@ struct OptionStats {
 bool milp_available();
 
 // The options of every class (by class id), keep-all first, keep-nothing second. The classes
-// whose options are not cached share the work `limits` has left evenly and its clock; `cache`
-// (may be null) keeps complete grids between solves.
+// with a grid share the work `limits` has left evenly and its clock; `cache` (may be null) keeps
+// complete grids between solves, and a class it serves counts the work its grid spent, so the
+// options and the work reported are those of a solve without the cache.
 std::vector<std::vector<LocalOption>> class_options(const Graph& graph, const BlockStructure& bs,
                                                     const OptionParams& params,
                                                     const Limits& limits, SolveCache* cache,
