@@ -649,6 +649,22 @@ def small_gpt(dropout=0.0):
     return model, (tokens[:, :-1], tokens[:, 1:]), train_gpt.next_token_loss
 
 
+@pytest.mark.parametrize("solver", ["rotor", "rockmate"])
+def test_the_chain_solvers_plan_a_gpt_whose_loss_counts_its_tokens(solver):
+    # AOTAutograd's graph of the GPT with dropout (Inductor's random lowering): the backward of
+    # its loss reads the token count made after the log-softmax its fused group reads, which
+    # bound it to two stages of the chain. The stages between merge, so rotor and rockmate plan
+    # the graph instead of falling back to PyTorch's partition.
+    model, batch, loss_fn = small_gpt(dropout=0.1)
+    backend = rt.compile_backend(budget=0.9, solver=solver, compiler="eager")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RematFallbackWarning)
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        got = adamw_steps(model, batch, loss_fn, backend)
+    assert [g.solver for g in backend.graphs] == [solver]
+    assert_trains_like(got, adamw_steps(model, batch, loss_fn, DefaultPartition()))
+
+
 def test_at_the_memory_pytorchs_budget_plan_needs_remat_recomputes_no_more():
     # PyTorch's knapsack recomputes cheap pointwise chains and softmaxes, fused into the
     # backward's kernels; remat's model must let auto express such plans (each backward reader

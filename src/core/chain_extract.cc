@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
+#include <string>
 
 #include "remat/error.h"
 #include "remat/lower.h"
@@ -104,11 +106,21 @@ class Extractor {
 
   GraphChain run() {
     split_phases();
-    out_.stage_of.assign(static_cast<size_t>(g_.num_nodes()), 0);
     find_helpers();
     index_core();
-    find_stages();
-    assign_backward();
+    // A backward node that must run in a later stage than a forward value it reads allows (it
+    // reads a value that crosses no cut, and one of a later stage: the loss's token count beside
+    // a log-softmax its fused group reads only inside itself) merges those stages: their cuts
+    // are dropped and the stages found again. Graphs without such a node are found once.
+    for (;;) {
+      out_.stage_of.assign(static_cast<size_t>(g_.num_nodes()), 0);
+      out_.stages.clear();
+      out_.separators.clear();
+      find_stages();
+      const std::optional<StageConflict> conflict = assign_backward();
+      if (!conflict) break;
+      drop_cuts(*conflict);
+    }
     size_stages();
     return std::move(out_);
   }
@@ -454,6 +466,13 @@ class Extractor {
       cuts = std::move(useful);
       share_crossing(cuts, exempt);
     }
+    if (!dropped_cuts_.empty()) {
+      std::erase_if(cuts, [&](int32_t c) {
+        return std::find(dropped_cuts_.begin(), dropped_cuts_.end(), c) != dropped_cuts_.end();
+      });
+      share_crossing(cuts, exempt);
+    }
+    cuts_ = cuts;
     out_.stages.resize(cuts.size() + 1);
     output_stage_.assign(static_cast<size_t>(g_.num_values()), 0);
     const std::vector<uint8_t> hoisted = hoisted_nodes(cuts);
@@ -499,11 +518,29 @@ class Extractor {
     }
   }
 
+  // A backward node that must run in stage `low` or later but by stage `cap` (< low).
+  struct StageConflict {
+    int32_t cap = 0, low = 0;
+    std::string message;
+  };
+
+  // Drops the cuts between stages conflict.cap and conflict.low (merging them); with no cut left
+  // to drop, the conflict is the graph's error.
+  void drop_cuts(const StageConflict& conflict) {
+    const auto first = static_cast<size_t>(conflict.cap) - 1;  // the cut after stage cap
+    const auto last = static_cast<size_t>(conflict.low) - 1;   // the cut before stage low
+    // Merging every stage leaves no chain.
+    if (conflict.cap < 1 || last > cuts_.size() || first >= last || last - first == cuts_.size())
+      throw UnsupportedGraph(conflict.message);
+    for (size_t k = first; k < last; ++k) dropped_cuts_.push_back(cuts_[k]);
+  }
+
   // Each backward node runs in the lowest stage its forward reads and its users allow, so the
   // gradient of a stage's input is computed in that stage and only small values cross a
   // boundary; a node no stage binds (a bias gradient's sum, a constant) runs right after its
-  // inputs, or just before its first user.
-  void assign_backward() {
+  // inputs, or just before its first user. A node no stage allows is returned (run() merges
+  // the stages between), with the stages left half assigned.
+  std::optional<StageConflict> assign_backward() {
     const auto nodes = static_cast<size_t>(g_.num_nodes());
     IdVector<NodeId, int32_t> low(nodes, 0);  // 0: floating
     for (auto it = backward_.rbegin(); it != backward_.rend(); ++it) {
@@ -526,11 +563,13 @@ class Extractor {
         if (out_.stage_of[p] < cap) cap = out_.stage_of[p], cap_reason = p;
       }
       if (low[n] > cap)
-        throw UnsupportedGraph(fmt::format(
-            "{} has no usable chain structure: backward {} must run in stage {} or later (the "
-            "stages of the activations it or its users read) but by stage {} ({})",
-            where(g_), g_.describe(n), low[n], cap,
-            cap_reason.valid() ? g_.describe(cap_reason) : std::string("-")));
+        return StageConflict{
+            cap, low[n],
+            fmt::format("{} has no usable chain structure: backward {} must run in stage {} or "
+                        "later (the stages of the activations it or its users read) but by stage "
+                        "{} ({})",
+                        where(g_), g_.describe(n), low[n], cap,
+                        cap_reason.valid() ? g_.describe(cap_reason) : std::string("-"))};
       // Reads backward values but no forward one (a sum of gradients). A view of them (free; its
       // root is read where its users run) and a node that reads only graph inputs (a view of a
       // weight, a constant) go with their users instead.
@@ -542,6 +581,7 @@ class Extractor {
     if (options_.floating_late) settle_late(low, floating);
     for (NodeId n : backward_)
       out_.stages[static_cast<size_t>(out_.stage_of[n]) - 1].backward.push_back(n);
+    return std::nullopt;
   }
 
   bool makes_bytes(NodeId n) const {
@@ -739,6 +779,8 @@ class Extractor {
   std::vector<uint8_t> from_inputs_;             // by core position: made from graph inputs alone
   IdVector<ValueId, int32_t> output_stage_;      // ℓ when the value is in a^ℓ, else 0
   bool any_crossing_ = false;                    // cuts at values no backward reads (find_stages)
+  std::vector<int32_t> cuts_;                    // the core positions the stages end at
+  std::vector<int32_t> dropped_cuts_;            // cuts merged away (run, drop_cuts)
   GraphChain out_;
 };
 

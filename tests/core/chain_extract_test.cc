@@ -227,6 +227,58 @@ std::string chain_in_networkx_format() {
                      nodes, links);
 }
 
+// A loss head in the shape of AOTAutograd's graph of a GPT: a fused group makes the log-softmax
+// (read only by the backward) and two small values; the token count is made from one of them
+// after the group, and the loss from the count. The backward's fused group reads the count and
+// the log-softmax, so it must run in the count's stage while the log-softmax, crossing no cut,
+// binds it to the group's: the two stages are merged (it was "no usable chain structure").
+Graph loss_head_after_its_log_softmax() {
+  GraphSpec spec;
+  spec.name = "loss_head";
+  auto value = [&](std::string name, int64_t size, bool output = false) {
+    spec.values.push_back({.name = std::move(name), .size_bytes = size, .is_output = output});
+    return ValueId{static_cast<int32_t>(spec.values.size() - 1)};
+  };
+  auto node = [&](std::string name, Phase phase, std::vector<ValueId> in,
+                  std::vector<ValueId> out) {
+    spec.nodes.push_back({.name = std::move(name),
+                          .cost = 10,
+                          .inputs = std::move(in),
+                          .outputs = std::move(out),
+                          .kind = OpKind::kPointwise,
+                          .phase = phase});
+  };
+  const ValueId x = value("x", 1000), w1 = value("w1", 100), w2 = value("w2", 100);
+  const ValueId h1 = value("h1", 1000), h2 = value("h2", 1000), h3 = value("h3", 1000);
+  const ValueId logp = value("logp", 1000), s1 = value("s1", 4), s2 = value("s2", 4);
+  const ValueId count = value("count", 4), loss = value("loss", 4, true);
+  const ValueId d3 = value("d3", 1000), d2 = value("d2", 1000), d1 = value("d1", 1000);
+  const ValueId g1 = value("g1", 100, true), g2 = value("g2", 100, true);
+  node("layer1", Phase::kForward, {x, w1}, {h1});
+  node("layer2", Phase::kForward, {h1, w2}, {h2});
+  node("layer3", Phase::kForward, {h2}, {h3});
+  node("log_softmax", Phase::kForward, {h3}, {logp, s1, s2});
+  node("count", Phase::kForward, {s1}, {count});
+  node("loss", Phase::kForward, {s2, count}, {loss});
+  node("loss_grad", Phase::kBackward, {count, logp, s2}, {d3});
+  node("layer3_grad", Phase::kBackward, {d3, h2}, {d2});
+  node("layer2_grad", Phase::kBackward, {d2, h1}, {d1, g2});
+  node("layer1_grad", Phase::kBackward, {d1, x}, {g1});
+  return Graph::build(std::move(spec), "loss_head");
+}
+
+TEST(ChainExtract, ABackwardReadingACountAndALogSoftmaxOfTwoStagesMergesThem) {
+  const Graph g = loss_head_after_its_log_softmax();
+  const GraphChain gc = extract_chain(g);
+  const NodeId log_softmax = *g.find_node("log_softmax"), count = *g.find_node("count");
+  EXPECT_EQ(gc.stage_of[log_softmax], gc.stage_of[count]);
+  EXPECT_EQ(gc.stage_of[*g.find_node("loss_grad")], gc.stage_of[count]);
+  EXPECT_GE(gc.chain.stages.size(), 3u) << ::testing::PrintToString(separator_names(g, gc));
+  const Evaluation store_all = simulate(g, lower_chain_plan(g, gc, store_all_runs(gc)));
+  ASSERT_TRUE(store_all.valid) << store_all.error;
+  EXPECT_EQ(store_all.cost, baseline(g).cost);
+}
+
 TEST(ChainExtract, ALossThatIsNoGraphOutputStaysInTheForward) {
   // A forward node that only the backward reads is backward work; applied to a loss that is no
   // graph output it took every node before the loss along, and the extraction then read an empty
