@@ -665,6 +665,26 @@ def test_the_chain_solvers_plan_a_gpt_whose_loss_counts_its_tokens(solver):
     assert_trains_like(got, adamw_steps(model, batch, loss_fn, DefaultPartition()))
 
 
+@pytest.mark.parametrize("make", [transformer, cnn])
+def test_a_loose_budget_remakes_fewer_chains_than_the_backwards_copies(make):
+    # With no budget the plan makes every forward pointwise chain the backward reads again in
+    # the backward's kernels (the graph with copies, as PyTorch's min-cut does). At 95 % the
+    # copies' plan fits running every node once, so the graph without copies is planned too:
+    # it makes again only the chains the budget needs.
+    from remat.torch.partition import simulate_partition
+
+    model, batch, loss_fn = make()
+    joint, outputs = joint_graph_of(model.train(), batch, loss_fn)
+    rt.partition(copy.deepcopy(joint), None, solver="auto", num_fwd_outputs=outputs)
+    all_copies = rt.partition.last.recomputed_flops
+    planned = copy.deepcopy(joint)
+    fw, bw = rt.partition(planned, None, solver="auto", budget=0.95, num_fwd_outputs=outputs)
+    stats = rt.partition.last
+    assert stats.status == "feasible"
+    assert simulate_partition(planned, fw, bw, outputs).activation_bytes <= stats.budget_bytes
+    assert stats.recomputed_flops < all_copies
+
+
 def test_at_the_memory_pytorchs_budget_plan_needs_remat_recomputes_no_more():
     # PyTorch's knapsack recomputes cheap pointwise chains and softmaxes, fused into the
     # backward's kernels; remat's model must let auto express such plans (each backward reader
