@@ -685,6 +685,38 @@ def test_a_loose_budget_remakes_fewer_chains_than_the_backwards_copies(make):
     assert stats.recomputed_flops < all_copies
 
 
+def test_a_step_run_twice_whose_first_run_reads_a_view_made_again_lowers_after_the_view():
+    # ResNet-18 at the memory of PyTorch's knapsack plan at 0.8 (one thread: the convolutions'
+    # workspaces are those of a thread): auto's plan runs a fused batch-norm backward twice, and
+    # the call of its first run that reads a view made again for it is dead (only the second
+    # run's readers need its output) while the view lives on for the second run. The lowered
+    # sequence put that first run before the view, and the plan was refused as an invalid
+    # schedule.
+    import torchvision
+    from remat.torch.partition import scaled_work_limit, simulate_partition
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(0)
+        model = torchvision.models.resnet18(num_classes=10).train()
+        batch = (torch.randn(4, 3, 32, 32), torch.randint(0, 10, (4,)))
+        with torch._inductor.config.patch(fallback_random=True):
+            joint, outputs = joint_graph_of(model, batch, F.cross_entropy)
+        theirs = copy.deepcopy(joint)
+        with torch._functorch.config.patch(activation_memory_budget=0.8,
+                                           activation_memory_budget_solver="greedy"):
+            fw, bw = _compat.min_cut_partition(theirs, None, num_fwd_outputs=outputs)
+        their_bytes = simulate_partition(theirs, fw, bw, outputs).activation_bytes
+        ours = copy.deepcopy(joint)
+        fw, bw = rt.partition(ours, None, solver="auto", budget=their_bytes,
+                              num_fwd_outputs=outputs, work_limit=scaled_work_limit)
+        ours_bytes = simulate_partition(ours, fw, bw, outputs).activation_bytes
+    finally:
+        torch.set_num_threads(threads)
+    assert ours_bytes <= their_bytes
+
+
 def test_at_the_memory_pytorchs_budget_plan_needs_remat_recomputes_no_more():
     # PyTorch's knapsack recomputes cheap pointwise chains and softmaxes, fused into the
     # backward's kernels; remat's model must let auto express such plans (each backward reader

@@ -704,17 +704,20 @@ class _Lowering:
         if "desc" in ends.output_meta and (drop_outputs or len(returned) > len(results)):
             descs = list(ends.output_meta["desc"])[:len(results)]
             new_output.meta["desc"] = descs + descs[-1:] * (len(returned) - len(results))
-        self.graph.eliminate_dead_code()
-        self.graph.lint()
-        for n in self.graph.nodes:
-            n.meta[_compat.PLANNED_CALL] = True  # the compiler keeps the order of such calls
         # A fused step's calls may enclose a view made again for one of them: each emission of a
-        # step ran where its last surviving call is (after what it encloses).
+        # step ran where its last call is (after what it encloses), as emitted: the call reading
+        # the view may be dead (an emission of a step run twice whose last call only the second
+        # run's readers need) while the view lives on for a later emission.
         last = {}
         for i, n in enumerate(self.graph.nodes):
             if n in self.step_of:
                 last[self.step_of[n]] = i
-        ran = [step for step, _ in sorted(last, key=last.get)]
+        self.graph.eliminate_dead_code()
+        self.graph.lint()
+        for n in self.graph.nodes:
+            n.meta[_compat.PLANNED_CALL] = True  # the compiler keeps the order of such calls
+        surviving = {self.step_of[n] for n in self.graph.nodes if n in self.step_of}
+        ran = [step for step, _ in sorted(surviving, key=last.get)]
         if self.replays is not None:
             ran = self.replays.with_state_steps(ran, self.side)
         return self.graph, ran
