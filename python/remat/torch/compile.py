@@ -111,22 +111,24 @@ class RematPartitioner:
         num_fwd_outputs = kwargs.get("num_fwd_outputs")
         if num_fwd_outputs is None:
             num_fwd_outputs = len(_compat.joint_outputs(joint_module)[0])
-        untouched = _compat.copy_graph_module(joint_module)  # PyTorch's partition of it, to compare
-        planned = default = None
+        # PyTorch's default partition of the graph (before remat's rewrites), which remat's plan
+        # must not need more memory than, and the fallback where it does or cannot plan.
+        default, theirs = _default_partition(joint_module, joint_inputs, kwargs, num_fwd_outputs)
+        planned = None
         try:
             fw, bw = partition(joint_module, joint_inputs, solver=self.solver, budget=budget,
                                work_limit=self._solve_work_limit, time_limit=self.time_limit,
-                               seed=self.seed, fuse=self.fuse, **self.params, **kwargs)
+                               seed=self.seed, fuse=self.fuse, memory_cap=theirs, **self.params,
+                               **kwargs)
             stats = planned = partition.last
-            reason, default = _worse_than_default(joint_module, fw, bw, untouched, joint_inputs,
-                                                  kwargs, num_fwd_outputs)
+            reason = _worse_than_default(joint_module, fw, bw, theirs, num_fwd_outputs)
         except Exception as e:  # noqa: BLE001 - any failure to plan falls back, with its reason
             detail = str(e) if isinstance(e, Unplannable) else f"{type(e).__name__}: {e}"
             reason = f"cannot plan it ({detail})"
         if reason is not None:
             warnings.warn(f"remat: graph {len(self.graphs)}: {reason}; it is partitioned by "
                           f"PyTorch's min-cut partitioner", RematFallbackWarning, stacklevel=2)
-            fw, bw = default or _compat.min_cut_partition(untouched, joint_inputs, **kwargs)
+            fw, bw = default
             stats = partition_stats(fw, bw, num_fwd_outputs)
             stats.solver, stats.status = "pytorch-min-cut", f"fallback: {reason}"
             if planned is not None:  # what the graph was asked for (a byte budget's share)
@@ -164,27 +166,32 @@ class RematPartitioner:
                 f"fuse={self.fuse!r}{options})")
 
 
-def _worse_than_default(joint_module, fw, bw, untouched, joint_inputs, kwargs,
-                        num_fwd_outputs):
-    """(why, the default partition) where remat's partition `fw`, `bw` of `joint_module` is worse
-    than PyTorch's default partition of the same graph (`untouched`, a copy from before remat's
-    rewrites): its activation memory in one model for both (simulate_partition) is above the
-    default's; (None, None) when it is not, or when the default's cannot be simulated."""
-    ours = simulate_partition(joint_module, fw, bw, num_fwd_outputs,
-                              baseline=False).activation_bytes
-    theirs_joint = _compat.copy_graph_module(untouched)
+def _default_partition(joint_module, joint_inputs, kwargs, num_fwd_outputs):
+    """(PyTorch's default partition (fw, bw) of `joint_module`, its activation memory in remat's
+    simulator (simulate_partition), None where that cannot be simulated), from a copy."""
+    theirs_joint = _compat.copy_graph_module(joint_module)
     with _compat.default_partition_config():
         their_fw, their_bw = _compat.min_cut_partition(theirs_joint, joint_inputs, **kwargs)
     try:
         theirs = simulate_partition(theirs_joint, their_fw, their_bw, num_fwd_outputs,
                                     baseline=False).activation_bytes
     except Unplannable:
-        return None, None
+        theirs = None
+    return (their_fw, their_bw), theirs
+
+
+def _worse_than_default(joint_module, fw, bw, theirs, num_fwd_outputs):
+    """Why remat's partition `fw`, `bw` of `joint_module` is worse than PyTorch's default
+    partition, whose activation memory is `theirs` (None: not known): its activation memory in
+    one model for both (simulate_partition) is above it; None when it is not."""
+    if theirs is None:
+        return None
+    ours = simulate_partition(joint_module, fw, bw, num_fwd_outputs,
+                              baseline=False).activation_bytes
     if ours <= theirs:
-        return None, None
+        return None
     return (f"its plan needs {remat.format_bytes(ours)} of activation memory, more than "
-            f"PyTorch's default partition's {remat.format_bytes(theirs)} in remat's simulator",
-            (their_fw, their_bw))
+            f"PyTorch's default partition's {remat.format_bytes(theirs)} in remat's simulator")
 
 
 def measured_peak_bytes(fn):

@@ -76,7 +76,7 @@ class PartitionStats:
 
 def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
               num_fwd_outputs=None, static_lifetime_input_indices=None, compiler=None,
-              work_limit=None, time_limit=None, seed=1, fuse=None, **params):
+              work_limit=None, time_limit=None, seed=1, fuse=None, memory_cap=None, **params):
     """AOTAutograd partition function: (forward module, backward module) of the joint graph as
     remat `solver` plans it under `budget` of activation memory (see activation_budget_bytes;
     None: no memory budget, the solver's least-cost plan, as AOTAutograd's partitioners do).
@@ -93,7 +93,10 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     (fuse_pointwise_recomputation), as Inductor recomputes them in the backward's kernels (a
     fraction budget stays a share of the activation memory without them). `work_limit`: work
     units, None for remat's default, or a function of the remat graph giving them
-    (scaled_work_limit). Other keywords are the solver's parameters."""
+    (scaled_work_limit). `memory_cap`: activation bytes a plan that recomputes more than the
+    backward's copies of pointwise chains exist for anyway should not need more than (the compile
+    backend passes PyTorch's default partition's; None: the default schedule's of the graph with
+    copies). Other keywords are the solver's parameters."""
     start = time.perf_counter()
     joint_module.graph.eliminate_dead_code()
     merge_common_subexpressions(joint_module)
@@ -126,11 +129,15 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         # The plan fits by recomputing only the backward's copies of pointwise chains, all of
         # them: the joint graph without copies, where a chain is made again only where the plan
         # says, may fit for fewer FLOPs (bench/compile_bench.py: ResNet-50 at the memory of
-        # PyTorch's plans at 0.8).
-        plan = _plan(joint_module, default, budget, asked, solver, work_limit, limit, seed, params,
-                     rival=best)
-        if _better_plan(plan, best, best.solve_budget):
-            best = plan
+        # PyTorch's plans at 0.8). Within `memory_cap` too: PyTorch's default partition, which
+        # recomputes such chains as well, needs no more (more memory than that for fewer FLOPs
+        # is not what a budget asks for; the compile backend refuses it).
+        if memory_cap is None:
+            memory_cap = remat.baseline(best.joint.graph)[0] - best.joint.input_bytes
+        plan = _plan(joint_module, default, budget, min(asked, memory_cap), solver, work_limit,
+                     limit, seed, params, rival=best)
+        if _better_plan(plan, best, plan.solve_budget):
+            best = dataclasses.replace(plan, asked=asked)
     joint, graph, lower, asked = best.joint, best.joint.graph, best.lower, best.asked
     fw, bw, executed = best.plan.lowered()
     peak, planner = best.plan.peak_bytes, best.plan.planner
