@@ -2004,21 +2004,22 @@ def fusion_groups(calls, is_fusible, may_join=None):
     return _groups_in_order(calls, producer, group, members)
 
 
-def _topological_positions(sources, readers):
+def _topological_positions(sources, readers, key=None):
     """{node: its position} in a topological order of the graph `sources` (node -> the nodes it
-    reads from; `readers` the reverse), each node after those it reads; a node with a lower id
-    first where free."""
+    reads from; `readers` the reverse), each node after those it reads; a node of lower `key`
+    (None: the node itself) first where free."""
+    key = key or (lambda i: i)
     needs = {i: len(read) for i, read in sources.items()}
-    ready = [i for i, count in needs.items() if count == 0]
+    ready = [(key(i), i) for i, count in needs.items() if count == 0]
     heapq.heapify(ready)
     position = {}
     while ready:
-        i = heapq.heappop(ready)
+        _, i = heapq.heappop(ready)
         position[i] = len(position)
         for r in readers[i]:
             needs[r] -= 1
             if needs[r] == 0:
-                heapq.heappush(ready, r)
+                heapq.heappush(ready, (key(r), r))
     if len(position) != len(sources):
         raise ValueError("fusion_groups: the calls read each other in a cycle")
     return position
@@ -2036,17 +2037,8 @@ def _groups_in_order(calls, producer, group, members):
                 if h != g:
                     needs[g].add(h)
                     readers[h].add(g)
-    ready = [(min(m), g) for g, m in members.items() if not needs[g]]
-    heapq.heapify(ready)
-    order = []
-    while ready:
-        _, g = heapq.heappop(ready)
-        order.append(sorted(members[g]))
-        for r in readers[g]:
-            needs[r].discard(g)
-            if not needs[r]:
-                heapq.heappush(ready, (min(members[r]), r))
-    return order
+    position = _topological_positions(needs, readers, key=lambda g: min(members[g]))
+    return [sorted(members[g]) for g in sorted(position, key=position.get)]
 
 
 def _check_plannable(n):
