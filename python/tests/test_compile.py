@@ -685,6 +685,22 @@ def test_a_loose_budget_remakes_fewer_chains_than_the_backwards_copies(make):
     assert stats.recomputed_flops < all_copies
 
 
+def pytorch_budget_plan(joint, outputs, fraction, solver=None, save_random=False):
+    """(activation bytes in remat's simulator, partition_stats) of PyTorch's activation-memory
+    budget partition of a copy of `joint` at `fraction` (its default knapsack solver: None)."""
+    from remat.torch.partition import simulate_partition
+
+    config = {"activation_memory_budget": fraction}
+    if solver is not None:
+        config["activation_memory_budget_solver"] = solver
+    theirs = copy.deepcopy(joint)
+    with torch._functorch.config.patch(config):
+        fw, bw = _compat.min_cut_partition(theirs, None, save_random=save_random,
+                                           num_fwd_outputs=outputs)
+    return (simulate_partition(theirs, fw, bw, outputs).activation_bytes,
+            partition_stats(fw, bw, outputs))
+
+
 def test_a_step_run_twice_whose_first_run_reads_a_view_made_again_lowers_after_the_view():
     # ResNet-18 at the memory of PyTorch's knapsack plan at 0.8 (one thread: the convolutions'
     # workspaces are those of a thread): auto's plan runs a fused batch-norm backward twice, and
@@ -703,11 +719,7 @@ def test_a_step_run_twice_whose_first_run_reads_a_view_made_again_lowers_after_t
         batch = (torch.randn(4, 3, 32, 32), torch.randint(0, 10, (4,)))
         with torch._inductor.config.patch(fallback_random=True):
             joint, outputs = joint_graph_of(model, batch, F.cross_entropy)
-        theirs = copy.deepcopy(joint)
-        with torch._functorch.config.patch(activation_memory_budget=0.8,
-                                           activation_memory_budget_solver="greedy"):
-            fw, bw = _compat.min_cut_partition(theirs, None, num_fwd_outputs=outputs)
-        their_bytes = simulate_partition(theirs, fw, bw, outputs).activation_bytes
+        their_bytes, _ = pytorch_budget_plan(joint, outputs, 0.8, "greedy")
         ours = copy.deepcopy(joint)
         fw, bw = rt.partition(ours, None, solver="auto", budget=their_bytes,
                               num_fwd_outputs=outputs, work_limit=scaled_work_limit)
@@ -726,16 +738,12 @@ def test_at_the_memory_pytorchs_budget_plan_needs_remat_recomputes_no_more():
 
     model, batch, loss_fn = small_gpt()
     joint, outputs = joint_graph_of(model, batch, loss_fn)
-    theirs = copy.deepcopy(joint)
-    with torch._functorch.config.patch(activation_memory_budget=0.8):
-        fw, bw = _compat.min_cut_partition(theirs, None, num_fwd_outputs=outputs)
-    their_bytes = simulate_partition(theirs, fw, bw, outputs).activation_bytes
-    their_flops = partition_stats(fw, bw, outputs).recomputed_flops
+    their_bytes, theirs = pytorch_budget_plan(joint, outputs, 0.8)
     ours = copy.deepcopy(joint)
     fw, bw = rt.partition(ours, None, solver="auto", budget=their_bytes, num_fwd_outputs=outputs,
                           work_limit=scaled_work_limit)
     assert simulate_partition(ours, fw, bw, outputs).activation_bytes <= their_bytes
-    assert 0 < rt.partition.last.recomputed_flops <= their_flops
+    assert 0 < rt.partition.last.recomputed_flops <= theirs.recomputed_flops
 
 
 def test_at_the_memory_of_pytorchs_budget_plan_drawing_no_random_call_again_remat_recomputes_less():
@@ -748,16 +756,9 @@ def test_at_the_memory_of_pytorchs_budget_plan_drawing_no_random_call_again_rema
     model, batch, loss_fn = small_gpt(dropout=0.1)
     with torch._inductor.config.patch(fallback_random=True):
         joint, outputs = joint_graph_of(model, batch, loss_fn)
-    redrawn = {}
-    for save_random in (False, True):
-        theirs = copy.deepcopy(joint)
-        with torch._functorch.config.patch(activation_memory_budget=0.5):
-            fw, bw = _compat.min_cut_partition(theirs, None, save_random=save_random,
-                                               num_fwd_outputs=outputs)
-        stats = partition_stats(fw, bw, outputs)
-        redrawn[save_random] = stats.redrawn
-    assert redrawn[False] > 0 and redrawn[True] == 0
-    their_bytes = simulate_partition(theirs, fw, bw, outputs).activation_bytes
+    assert pytorch_budget_plan(joint, outputs, 0.5)[1].redrawn > 0
+    their_bytes, stats = pytorch_budget_plan(joint, outputs, 0.5, save_random=True)
+    assert stats.redrawn == 0
     ours = copy.deepcopy(joint)
     fw, bw = rt.partition(ours, None, solver="auto", budget=their_bytes, num_fwd_outputs=outputs,
                           work_limit=0.2)
@@ -773,24 +774,19 @@ def test_at_the_memory_of_pytorchs_ilp_plan_on_hf_gpt2_remat_recomputes_the_atte
     # no single recomputation leads there: they stop at recomputing the first layer's qkv
     # projection (about 1.7 times ilp's FLOPs). Its copies of a chain read by two backward
     # kernels (GELU's) count once per kernel where PyTorch's graph counts them once: the margin.
-    from remat.torch.partition import scaled_work_limit, simulate_partition
+    from remat.torch.partition import scaled_work_limit
 
     model = tiny_hf_gpt2(positions=64)
     ids = torch.randint(0, 128, (4, 64), generator=torch.Generator().manual_seed(0))
     joint, outputs = first_joint_graph_of(lambda ids: model(input_ids=ids, labels=ids).loss,
                                           ids)
-    theirs = copy.deepcopy(joint)
-    with torch._functorch.config.patch(activation_memory_budget=0.5,
-                                       activation_memory_budget_solver="ilp"):
-        fw, bw = _compat.min_cut_partition(theirs, None, num_fwd_outputs=outputs)
-    their_bytes = simulate_partition(theirs, fw, bw, outputs).activation_bytes
-    their_flops = partition_stats(fw, bw, outputs).recomputed_flops
+    their_bytes, theirs = pytorch_budget_plan(joint, outputs, 0.5, "ilp")
     ours = copy.deepcopy(joint)
     rt.partition(ours, None, solver="auto", budget=their_bytes, num_fwd_outputs=outputs,
                  work_limit=scaled_work_limit)
     stats = rt.partition.last
     assert stats.status == "feasible" and stats.redrawn == 0
-    assert stats.recomputed_flops <= 1.25 * their_flops
+    assert stats.recomputed_flops <= 1.25 * theirs.recomputed_flops
 
 
 def first_joint_graph_of(step, *batch):
