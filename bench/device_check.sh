@@ -10,7 +10,7 @@
 #   bench/device_check.sh fetch     # here: Debian's packages of the C++ dependencies to .devdeps/
 #   bench/device_check.sh run [CHECK...]  # there: unpack them, build the extension, run the
 #                                   # checks (default: examples memory compile; also compile_gpt2,
-#                                   # plan_for, profile); all it prints also goes to
+#                                   # compile_loose, plan_for, profile); all it prints also goes to
 #                                   # $OUT/device_check.log
 #   bench/device_check.sh build     # the unpacking and the build alone (to try them here)
 #
@@ -104,6 +104,18 @@ check_compile() {
   echo "device_check: compile_bench exit $?"
 }
 
+# The loose budget, where the compile path also plans the joint graph without the backward's copies
+# of forward chains, held within PyTorch's default partition's memory.
+check_compile_loose() {
+  local model
+  for model in gpt hf-llama; do
+    timeout "$seconds" python3 bench/compile_bench.py --device cuda --models "$model" \
+      --fractions 0.8 --solvers auto --torch-solvers greedy --equal-peak-solver none \
+      --out "$out/compile_bench_cuda_loose.json" $([ "$model" = gpt ] || echo --append)
+    echo "device_check: compile_bench exit $?"
+  done
+}
+
 check_compile_gpt2() {
   timeout "$seconds" python3 bench/compile_bench.py --device cuda --models hf-gpt2 \
     --fractions 0.5 --solvers auto --torch-solvers ilp --equal-peak-solver none \
@@ -132,7 +144,7 @@ run() {
   for check in $checks; do
     declare -F "check_$check" >/dev/null || {
       echo "device_check: no check '$check' (examples, memory, compile, compile_gpt2," \
-        "plan_for, profile)"
+        "compile_loose, plan_for, profile)"
       return 2
     }
   done
