@@ -1316,16 +1316,16 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True):
     partitioner that merges common subexpressions in place leaves the merged graph there).
 
     One model for any partitioner's graphs, as a compiler runs them: each call of fw, then each
-    of bw, is one step (a call whose name, or meta["remat_copy_of"], is a joint call), making
-    values of its own; each graph's fusible chains are fused as the compile path fuses (
-    fusion_groups, within each graph: a forward call recomputed in the backward fuses with the
-    backward calls there), and a value passed only inside a chain takes no memory. Random calls
-    may run again: one saving its generator state (run_and_save_rng_state, as remat's plans
-    lower a random call they run again) holds the state, one replaying it (run_with_rng_state)
-    reads the state, and one running plainly again (PyTorch's knapsack may; a new draw) reads
-    none. The simulator gives the peak. Raises Unplannable for a graph remat does not model or
-    a call of fw or bw that is not a joint call. Without `baseline`, the default schedule's
-    figure is None (not computed: its fused graph is most of the time a simulation takes)."""
+    of bw, is one step (of the joint call _original_call names), making values of its own; each
+    graph's fusible chains are fused as the compile path fuses (fusion_groups, within each
+    graph: a forward call recomputed in the backward fuses with the backward calls there), and a
+    value passed only inside a chain takes no memory. Random calls may run again: one saving its
+    generator state (run_and_save_rng_state, as remat's plans lower a random call they run
+    again) holds the state, one replaying it (run_with_rng_state) reads the state, and one
+    running plainly again (PyTorch's knapsack may; a new draw) reads none. The simulator gives
+    the peak. Raises Unplannable for a graph remat does not model or a call of fw or bw that is
+    not a joint call. Without `baseline`, the default schedule's figure is None (not computed:
+    its fused graph is most of the time a simulation takes)."""
     calls = JointGraph(joint_module, num_fwd_outputs, backward_start=False, fuse=False)
     step_of = {members[0].name: step for step, members in enumerate(calls.node_fx) if members}
     run = _RunGraph(calls)
@@ -1340,9 +1340,9 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True):
             if n.op != "call_function" or n.target is operator.getitem \
                     or n.meta.get("remat_part_of_copy"):
                 continue
-            name = n.meta.get("remat_copy_of", n.name)
-            if name not in step_of:  # a copy of fuse_pointwise_recomputation's: a rerun here
-                name = n.meta.get("remat_recomputes", name)
+            # A copy is known by its meta, never by its name: fx names a graph's new nodes
+            # from what that graph holds, and its name may be another joint call's.
+            name = _original_call(n)
             if name not in step_of:
                 raise Unplannable(f"{name} of the partitioned graphs is not a call of the joint "
                                   f"graph")
