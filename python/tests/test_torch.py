@@ -18,21 +18,17 @@ import remat
 import remat.torch as rt
 from remat.torch import _compat
 from helpers import (eager_step, lowest_peak_recompute_sequence, planned_step,
-                     recomputing_solver, two_pass_sequence)
+                     recomputing_solver, traced_once, two_pass_sequence)
 from models import MODELS, DataDependent, TiedEmbedding, silu_cnn
 
 SEED = 1234
-_traced = {}
 _eager = {}
 _planned = {}
 
 
 def traced(name):
-    """(model, batch, loss_fn, TracedStep), traced once per model for the whole module."""
-    if name not in _traced:
-        model, batch, loss_fn = MODELS[name]()
-        _traced[name] = (model, batch, loss_fn, rt.trace(model, batch, loss_fn))
-    return _traced[name]
+    """(model, batch, loss_fn, TracedStep), traced once per model for the whole session."""
+    return traced_once(name, MODELS[name])
 
 
 def eager_reference(name):
