@@ -67,6 +67,22 @@ class DefaultPartition:
         return _compat.aot_eager_compile(gm, example_inputs, self.partition)
 
 
+_default_trainings = {}
+
+
+def default_training(make, *args, steps=3):
+    """(adamw_steps of the model and batch of make(*args) under a DefaultPartition, that
+    DefaultPartition), trained once per maker, arguments and number of steps for the module: the
+    tests comparing a model's training with its default partition's share it (the makers seed
+    the model and the batch; adamw_steps trains a copy)."""
+    key = (make, args, steps)
+    if key not in _default_trainings:
+        model, batch, loss_fn = make(*args)
+        default = DefaultPartition()
+        _default_trainings[key] = adamw_steps(model, batch, loss_fn, default, steps), default
+    return _default_trainings[key]
+
+
 @pytest.mark.parametrize("make", [transformer, cnn])
 def test_backend_trains_like_the_default_partition_and_plans_its_own_saved_set(make):
     # The transformer block has dropout: the compiled step's draws are replayed in the same order.
@@ -75,8 +91,8 @@ def test_backend_trains_like_the_default_partition_and_plans_its_own_saved_set(m
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RematBudgetWarning)
         got = adamw_steps(model, batch, loss_fn, backend)
-    default = DefaultPartition()
-    assert_trains_like(got, adamw_steps(model, batch, loss_fn, default))
+    expected, default = default_training(make)
+    assert_trains_like(got, expected)
     (stats,) = backend.graphs
     assert stats.solver == "fastsa" and stats.budget_bytes == stats.baseline_activation_bytes // 2
     assert stats.planned_activation_bytes < stats.baseline_activation_bytes
@@ -250,7 +266,7 @@ def test_a_plan_worse_than_the_default_partition_falls_back_with_one_warning():
     assert len([w for w in record if issubclass(w.category, RematFallbackWarning)]) == 1
     (stats,) = backend.graphs
     assert stats.solver == "pytorch-min-cut" and stats.status.startswith("fallback: its plan")
-    assert_trains_like(got, adamw_steps(model, batch, loss_fn, DefaultPartition()))
+    assert_trains_like(got, default_training(transformer)[0])
 
 
 def test_partition_fn_under_aot_function_gives_eager_gradients():
@@ -662,7 +678,7 @@ def test_the_chain_solvers_plan_a_gpt_whose_loss_counts_its_tokens(solver):
         warnings.simplefilter("ignore", RematBudgetWarning)
         got = adamw_steps(model, batch, loss_fn, backend)
     assert [g.solver for g in backend.graphs] == [solver]
-    assert_trains_like(got, adamw_steps(model, batch, loss_fn, DefaultPartition()))
+    assert_trains_like(got, default_training(small_gpt, 0.1)[0])
 
 
 @pytest.mark.parametrize("make", [transformer, cnn])
@@ -1169,7 +1185,7 @@ def test_a_fused_step_making_a_view_again_for_a_later_call_lowers_as_one_step(se
 
     backend = lambda gm, inputs: _compat.aot_eager_compile(gm, inputs, partition_fn)  # noqa
     got = adamw_steps(model, batch, loss_fn, backend, steps=1)
-    assert_trains_like(got, adamw_steps(model, batch, loss_fn, DefaultPartition(), steps=1))
+    assert_trains_like(got, default_training(wide_cnn, steps=1)[0])
 
 
 def test_a_conv_nets_step_under_inductor_peaks_where_its_plan_says():
