@@ -5,6 +5,19 @@ import copy
 import torch
 
 import remat
+import remat.torch as rt
+
+_traced = {}
+
+
+def traced_once(key, make):
+    """(model, batch, loss_fn, TracedStep) of `make()` (a model, batch, loss_fn maker), traced
+    once per `key` for the whole session: the test modules share it (they only read it, and plan
+    and run copies of the model; rt.trace leaves the model as it was)."""
+    if key not in _traced:
+        model, batch, loss_fn = make()
+        _traced[key] = (model, batch, loss_fn, rt.trace(model, batch, loss_fn))
+    return _traced[key]
 
 
 def eager_step(model, batch, loss_fn, seed):

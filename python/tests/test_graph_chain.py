@@ -11,7 +11,7 @@ import torch
 import remat
 import remat.torch as rt
 from remat import _remat
-from helpers import eager_step, planned_step
+from helpers import eager_step, planned_step, traced_once
 from models import MODELS
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
@@ -19,17 +19,14 @@ import train_gpt  # noqa: E402
 
 SEED = 1234
 GPT_LAYERS = 2
-_traced = {}
 
 
 def traced(name):
-    if name not in _traced:
-        if name == "gpt":
-            model, batch, loss_fn = train_gpt.make(4, context=64, layers=GPT_LAYERS)
-        else:
-            model, batch, loss_fn = MODELS[name]()
-        _traced[name] = (model, batch, loss_fn, rt.trace(model, batch, loss_fn))
-    return _traced[name]
+    """(model, batch, loss_fn, TracedStep), traced once per model for the whole session."""
+    if name == "gpt":
+        return traced_once(("train_gpt", 4, 64, GPT_LAYERS),
+                           lambda: train_gpt.make(4, context=64, layers=GPT_LAYERS))
+    return traced_once(name, MODELS[name])
 
 
 def chain_of(name):

@@ -14,7 +14,7 @@ import torch
 import remat
 import remat.torch as rt
 from remat import _remat
-from helpers import eager_step, planned_step
+from helpers import eager_step, planned_step, traced_once
 from models import MODELS
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
@@ -23,18 +23,15 @@ import train_gpt  # noqa: E402
 SEED = 1234
 # Small grids keep the tests fast; the bench runs the default 10x10.
 FAST = {"budgets": "2x2", "milp_time_limit": "0.3"}
-_traced = {}
 
 
 def traced(name):
-    if name not in _traced:
-        if name.startswith("gpt"):
-            layers = int(name[3:])
-            model, batch, loss_fn = train_gpt.make(4, context=64, layers=layers)
-        else:
-            model, batch, loss_fn = MODELS[name]()
-        _traced[name] = (model, batch, loss_fn, rt.trace(model, batch, loss_fn))
-    return _traced[name]
+    """(model, batch, loss_fn, TracedStep), traced once per model for the whole session."""
+    if name.startswith("gpt"):
+        layers = int(name[3:])
+        return traced_once(("train_gpt", 4, 64, layers),
+                           lambda: train_gpt.make(4, context=64, layers=layers))
+    return traced_once(name, MODELS[name])
 
 
 def test_gpt_blocks_and_classes():
