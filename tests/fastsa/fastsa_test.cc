@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 #include "fastsa/units.h"
 #include "fastsa_test_graphs.h"
@@ -175,6 +176,52 @@ TEST(FastsaMemoryPass, OverBudgetAndNotClearlyLowerChangesNothing) {
   EXPECT_EQ(runs.with_pass.plan.stats.iterations,
             runs.strict_only.plan.stats.iterations +
                 *runs.with_pass.plan.stats.counter("stage1_memory_iterations"));
+}
+
+// Where the memory pass ends over the budget, the single nodes' fallback runs at most two
+// convergence windows (its plan counts only if it fits, and where it fitted it took less than
+// one: bench/results/fastsa_fallback_bench.md). 150 nodes at 45 %: neither fits; without the
+// memory pass nothing caps the fallback, which then runs more than three windows.
+TEST(FastsaFallback, CappedWhereTheMemoryPassEndsOverBudget) {
+  const Graph g = generate_random_layered({.num_nodes = 150, .seed = 1});
+  const int64_t budget = percent_of_baseline(g, 45);
+  const ParamMap params = {{"convergence_window", "20000"},
+                           {"stage1_iterations", "2000000"},
+                           {"stage2_iterations", "200000"}};
+  const SolveResult capped = solve_and_check(g, budget, "fastsa", params, 1);
+  const SolveStats& s = capped.plan.stats;
+  ASSERT_GT(*s.counter("stage1_memory_peak_bytes"), static_cast<double>(budget));
+  EXPECT_GT(*s.counter("stage1_fallback_peak_bytes"), static_cast<double>(budget));
+  EXPECT_EQ(s.counter("stage1_fallback_capped"), 1);
+  EXPECT_EQ(*s.counter("stage1_fallback_iterations"), 40000);
+  // The fallback over budget is set aside: no iterations carry over to stage 2, and the totals
+  // count every part.
+  EXPECT_LE(*s.counter("stage2_iterations"), 200000);
+  EXPECT_EQ(s.iterations, *s.counter("stage1_iterations") + *s.counter("stage1_memory_iterations") +
+                              *s.counter("stage1_fallback_iterations") +
+                              *s.counter("stage2_iterations"));
+
+  ParamMap without_pass = params;
+  without_pass["stage1_memory_pass"] = "false";
+  const SolveResult uncapped = solve_and_check(g, budget, "fastsa", without_pass, 1);
+  EXPECT_EQ(uncapped.plan.stats.counter("stage1_fallback_capped"), 0);
+  EXPECT_GT(*uncapped.plan.stats.counter("stage1_fallback_iterations"), 60000);
+}
+
+// Where the fallback reaches the budget and the memory pass does not, the cap leaves it room:
+// its plan is the start (60 nodes at 65 %, 100 nodes at 55 %, default windows).
+TEST(FastsaFallback, ThatFitsIsNotCutShort) {
+  for (const auto& [seed, nodes, pct] : {std::tuple{1, 60, 65}, std::tuple{6, 100, 55}}) {
+    const Graph g =
+        generate_random_layered({.num_nodes = nodes, .seed = static_cast<uint64_t>(seed)});
+    const int64_t budget = percent_of_baseline(g, pct);
+    const SolveResult r = solve_and_check(g, budget, "fastsa", {}, 1, /*work_limit=*/60);
+    const SolveStats& s = r.plan.stats;
+    ASSERT_GT(*s.counter("stage1_memory_peak_bytes"), static_cast<double>(budget)) << g.name();
+    EXPECT_LE(*s.counter("stage1_fallback_peak_bytes"), static_cast<double>(budget)) << g.name();
+    EXPECT_EQ(s.counter("stage1_fallback_capped"), 0) << g.name();
+    EXPECT_EQ(s.status, SolveStatus::kFeasible) << g.name();
+  }
 }
 
 TEST(Fastsa, FirstStageStopsOnceBudgetIsMet) {

@@ -21,6 +21,12 @@ namespace {
 // with recomputation chosen for memory alone is lost again in stage 2 at a higher cost.
 constexpr double kClearlyLowerPeak = 0.01;
 
+// When the memory pass ends over the budget, the single nodes' fallback runs at most this many
+// convergence windows. Its plan counts only when it fits, and where it fitted it did so within
+// one window of iterations (stop_at_budget ends it there), while the runs that ended over the
+// budget spent four to twelve windows for nothing (bench/results/fastsa_fallback_bench.md).
+constexpr int64_t kFallbackWindowsOverBudget = 2;
+
 struct WalkResult {
   Sequence sequence;
   SolveStats stats;
@@ -95,7 +101,8 @@ class Walk {
       }
       s2.iterations = p_.stage2_iterations;
       s2.keep_within_budget = p_.stage2_keep_budget;
-      if (p_.carry_over_iterations && !first.time_limit_hit && !first.work_limit_hit)
+      if (p_.carry_over_iterations && !first.time_limit_hit && !first.work_limit_hit &&
+          !no_carry_over_)
         s2.iterations += p_.stage1_iterations - first.iterations;
       s2.slots = slots_for(static_cast<int64_t>(start.size()), p_.slots);
       s2.convergence_window = window(nodes.num_units());
@@ -152,8 +159,10 @@ class Walk {
   // needs to work with), or from the pass's if its peak is clearly lower (kClearlyLowerPeak).
   // A pass over budget never changes the single nodes' run (its iterations are not taken from
   // theirs, the random stream is restored), so where its plan is not the start, the plan is the
-  // one without it. Returns the start as node ids; `used` sums the iterations and time of the
-  // parts that count.
+  // one without it; it only caps their run (kFallbackWindowsOverBudget). Single nodes that end
+  // over the budget are set aside in the same way (set_aside_over_budget), so the cap never
+  // changes a plan where their run would not have fitted. Returns the start as node ids; `used`
+  // sums the iterations and time of the parts that count.
   std::vector<int32_t> run_first_stage(const UnitTable& nodes, SolveStats& stats,
                                        StageResult& used) {
     // Groups recompute fused nodes inside each reader, which moves first computations.
@@ -213,15 +222,36 @@ class Walk {
     fallback_settings.iterations = p_.stage1_iterations - used.iterations;
     fallback_settings.slots = slots_for(nodes.num_units(), p_.slots);
     fallback_settings.convergence_window = window(nodes.num_units());
+    if (memory && !within_budget(memory->peak))
+      fallback_settings.iteration_cap =
+          kFallbackWindowsOverBudget * fallback_settings.convergence_window;
     if (fallback_settings.iterations > 0) {
+      const Rng rng_before = context_.rng;
       const StageResult fallback =
           stage(nodes, nodes.initial_order, fallback_settings, "stage 1 (nodes)");
       add_stage_counters(stats, "stage1_fallback", fallback, fallback_settings.slots);
       stats.add_counter("stage1_fallback_peak_bytes", static_cast<double>(fallback.best_peak));
-      add_part(used, fallback);
-      if (fits(nodes, fallback.best_order)) return fallback.best_order;
+      stats.add_counter("stage1_fallback_capped", fallback.capped ? 1 : 0);
+      if (fits(nodes, fallback.best_order)) {
+        add_part(used, fallback);
+        return fallback.best_order;
+      }
+      set_aside_over_budget(fallback, rng_before, used);
     }
     return memory_or_groups();
+  }
+
+  // A fallback that ended over the budget leaves no trace but its counters and work, as a memory
+  // pass over the budget: the random stream is restored and stage 2 starts at the temperature of
+  // the plan it starts from. Stage 1 never stopped at the budget, so no iterations carry over to
+  // stage 2 (carry_over_iterations), however soon the fallback ended (iteration_cap).
+  void set_aside_over_budget(const StageResult& fallback, const Rng& rng_before,
+                             StageResult& used) {
+    context_.rng = rng_before;
+    used.time_limit_hit = fallback.time_limit_hit;
+    used.work_limit_hit = fallback.work_limit_hit;
+    add_work(over_budget_parts_, fallback);
+    no_carry_over_ = true;
   }
 
   // What a memory pass reached, with the temperatures stage 2 would start from.
@@ -263,7 +293,7 @@ class Walk {
       context_.rng = rng_before;
       used.time_limit_hit = pass.time_limit_hit;
       used.work_limit_hit = pass.work_limit_hit;
-      over_budget_pass_ = pass;
+      add_work(over_budget_parts_, pass);
     }
     return plan;
   }
@@ -292,11 +322,11 @@ class Walk {
   }
 
   void add_totals(SolveStats& stats, const StageResult& first, const StageResult& second) {
-    const int64_t iterations = first.iterations + second.iterations + over_budget_pass_.iterations;
-    const double seconds = first.seconds + second.seconds + over_budget_pass_.seconds;
+    const int64_t iterations = first.iterations + second.iterations + over_budget_parts_.iterations;
+    const double seconds = first.seconds + second.seconds + over_budget_parts_.seconds;
     stats.iterations = iterations;
     stats.add_counter("accepted_moves", static_cast<double>(first.accepted + second.accepted +
-                                                            over_budget_pass_.accepted));
+                                                            over_budget_parts_.accepted));
     stats.add_counter("mutations_per_second",
                       seconds > 0 ? static_cast<double>(iterations) / seconds : 0);
     if (context_.time_limit_hit) stats.stopped(StopReason::kTimeLimit);
@@ -318,7 +348,10 @@ class Walk {
   std::span<const NodeId> start_;  // empty: from the default schedule
   double least_cost_ = cost_lower_bound(g_);
   WalkContext context_;
-  StageResult over_budget_pass_;  // a memory pass that ended over budget: in the totals only
+  // Stage 1's parts that ended over the budget and were set aside (a memory pass, the single
+  // nodes' fallback): in the totals only.
+  StageResult over_budget_parts_;
+  bool no_carry_over_ = false;  // a fallback ended over the budget (set_aside_over_budget)
 };
 
 // mode=fixed-order keeps first computations where they are: a start must have them in the
