@@ -21,12 +21,6 @@ namespace {
 // with recomputation chosen for memory alone is lost again in stage 2 at a higher cost.
 constexpr double kClearlyLowerPeak = 0.01;
 
-// When the memory pass ends over the budget, the single nodes' fallback runs at most this many
-// convergence windows. Its plan counts only when it fits, and where it fitted it did so within
-// one window of iterations (stop_at_budget ends it there), while the runs that ended over the
-// budget spent four to twelve windows for nothing (bench/results/fastsa_fallback_bench.md).
-constexpr int64_t kFallbackWindowsOverBudget = 2;
-
 struct WalkResult {
   Sequence sequence;
   SolveStats stats;
@@ -159,7 +153,7 @@ class Walk {
   // needs to work with), or from the pass's if its peak is clearly lower (kClearlyLowerPeak).
   // A pass over budget never changes the single nodes' run (its iterations are not taken from
   // theirs, the random stream is restored), so where its plan is not the start, the plan is the
-  // one without it; it only caps their run (kFallbackWindowsOverBudget). Single nodes that end
+  // one without it; it only caps their run (stage1_fallback_windows). Single nodes that end
   // over the budget are set aside in the same way (set_aside_over_budget), so the cap never
   // changes a plan where their run would not have fitted. Returns the start as node ids; `used`
   // sums the iterations and time of the parts that count.
@@ -222,9 +216,14 @@ class Walk {
     fallback_settings.iterations = p_.stage1_iterations - used.iterations;
     fallback_settings.slots = slots_for(nodes.num_units(), p_.slots);
     fallback_settings.convergence_window = window(nodes.num_units());
+    // When the memory pass ends over the budget, the single nodes run at most
+    // stage1_fallback_windows convergence windows (default 2). Their plan counts only when it
+    // fits, and where it fitted it did so within one window (stop_at_budget ends it there), while
+    // the runs that ended over the budget spent several windows for nothing
+    // (bench/results/fastsa_fallback_bench.md).
     if (memory && !within_budget(memory->peak))
       fallback_settings.iteration_cap =
-          kFallbackWindowsOverBudget * fallback_settings.convergence_window;
+          p_.stage1_fallback_windows * fallback_settings.convergence_window;
     if (fallback_settings.iterations > 0) {
       const Rng rng_before = context_.rng;
       const StageResult fallback =
