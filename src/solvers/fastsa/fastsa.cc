@@ -219,7 +219,7 @@ class Walk {
     // When the memory pass ends over the budget, the single nodes run at most
     // stage1_fallback_windows convergence windows (default 2). Their plan counts only when it
     // fits, and where it fitted it did so within one window (stop_at_budget ends it there), while
-    // the runs that ended over the budget spent several windows for nothing
+    // the runs that ended over the budget spent two to twelve windows for nothing
     // (bench/results/fastsa_fallback_bench.md).
     if (memory && !within_budget(memory->peak))
       fallback_settings.iteration_cap =
