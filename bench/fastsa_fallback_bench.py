@@ -102,14 +102,14 @@ def main():
             windows = counters.get("stage1_fallback_iterations", 0) / counters["convergence_window"]
             capped = default["stats"]["counters"].get("stage1_fallback_capped") == 1
             budget = float(pct)
-            groups = percent(plan, "stage1_groups_peak_bytes")
-            memory = percent(plan, "stage1_memory_peak_bytes")
-            fallback = percent(plan, "stage1_fallback_peak_bytes")
+            groups = percent(plan, "stage1_groups_peak")
+            memory = percent(plan, "stage1_memory_peak")
+            fallback = percent(plan, "stage1_fallback_peak")
             alone = ""
             if memory is not None and fallback is not None and memory > budget:
                 over += 1
                 # Counters are bytes, so the comparison is exact where the percentages are not.
-                fits = counters["stage1_fallback_peak_bytes"] <= plan["budget_bytes"]
+                fits = counters["stage1_fallback_peak"] <= plan["budget_bytes"]
                 pays += fits
                 alone = "**yes**" if fits else "no"
             share = counters.get("stage1_fallback_iterations", 0) / max(1, plan["stats"][

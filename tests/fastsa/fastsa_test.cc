@@ -190,8 +190,8 @@ TEST(FastsaFallback, CappedWhereTheMemoryPassEndsOverBudget) {
                            {"stage2_iterations", "200000"}};
   const SolveResult capped = solve_and_check(g, budget, "fastsa", params, 1);
   const SolveStats& s = capped.plan.stats;
-  ASSERT_GT(*s.counter("stage1_memory_peak_bytes"), static_cast<double>(budget));
-  EXPECT_GT(*s.counter("stage1_fallback_peak_bytes"), static_cast<double>(budget));
+  ASSERT_GT(*s.counter("stage1_memory_peak"), static_cast<double>(budget));
+  EXPECT_GT(*s.counter("stage1_fallback_peak"), static_cast<double>(budget));
   EXPECT_EQ(s.counter("stage1_fallback_capped"), 1);
   EXPECT_EQ(*s.counter("stage1_fallback_iterations"), 40000);
   // The fallback over budget is set aside: no iterations carry over to stage 2, and the totals
@@ -217,8 +217,8 @@ TEST(FastsaFallback, ThatFitsIsNotCutShort) {
     const int64_t budget = percent_of_baseline(g, pct);
     const SolveResult r = solve_and_check(g, budget, "fastsa", {}, 1, /*work_limit=*/60);
     const SolveStats& s = r.plan.stats;
-    ASSERT_GT(*s.counter("stage1_memory_peak_bytes"), static_cast<double>(budget)) << g.name();
-    EXPECT_LE(*s.counter("stage1_fallback_peak_bytes"), static_cast<double>(budget)) << g.name();
+    ASSERT_GT(*s.counter("stage1_memory_peak"), static_cast<double>(budget)) << g.name();
+    EXPECT_LE(*s.counter("stage1_fallback_peak"), static_cast<double>(budget)) << g.name();
     EXPECT_EQ(s.counter("stage1_fallback_capped"), 0) << g.name();
     EXPECT_EQ(s.status, SolveStatus::kFeasible) << g.name();
   }

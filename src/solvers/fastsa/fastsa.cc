@@ -188,7 +188,7 @@ class Walk {
     std::vector<int32_t> start = node_indices(units.expand(used.best_order));
     if (!may_fall_back || cut_short(used)) return start;
     const int64_t grouped_peak = simulate(g_, nodes.expand(start)).peak_bytes;
-    stats.add_counter("stage1_groups_peak_bytes", static_cast<double>(grouped_peak));
+    stats.add_counter("stage1_groups_peak", static_cast<double>(grouped_peak));
     if (within_budget(grouped_peak)) return start;
 
     std::optional<MemoryPlan> memory;
@@ -229,7 +229,7 @@ class Walk {
       const StageResult fallback =
           stage(nodes, nodes.initial_order, fallback_settings, "stage 1 (nodes)");
       add_stage_counters(stats, "stage1_fallback", fallback, fallback_settings.slots);
-      stats.add_counter("stage1_fallback_peak_bytes", static_cast<double>(fallback.best_peak));
+      stats.add_counter("stage1_fallback_peak", static_cast<double>(fallback.best_peak));
       stats.add_counter("stage1_fallback_capped", fallback.capped ? 1 : 0);
       if (fits(nodes, fallback.best_order)) {
         add_part(used, fallback);
@@ -281,7 +281,7 @@ class Walk {
     MemoryPlan plan{.order = node_indices(units.expand(pass.best_order))};
     const Evaluation e = simulate(g_, nodes.expand(plan.order));
     plan.peak = e.peak_bytes;
-    stats.add_counter("stage1_memory_peak_bytes", static_cast<double>(plan.peak));
+    stats.add_counter("stage1_memory_peak", static_cast<double>(plan.peak));
     const double strict_scale = p_.initial_temperature_pct / 100 *
                                 context_.objective(static_cast<double>(e.peak_bytes), e.cost);
     plan.stop_temperature = strict_scale * pass.stop_temperature / pass.initial_temperature;
