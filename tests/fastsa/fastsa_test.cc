@@ -108,22 +108,23 @@ TEST(Fastsa, SmallGraphsConvergeInAFewHundredThousandIterations) {
 
 TEST(Fastsa, StatsReportStagesAndConvergence) {
   const Graph g = generate_random_layered({.num_nodes = 60, .seed = 2});
-  const SolveResult r = solve_and_check(
-      g, std::max(percent_of_baseline(g, 60), memory_lower_bound(g)), "fastsa", quick(), 1);
+  const int64_t budget = std::max(percent_of_baseline(g, 60), memory_lower_bound(g));
+  const SolveResult r = solve_and_check(g, budget, "fastsa", quick(), 1);
   const SolveStats& s = r.plan.stats;
   for (const char* name : {"stage1_iterations", "stage2_iterations", "accepted_moves",
                            "mutations_per_second", "stage1_seconds", "stage2_seconds"})
     EXPECT_TRUE(s.counter(name).has_value()) << name;
   // Whatever stage 1 leaves unused goes to stage 2: a run is 60,000 + 20,000 iterations.
-  // (On this graph the groups cannot reach the budget, nor can the memory pass, whose
-  // iterations then count in the total only: single nodes run on the other half of stage 1.)
+  // (On this graph the groups cannot reach the budget, nor can the memory pass, nor the single
+  // nodes that run on the other half of stage 1: the iterations of those two then count in the
+  // total only.)
   EXPECT_EQ(*s.counter("stage1_iterations"), 30000);
   ASSERT_TRUE(s.counter("stage1_fallback_iterations").has_value());
   ASSERT_TRUE(s.counter("stage1_memory_iterations").has_value());
-  EXPECT_EQ(*s.counter("stage1_iterations") + *s.counter("stage1_fallback_iterations") +
-                *s.counter("stage2_iterations"),
-            80000);
-  EXPECT_EQ(s.iterations, 80000 + *s.counter("stage1_memory_iterations"));
+  EXPECT_GT(*s.counter("stage1_fallback_peak"), static_cast<double>(budget));
+  EXPECT_EQ(*s.counter("stage1_iterations") + *s.counter("stage2_iterations"), 80000);
+  EXPECT_EQ(s.iterations, 80000 + *s.counter("stage1_memory_iterations") +
+                              *s.counter("stage1_fallback_iterations"));
   EXPECT_EQ(s.stop_reason, StopReason::kConverged);
   ASSERT_FALSE(s.series.empty());
   EXPECT_GE(s.series[0].second.size(), 2u);
@@ -194,9 +195,7 @@ TEST(FastsaFallback, CappedWhereTheMemoryPassEndsOverBudget) {
   EXPECT_GT(*s.counter("stage1_fallback_peak"), static_cast<double>(budget));
   EXPECT_EQ(s.counter("stage1_fallback_capped"), 1);
   EXPECT_EQ(*s.counter("stage1_fallback_iterations"), 40000);
-  // The fallback over budget is set aside: no iterations carry over to stage 2, and the totals
-  // count every part.
-  EXPECT_LE(*s.counter("stage2_iterations"), 200000);
+  // The fallback over budget is set aside: the totals count every part.
   EXPECT_EQ(s.iterations, *s.counter("stage1_iterations") + *s.counter("stage1_memory_iterations") +
                               *s.counter("stage1_fallback_iterations") +
                               *s.counter("stage2_iterations"));

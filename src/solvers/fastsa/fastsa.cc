@@ -95,8 +95,7 @@ class Walk {
       }
       s2.iterations = p_.stage2_iterations;
       s2.keep_within_budget = p_.stage2_keep_budget;
-      if (p_.carry_over_iterations && !first.time_limit_hit && !first.work_limit_hit &&
-          !no_carry_over_)
+      if (p_.carry_over_iterations && !first.time_limit_hit && !first.work_limit_hit)
         s2.iterations += p_.stage1_iterations - first.iterations;
       s2.slots = slots_for(static_cast<int64_t>(start.size()), p_.slots);
       s2.convergence_window = window(nodes.num_units());
@@ -241,16 +240,16 @@ class Walk {
   }
 
   // A fallback that ended over the budget leaves no trace but its counters and work, as a memory
-  // pass over the budget: the random stream is restored and stage 2 starts at the temperature of
-  // the plan it starts from. Stage 1 never stopped at the budget, so no iterations carry over to
-  // stage 2 (carry_over_iterations), however soon the fallback ended (iteration_cap).
+  // pass over the budget: the random stream is restored, its iterations are nobody's (stage 2
+  // gets what the parts that count left: carry_over_iterations), and stage 2 starts at the
+  // temperature of the plan it starts from. So however soon the fallback ended (iteration_cap),
+  // stage 2 runs as without it.
   void set_aside_over_budget(const StageResult& fallback, const Rng& rng_before,
                              StageResult& used) {
     context_.rng = rng_before;
     used.time_limit_hit = fallback.time_limit_hit;
     used.work_limit_hit = fallback.work_limit_hit;
     add_work(over_budget_parts_, fallback);
-    no_carry_over_ = true;
   }
 
   // What a memory pass reached, with the temperatures stage 2 would start from.
@@ -350,7 +349,6 @@ class Walk {
   // Stage 1's parts that ended over the budget and were set aside (a memory pass, the single
   // nodes' fallback): in the totals only.
   StageResult over_budget_parts_;
-  bool no_carry_over_ = false;  // a fallback ended over the budget (set_aside_over_budget)
 };
 
 // mode=fixed-order keeps first computations where they are: a start must have them in the
