@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <tuple>
 
 #include "fastsa/units.h"
 #include "fastsa_test_graphs.h"
@@ -107,22 +108,23 @@ TEST(Fastsa, SmallGraphsConvergeInAFewHundredThousandIterations) {
 
 TEST(Fastsa, StatsReportStagesAndConvergence) {
   const Graph g = generate_random_layered({.num_nodes = 60, .seed = 2});
-  const SolveResult r = solve_and_check(
-      g, std::max(percent_of_baseline(g, 60), memory_lower_bound(g)), "fastsa", quick(), 1);
+  const int64_t budget = std::max(percent_of_baseline(g, 60), memory_lower_bound(g));
+  const SolveResult r = solve_and_check(g, budget, "fastsa", quick(), 1);
   const SolveStats& s = r.plan.stats;
   for (const char* name : {"stage1_iterations", "stage2_iterations", "accepted_moves",
                            "mutations_per_second", "stage1_seconds", "stage2_seconds"})
     EXPECT_TRUE(s.counter(name).has_value()) << name;
   // Whatever stage 1 leaves unused goes to stage 2: a run is 60,000 + 20,000 iterations.
-  // (On this graph the groups cannot reach the budget, nor can the memory pass, whose
-  // iterations then count in the total only: single nodes run on the other half of stage 1.)
+  // (On this graph the groups cannot reach the budget, nor can the memory pass, nor the single
+  // nodes that run on the other half of stage 1: the iterations of those two then count in the
+  // total only.)
   EXPECT_EQ(*s.counter("stage1_iterations"), 30000);
   ASSERT_TRUE(s.counter("stage1_fallback_iterations").has_value());
   ASSERT_TRUE(s.counter("stage1_memory_iterations").has_value());
-  EXPECT_EQ(*s.counter("stage1_iterations") + *s.counter("stage1_fallback_iterations") +
-                *s.counter("stage2_iterations"),
-            80000);
-  EXPECT_EQ(s.iterations, 80000 + *s.counter("stage1_memory_iterations"));
+  EXPECT_GT(*s.counter("stage1_fallback_peak"), static_cast<double>(budget));
+  EXPECT_EQ(*s.counter("stage1_iterations") + *s.counter("stage2_iterations"), 80000);
+  EXPECT_EQ(s.iterations, 80000 + *s.counter("stage1_memory_iterations") +
+                              *s.counter("stage1_fallback_iterations"));
   EXPECT_EQ(s.stop_reason, StopReason::kConverged);
   ASSERT_FALSE(s.series.empty());
   EXPECT_GE(s.series[0].second.size(), 2u);
@@ -175,6 +177,50 @@ TEST(FastsaMemoryPass, OverBudgetAndNotClearlyLowerChangesNothing) {
   EXPECT_EQ(runs.with_pass.plan.stats.iterations,
             runs.strict_only.plan.stats.iterations +
                 *runs.with_pass.plan.stats.counter("stage1_memory_iterations"));
+}
+
+// Where the memory pass ends over the budget, the single nodes' fallback runs at most two
+// convergence windows (its plan counts only if it fits, and where it fitted it took less than
+// one: bench/results/fastsa_fallback_bench.md). 150 nodes at 45 %: neither fits; without the
+// memory pass nothing caps the fallback, which then runs more than three windows.
+TEST(FastsaFallback, CappedWhereTheMemoryPassEndsOverBudget) {
+  const Graph g = generate_random_layered({.num_nodes = 150, .seed = 1});
+  const int64_t budget = percent_of_baseline(g, 45);
+  const ParamMap params = {{"convergence_window", "20000"},
+                           {"stage1_iterations", "2000000"},
+                           {"stage2_iterations", "200000"}};
+  const SolveResult capped = solve_and_check(g, budget, "fastsa", params, 1);
+  const SolveStats& s = capped.plan.stats;
+  ASSERT_GT(*s.counter("stage1_memory_peak"), static_cast<double>(budget));
+  EXPECT_GT(*s.counter("stage1_fallback_peak"), static_cast<double>(budget));
+  EXPECT_EQ(s.counter("stage1_fallback_capped"), 1);
+  EXPECT_EQ(*s.counter("stage1_fallback_iterations"), 40000);
+  // The fallback over budget is set aside: the totals count every part.
+  EXPECT_EQ(s.iterations, *s.counter("stage1_iterations") + *s.counter("stage1_memory_iterations") +
+                              *s.counter("stage1_fallback_iterations") +
+                              *s.counter("stage2_iterations"));
+
+  ParamMap without_pass = params;
+  without_pass["stage1_memory_pass"] = "false";
+  const SolveResult uncapped = solve_and_check(g, budget, "fastsa", without_pass, 1);
+  EXPECT_EQ(uncapped.plan.stats.counter("stage1_fallback_capped"), 0);
+  EXPECT_GT(*uncapped.plan.stats.counter("stage1_fallback_iterations"), 60000);
+}
+
+// Where the fallback reaches the budget and the memory pass does not, the cap leaves it room:
+// its plan is the start (60 nodes at 65 %, 100 nodes at 55 %, default windows).
+TEST(FastsaFallback, ThatFitsIsNotCutShort) {
+  for (const auto& [seed, nodes, pct] : {std::tuple{1, 60, 65}, std::tuple{6, 100, 55}}) {
+    const Graph g =
+        generate_random_layered({.num_nodes = nodes, .seed = static_cast<uint64_t>(seed)});
+    const int64_t budget = percent_of_baseline(g, pct);
+    const SolveResult r = solve_and_check(g, budget, "fastsa", {}, 1, /*work_limit=*/60);
+    const SolveStats& s = r.plan.stats;
+    ASSERT_GT(*s.counter("stage1_memory_peak"), static_cast<double>(budget)) << g.name();
+    EXPECT_LE(*s.counter("stage1_fallback_peak"), static_cast<double>(budget)) << g.name();
+    EXPECT_EQ(s.counter("stage1_fallback_capped"), 0) << g.name();
+    EXPECT_EQ(s.status, SolveStatus::kFeasible) << g.name();
+  }
 }
 
 TEST(Fastsa, FirstStageStopsOnceBudgetIsMet) {

@@ -119,7 +119,9 @@ class Annealer {
     // over the whole schedule).
     const double weight = move_weight(settings_.slots) * degree_weight_;
     const int64_t moves_at_start = context_.moves_left;
-    const int64_t last = std::min(settings_.iterations, affordable_iterations(weight));
+    const int64_t affordable = std::min(settings_.iterations, affordable_iterations(weight));
+    const int64_t cap = settings_.iteration_cap;
+    const int64_t last = cap > 0 ? std::min(affordable, cap) : affordable;
     bool simulations_used_the_work = false;
     for (; it < last && !done; ++it) {
       if ((it & 1023) == 0 && it > 0) {
@@ -175,8 +177,10 @@ class Annealer {
       }
     }
     r.iterations = it;
-    r.work_limit_hit = simulations_used_the_work || (!done && !r.time_limit_hit && !r.converged &&
-                                                     last < settings_.iterations && it == last);
+    const bool ran_out = !done && !r.time_limit_hit && !r.converged && it == last;
+    r.work_limit_hit = simulations_used_the_work ||
+                       (ran_out && affordable < settings_.iterations && last == affordable);
+    r.capped = !simulations_used_the_work && ran_out && last == cap && cap < affordable;
     context_.moves_left -= weighted_moves(it, weight) + simulated_moves_;
     context_.work_limit_hit |= r.work_limit_hit;
     context_.time_limit_hit |= r.time_limit_hit;

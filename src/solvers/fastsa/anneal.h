@@ -68,6 +68,9 @@ struct StageSettings {
   // > 0: the stage ends once the goal (within budget, then cost; over budget, peak) has not
   // improved for this many iterations. 0: it runs all `iterations`.
   int64_t convergence_window = 0;
+  // > 0: the stage ends after this many iterations, its schedule unchanged (the temperatures
+  // fall as over all `iterations`, so the run is the full one cut short). 0: no cap.
+  int64_t iteration_cap = 0;
   // The stage ends once its best plan fits the budget at this cost (the graph's cost lower
   // bound: every needed node once), which no plan can beat. 0: never.
   double least_cost = 0;
@@ -125,6 +128,7 @@ struct StageResult {
   bool work_limit_hit = false;  // the walk's moves ran out before the stage ended
   bool converged = false;       // ended by the convergence window
   bool at_least_cost = false;   // ended within budget at StageSettings::least_cost
+  bool capped = false;          // ended at StageSettings::iteration_cap
 };
 
 StageResult run_stage(const UnitTable& units, std::span<const int32_t> start_order,

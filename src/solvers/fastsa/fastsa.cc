@@ -152,8 +152,10 @@ class Walk {
   // needs to work with), or from the pass's if its peak is clearly lower (kClearlyLowerPeak).
   // A pass over budget never changes the single nodes' run (its iterations are not taken from
   // theirs, the random stream is restored), so where its plan is not the start, the plan is the
-  // one without it. Returns the start as node ids; `used` sums the iterations and time of the
-  // parts that count.
+  // one without it; it only caps their run (stage1_fallback_windows). Single nodes that end
+  // over the budget are set aside in the same way (set_aside_over_budget), so the cap never
+  // changes a plan where their run would not have fitted. Returns the start as node ids; `used`
+  // sums the iterations and time of the parts that count.
   std::vector<int32_t> run_first_stage(const UnitTable& nodes, SolveStats& stats,
                                        StageResult& used) {
     // Groups recompute fused nodes inside each reader, which moves first computations.
@@ -185,6 +187,7 @@ class Walk {
     std::vector<int32_t> start = node_indices(units.expand(used.best_order));
     if (!may_fall_back || cut_short(used)) return start;
     const int64_t grouped_peak = simulate(g_, nodes.expand(start)).peak_bytes;
+    stats.add_counter("stage1_groups_peak", static_cast<double>(grouped_peak));
     if (within_budget(grouped_peak)) return start;
 
     std::optional<MemoryPlan> memory;
@@ -212,14 +215,41 @@ class Walk {
     fallback_settings.iterations = p_.stage1_iterations - used.iterations;
     fallback_settings.slots = slots_for(nodes.num_units(), p_.slots);
     fallback_settings.convergence_window = window(nodes.num_units());
+    // When the memory pass ends over the budget, the single nodes run at most
+    // stage1_fallback_windows convergence windows (default 2). Their plan counts only when it
+    // fits, and where it fitted it did so within one window (stop_at_budget ends it there), while
+    // the runs that ended over the budget spent two to twelve windows for nothing
+    // (bench/results/fastsa_fallback_bench.md).
+    if (memory && !within_budget(memory->peak))
+      fallback_settings.iteration_cap =
+          p_.stage1_fallback_windows * fallback_settings.convergence_window;
     if (fallback_settings.iterations > 0) {
+      const Rng rng_before = context_.rng;
       const StageResult fallback =
           stage(nodes, nodes.initial_order, fallback_settings, "stage 1 (nodes)");
       add_stage_counters(stats, "stage1_fallback", fallback, fallback_settings.slots);
-      add_part(used, fallback);
-      if (fits(nodes, fallback.best_order)) return fallback.best_order;
+      stats.add_counter("stage1_fallback_peak", static_cast<double>(fallback.best_peak));
+      stats.add_counter("stage1_fallback_capped", fallback.capped ? 1 : 0);
+      if (fits(nodes, fallback.best_order)) {
+        add_part(used, fallback);
+        return fallback.best_order;
+      }
+      set_aside_over_budget(fallback, rng_before, used);
     }
     return memory_or_groups();
+  }
+
+  // A fallback that ended over the budget leaves no trace but its counters and work, as a memory
+  // pass over the budget: the random stream is restored, its iterations are nobody's (stage 2
+  // gets what the parts that count left: carry_over_iterations), and stage 2 starts at the
+  // temperature of the plan it starts from. So however soon the fallback ended (iteration_cap),
+  // stage 2 runs as without it.
+  void set_aside_over_budget(const StageResult& fallback, const Rng& rng_before,
+                             StageResult& used) {
+    context_.rng = rng_before;
+    used.time_limit_hit = fallback.time_limit_hit;
+    used.work_limit_hit = fallback.work_limit_hit;
+    add_work(over_budget_parts_, fallback);
   }
 
   // What a memory pass reached, with the temperatures stage 2 would start from.
@@ -250,6 +280,7 @@ class Walk {
     MemoryPlan plan{.order = node_indices(units.expand(pass.best_order))};
     const Evaluation e = simulate(g_, nodes.expand(plan.order));
     plan.peak = e.peak_bytes;
+    stats.add_counter("stage1_memory_peak", static_cast<double>(plan.peak));
     const double strict_scale = p_.initial_temperature_pct / 100 *
                                 context_.objective(static_cast<double>(e.peak_bytes), e.cost);
     plan.stop_temperature = strict_scale * pass.stop_temperature / pass.initial_temperature;
@@ -260,7 +291,7 @@ class Walk {
       context_.rng = rng_before;
       used.time_limit_hit = pass.time_limit_hit;
       used.work_limit_hit = pass.work_limit_hit;
-      over_budget_pass_ = pass;
+      add_work(over_budget_parts_, pass);
     }
     return plan;
   }
@@ -289,11 +320,11 @@ class Walk {
   }
 
   void add_totals(SolveStats& stats, const StageResult& first, const StageResult& second) {
-    const int64_t iterations = first.iterations + second.iterations + over_budget_pass_.iterations;
-    const double seconds = first.seconds + second.seconds + over_budget_pass_.seconds;
+    const int64_t iterations = first.iterations + second.iterations + over_budget_parts_.iterations;
+    const double seconds = first.seconds + second.seconds + over_budget_parts_.seconds;
     stats.iterations = iterations;
     stats.add_counter("accepted_moves", static_cast<double>(first.accepted + second.accepted +
-                                                            over_budget_pass_.accepted));
+                                                            over_budget_parts_.accepted));
     stats.add_counter("mutations_per_second",
                       seconds > 0 ? static_cast<double>(iterations) / seconds : 0);
     if (context_.time_limit_hit) stats.stopped(StopReason::kTimeLimit);
@@ -315,7 +346,9 @@ class Walk {
   std::span<const NodeId> start_;  // empty: from the default schedule
   double least_cost_ = cost_lower_bound(g_);
   WalkContext context_;
-  StageResult over_budget_pass_;  // a memory pass that ended over budget: in the totals only
+  // Stage 1's parts that ended over the budget and were set aside (a memory pass, the single
+  // nodes' fallback): in the totals only.
+  StageResult over_budget_parts_;
 };
 
 // mode=fixed-order keeps first computations where they are: a start must have them in the

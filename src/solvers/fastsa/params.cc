@@ -72,6 +72,10 @@ const ParamTable<FastsaParams>& fastsa_param_table() {
             "groups get half of stage 1; if they do not reach the budget, single nodes get the "
             "other half"},
            flag(&P::stage1_fallback)},
+          {{"stage1_fallback_windows", "2", "windows",
+            "where the memory pass ended over the budget, the single nodes run at most this many "
+            "convergence windows (their plan counts only if it fits); 0 = no cap"},
+           integer(&P::stage1_fallback_windows, 0, int64_t{1} << 20)},
           {{"stage1_memory_pass", "`true`", "",
             "before the single nodes, the groups anneal on for memory alone (cost exponent 0) "
             "from their plan; stage 2 starts from its plan if it fits and the single nodes' "
