@@ -216,10 +216,9 @@ class Walk {
     fallback_settings.slots = slots_for(nodes.num_units(), p_.slots);
     fallback_settings.convergence_window = window(nodes.num_units());
     // When the memory pass ends over the budget, the single nodes run at most
-    // stage1_fallback_windows convergence windows (default 2). Their plan counts only when it
-    // fits, and where it fitted it did so within one window (stop_at_budget ends it there), while
-    // the runs that ended over the budget spent two to twelve windows for nothing
-    // (bench/results/fastsa_fallback_bench.md).
+    // stage1_fallback_windows convergence windows. Their plan counts only when it fits; where it
+    // fitted it did so early (stop_at_budget ends it there), while the runs that ended over the
+    // budget spent many windows for nothing (bench/fastsa_fallback_bench.py measures both).
     if (memory && !within_budget(memory->peak))
       fallback_settings.iteration_cap =
           p_.stage1_fallback_windows * fallback_settings.convergence_window;
