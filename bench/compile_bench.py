@@ -6,36 +6,37 @@ with remat's backend (several solvers), at the same budget fractions, in one run
     ./scripts/python bench/compile_bench.py --models gpt --fractions 0.5 --solvers fastsa
     ./scripts/python bench/compile_bench.py --models hf-gpt2,resnet50 --compiler eager --append
 
-Per model and configuration: saved activation bytes and recomputed FLOPs of the partition
-(summed over the graphs; cost.py's FLOP model on both sides), the measured peak of one training
-step (forward and backward, gradients set to None before it, so the gradients' storage counts
-too), the median step time of the steps after the compiled one, the compile time (the first
-step, with an empty kernel cache: each row compiles its own kernels; each model's rows follow
-one compiled step that is not counted, so the process's one-time costs land on no row), the
-partition time (summed over the graphs), and the largest difference in the loss and the gradients
-from eager, from PyTorch's default partition and from eager in float64 (the same step with the
-model and batch in double precision: what every row approximates). Inductor's decompositions and
-kernels change the float32 rounding (batch norm's, and a convolution's in channels-last layout,
-which Inductor's layout optimization picks for the default partition's graphs and not for remat's
-planned graphs), and a badly conditioned step magnifies it (ResNet-50 at batch 8: its last
-stage's batch norms reduce over 32 values per channel): two rows may differ from each other as
-much as each differs from eager while both are as near the float64 step as eager's own float32
-step is. "vs fp64 eager" tells a different rounding from a wrong gradient: a wrong one stands far
-above the eager row's figure there. "sim MB" is the activation memory of the partition in remat's
-simulator, the same model for both partitioners (partition.simulate_partition: the graphs' calls
-in their order, each graph's fusible chains fused, summed over the graphs), and "sim %" its share
-of the default schedule's activation memory (what remat's fraction is of). "random redrawn" counts
-the random calls a partition runs again in the backward: PyTorch's budget knapsack may recompute
-a dropout, which here (fallback_random, CPU) draws a new mask, so its gradients are not eager's;
-remat's plans never do (a random call they run again replays its first draw from the generator
-state the forward saved: partition.py, counted in the plan's memory). A PyTorch budget plan that redraws is followed by the same solver's plan
-with random calls saved ("pytorch budget greedy, random saved": PyTorch's MUST_SAVE tag on them,
-_compat.min_cut_partition), the plan under remat's rule. With --equal-peak-solver (default
-auto), each fraction's rows end with remat planning each graph to the simulated bytes a PyTorch
-budget plan reached there ("remat auto at greedy's sim"): at equal memory, who recomputes less.
-After the table, per model and fraction: does a remat row dominate PyTorch's best budget plan
-(the least measured peak, then the fewest recomputed FLOPs) and its best plan drawing no random
-call again, on the measured peak (and in remat's simulator) and recomputed FLOPs both?
+Per model and configuration: saved activation bytes and recomputed FLOPs of the partition (summed
+over the graphs; cost.py's FLOP model on both sides), the measured peak of one training step
+(forward and backward, gradients set to None before it, so the gradients' storage counts too), the
+median step time of the steps after the compiled one, the compile time, wall and CPU seconds (the
+first step, with an empty kernel cache: each row compiles its own kernels, one at a time, the CPU
+seconds those of this process and its compiler runs; each model's rows follow one compiled step that
+is not counted, so the process's one-time costs land on no row), the partition time (summed over the
+graphs), and the largest difference in the loss and the gradients from eager, from PyTorch's default
+partition and from eager in float64 (the same step with the model and batch in double precision:
+what every row approximates). Inductor's decompositions and kernels change the float32 rounding
+(batch norm's, and a convolution's in channels-last layout, which Inductor's layout optimization
+picks for the default partition's graphs and not for remat's planned graphs), and a badly
+conditioned step magnifies it (ResNet-50 at batch 8: its last stage's batch norms reduce over 32
+values per channel): two rows may differ from each other as much as each differs from eager while
+both are as near the float64 step as eager's own float32 step is. "vs fp64 eager" tells a different
+rounding from a wrong gradient: a wrong one stands far above the eager row's figure there. "sim MB"
+is the activation memory of the partition in remat's simulator, the same model for both partitioners
+(partition.simulate_partition: the graphs' calls in their order, each graph's fusible chains fused,
+summed over the graphs), and "sim %" its share of the default schedule's activation memory (what
+remat's fraction is of). "random redrawn" counts the random calls a partition runs again in the
+backward: PyTorch's budget knapsack may recompute a dropout, which here (fallback_random, CPU) draws
+a new mask, so its gradients are not eager's; remat's plans never do (a random call they run again
+replays its first draw from the generator state the forward saved: partition.py, counted in the
+plan's memory). A PyTorch budget plan that redraws is followed by the same solver's plan with random
+calls saved ("pytorch budget greedy, random saved": PyTorch's MUST_SAVE tag on them,
+_compat.min_cut_partition), the plan under remat's rule. With --equal-peak-solver (default auto),
+each fraction's rows end with remat planning each graph to the simulated bytes a PyTorch budget plan
+reached there ("remat auto at greedy's sim"): at equal memory, who recomputes less. After the table,
+per model and fraction: does a remat row dominate PyTorch's best budget plan (the least measured
+peak, then the fewest recomputed FLOPs) and its best plan drawing no random call again, on the
+measured peak (and in remat's simulator) and recomputed FLOPs both?
 
 Both sides' recomputed FLOPs are cost.py's model (matmuls and convolutions from shapes, a
 pointwise or reduction call its element count), summed over the calls each backward runs again.
@@ -75,6 +76,7 @@ import argparse
 import copy
 import json
 import os
+import resource
 import statistics
 import sys
 import time
@@ -282,6 +284,14 @@ def train_step_fn(model, batch, step):
     return train_step
 
 
+def cpu_seconds():
+    """CPU seconds of this process and of its children waited for (the C++ compiler runs that
+    build Inductor's CPU kernels)."""
+    own, children = (resource.getrusage(who)
+                     for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def measure(make, backend_maker, functorch_config, steps, device="cpu"):
     model, batch, loss_fn = make()
     model = copy.deepcopy(model).train().to(device)
@@ -293,10 +303,11 @@ def measure(make, backend_maker, functorch_config, steps, device="cpu"):
     # An empty kernel cache for each row: every row compiles its kernels (C++ for Inductor),
     # none reuses those an earlier row or run compiled.
     with fresh_cache():
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), cpu_seconds()
         with torch._functorch.config.patch(functorch_config):
             loss = train_step()
         compile_s = time.perf_counter() - start
+        compile_cpu_s = cpu_seconds() - cpu_start
         grads = [p.grad.clone() for p in model.parameters()]
         times = []
         for _ in range(steps):
@@ -309,6 +320,7 @@ def measure(make, backend_maker, functorch_config, steps, device="cpu"):
     return {
         "loss": loss, "grads": grads, "peak_bytes": peak,
         "step_s": statistics.median(times), "compile_s": compile_s,
+        "compile_cpu_s": compile_cpu_s,
         "saved_bytes": sum(g.saved_bytes for g in graphs) if graphs else None,
         "recomputed_flops": sum(g.recomputed_flops for g in graphs) if graphs else None,
         "redrawn": sum(g.redrawn for g in graphs) if graphs else None,
@@ -439,14 +451,17 @@ def main():
                 f"{', '.join(TORCH_SOLVERS)}, or none)")
     torch.set_num_threads(1)  # a shared machine: one core per run, comparable step times
     warnings.simplefilter("ignore")
-    patches = {"fx_graph_cache": False, "fallback_random": True}
+    # Inductor compiles kernels from this process (no worker pool, whose CPU seconds no row
+    # could count): a row's compile CPU seconds are all of its compile's, while its wall time on
+    # a shared machine is also the load's.
+    patches = {"fx_graph_cache": False, "fallback_random": True, "compile_threads": 1}
     records = []
     lines = [f"compiler {args.compiler}, torch {torch.__version__}, one thread, device "
              f"{device_name(args.device)}", "",
              "| model | configuration | fraction | saved MB | recomputed MFLOP | random redrawn "
              "| sim MB | sim % | measured peak MB | peak / default | step ms | compile s "
-             "| partition s | max diff vs eager | vs default | vs fp64 eager |",
-             "|" + " --- |" * 16]
+             "| compile CPU s | partition s | max diff vs eager | vs default | vs fp64 eager |",
+             "|" + " --- |" * 17]
     print("\n".join(lines), flush=True)
     equal_peak = None if args.equal_peak_solver == "none" else args.equal_peak_solver
     with torch._inductor.config.patch(patches), \
@@ -480,7 +495,8 @@ def main():
                              f"{share} | "
                              f"{mb(row['peak_bytes'])} | "
                              f"{'-' if ratio is None else f'{ratio:.2f}'} | "
-                             f"{1e3 * row['step_s']:.1f} | {row['compile_s']:.1f} | {plan_s} | "
+                             f"{1e3 * row['step_s']:.1f} | {row['compile_s']:.1f} | "
+                             f"{row['compile_cpu_s']:.1f} | {plan_s} | "
                              f"{diff:.1e} | "
                              f"{'-' if diff_default is None else f'{diff_default:.1e}'} | "
                              f"{diff_fp64:.1e} |")
