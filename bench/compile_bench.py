@@ -10,16 +10,16 @@ Per model and configuration: saved activation bytes and recomputed FLOPs of the 
 over the graphs; cost.py's FLOP model on both sides), the measured peak of one training step
 (forward and backward, gradients set to None before it, so the gradients' storage counts too), the
 median step time of the steps after the compiled one, the compile time, wall and CPU seconds (the
-first step, with an empty kernel cache: each row compiles its own kernels, one at a time, the CPU
-seconds those of this process and its compiler runs; each model's rows follow one compiled step that
-is not counted, so the process's one-time costs land on no row), the partition time (summed over the
-graphs), and the largest difference in the loss and the gradients from eager, from PyTorch's default
-partition and from eager in float64 (the same step with the model and batch in double precision:
-what every row approximates). Inductor's decompositions and kernels change the float32 rounding
-(batch norm's, and a convolution's in channels-last layout, which Inductor's layout optimization
-picks for the default partition's graphs and not for remat's planned graphs), and a badly
-conditioned step magnifies it (ResNet-50 at batch 8: its last stage's batch norms reduce over 32
-values per channel): two rows may differ from each other as much as each differs from eager while
+first step, with an empty kernel cache: each row compiles its own kernels, on CPU one at a time, the
+CPU seconds those of this process and its compiler runs; each model's rows follow one compiled step
+that is not counted, so the process's one-time costs land on no row), the partition time (summed
+over the graphs), and the largest difference in the loss and the gradients from eager, from
+PyTorch's default partition and from eager in float64 (the same step with the model and batch in
+double precision: what every row approximates). Inductor's decompositions and kernels change the
+float32 rounding (batch norm's, and a convolution's in channels-last layout, which Inductor's layout
+optimization picks for the default partition's graphs and not for remat's planned graphs), and a
+badly conditioned step magnifies it (ResNet-50 at batch 8: its last stage's batch norms reduce over
+32 values per channel): two rows may differ from each other as much as each differs from eager while
 both are as near the float64 step as eager's own float32 step is. "vs fp64 eager" tells a different
 rounding from a wrong gradient: a wrong one stands far above the eager row's figure there. "sim MB"
 is the activation memory of the partition in remat's simulator, the same model for both partitioners
@@ -451,10 +451,13 @@ def main():
                 f"{', '.join(TORCH_SOLVERS)}, or none)")
     torch.set_num_threads(1)  # a shared machine: one core per run, comparable step times
     warnings.simplefilter("ignore")
-    # Inductor compiles kernels from this process (no worker pool, whose CPU seconds no row
-    # could count): a row's compile CPU seconds are all of its compile's, while its wall time on
-    # a shared machine is also the load's.
-    patches = {"fx_graph_cache": False, "fallback_random": True, "compile_threads": 1}
+    patches = {"fx_graph_cache": False, "fallback_random": True}
+    if args.device == "cpu":
+        # Inductor compiles kernels from this process (no worker pool, whose CPU seconds no row
+        # could count): a row's compile CPU seconds are all of its compile's, while its wall
+        # time on a shared machine is also the load's. A lent GPU machine's time is short and
+        # its cores many: there the pool compiles, and the CPU seconds leave out its workers'.
+        patches["compile_threads"] = 1
     records = []
     lines = [f"compiler {args.compiler}, torch {torch.__version__}, one thread, device "
              f"{device_name(args.device)}", "",
