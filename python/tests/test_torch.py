@@ -7,6 +7,7 @@ the CPU accounting of live storages is compared with the simulator's peak of the
 """
 
 import copy
+import functools
 import subprocess
 import sys
 
@@ -22,7 +23,6 @@ from helpers import (eager_step, lowest_peak_recompute_sequence, planned_step,
 from models import MODELS, DataDependent, TiedEmbedding, silu_cnn
 
 SEED = 1234
-_eager = {}
 _planned = {}
 
 
@@ -31,13 +31,12 @@ def traced(name):
     return traced_once(name, MODELS[name])
 
 
+@functools.cache
 def eager_reference(name):
     """eager_step of traced(name)'s model and batch at SEED, run once per model for the whole
     module (eager_step runs on a copy of the model; the tests only compare with its tensors)."""
-    if name not in _eager:
-        model, batch, loss_fn, _ = traced(name)
-        _eager[name] = eager_step(model, batch, loss_fn, SEED)
-    return _eager[name]
+    model, batch, loss_fn, _ = traced(name)
+    return eager_step(model, batch, loss_fn, SEED)
 
 
 def assert_same_step(expected, got):

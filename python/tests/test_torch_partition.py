@@ -47,18 +47,13 @@ def compiled_step(model, batch, loss_fn, partition_fn):
     return loss.detach(), [p.grad for p in model.parameters()], figures["stats"]
 
 
-_partitioned = {}
-
-
+@functools.cache
 def partitioned_step(name):
     """compiled_step of CASES[name] with rt.partition, and the solver rt.partition.last names
     right after it: run once per model for the module (the two tests below read it; the model is
     made anew from its seed each time, so it is the same step)."""
-    if name not in _partitioned:
-        model, batch, loss_fn = CASES[name]()
-        got = compiled_step(model, batch, loss_fn, rt.partition)
-        _partitioned[name] = got + (rt.partition.last.solver,)
-    return _partitioned[name]
+    model, batch, loss_fn = CASES[name]()
+    return compiled_step(model, batch, loss_fn, rt.partition) + (rt.partition.last.solver,)
 
 
 @pytest.mark.parametrize("name", list(CASES))
