@@ -284,6 +284,24 @@ def train_step_fn(model, batch, step):
     return train_step
 
 
+def listed(p, option, text, known, noun):
+    """The comma-separated names `text` of `option`, each one of `known`; else the parser `p`'s
+    error (exit 2) naming the first `noun` that is not."""
+    names = text.split(",")
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        p.error(f"{option}: unknown {noun} {unknown[0]!r} (known: {', '.join(known)})")
+    return names
+
+
+def fractions_of(p, text):
+    """The comma-separated numbers of --fractions `text`; else the parser `p`'s error."""
+    try:
+        return [float(f) for f in text.split(",")]
+    except ValueError:
+        p.error(f"--fractions: {text!r} is not a comma-separated list of numbers")
+
+
 def cpu_seconds():
     """CPU seconds of this process and of its children waited for (the C++ compiler runs that
     build Inductor's CPU kernels)."""
@@ -437,13 +455,8 @@ def main():
                    help="add the rows to --out instead of replacing it (one file, several runs)")
     p.add_argument("--out", default=os.path.join(HERE, "results", "compile_bench.json"))
     args = p.parse_args()
-    unknown = [m for m in args.models.split(",") if m not in MODELS]
-    if unknown:
-        p.error(f"--models: unknown model {unknown[0]!r} (known: {', '.join(MODELS)})")
-    try:
-        fractions = [float(f) for f in args.fractions.split(",")]
-    except ValueError:
-        p.error(f"--fractions: {args.fractions!r} is not a comma-separated list of numbers")
+    models = listed(p, "--models", args.models, MODELS, "model")
+    fractions = fractions_of(p, args.fractions)
     solvers = args.solvers.split(",")
     torch_solvers = [] if args.torch_solvers == "none" else args.torch_solvers.split(",")
     if set(torch_solvers) - set(TORCH_SOLVERS):
@@ -469,7 +482,7 @@ def main():
     equal_peak = None if args.equal_peak_solver == "none" else args.equal_peak_solver
     with torch._inductor.config.patch(patches), \
             torch._functorch.config.patch(enable_autograd_cache=False):
-        for name in args.models.split(","):
+        for name in models:
             warm_up(MODELS[name], args.compiler, args.device)
             reference = float64_reference(MODELS[name], args.device)
             eager = default = None

@@ -18,7 +18,6 @@ bench/results/cuda_joint_bench.md (--results).
 import argparse
 import copy
 import glob
-import importlib
 import os
 import sys
 import time
@@ -29,76 +28,78 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import bench_results  # noqa: E402
 import joint_graph_file  # noqa: E402
+from compile_bench import (TORCH_SOLVERS, RecordingPartition, SimulatingPartition,  # noqa: E402
+                           fractions_of, listed)
 from remat.torch import _compat  # noqa: E402
 
-partition_module = importlib.import_module("remat.torch.partition")
-compile_module = importlib.import_module("remat.torch.compile")
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "data", "joint")
-TORCH_SOLVERS = ("greedy", "ilp", "dp")
 
 
-def pytorch_plan(joint, outputs, fraction, solver, save_random=False):
-    """(simulated activation bytes, recomputed FLOPs, random calls drawn again) of PyTorch's
-    budget partition; with `save_random`, random calls are ones it must save."""
-    theirs = copy.deepcopy(joint)
-    config = {"activation_memory_budget": fraction, "activation_memory_budget_solver": solver}
+def pytorch_plan(joint, outputs, config, save_random=False):
+    """PartitionStats (with the simulator's figures: compile_bench.simulated) of PyTorch's
+    partition of a copy of `joint` under torch._functorch.config `config`; with `save_random`,
+    random calls are ones it must save."""
+    partitioner = RecordingPartition("pytorch", save_random)
     with torch._functorch.config.patch(config):
-        fw, bw = _compat.min_cut_partition(theirs, None, save_random=save_random,
-                                           num_fwd_outputs=outputs)
-    simulated = partition_module.simulate_partition(theirs, fw, bw, outputs)
-    stats = partition_module.partition_stats(fw, bw, outputs)
-    return simulated.activation_bytes, stats.recomputed_flops, stats.redrawn
+        partitioner(copy.deepcopy(joint), None, num_fwd_outputs=outputs)
+    return partitioner.graphs[0]
 
 
-def remat_plan(joint, outputs, budget, memory_cap):
-    """(simulated activation bytes, recomputed FLOPs, status, CPU s) of remat's partition."""
-    ours = copy.deepcopy(joint)
+def budget_plan(joint, outputs, fraction, solver, save_random=False):
+    """pytorch_plan under PyTorch's activation memory budget `fraction`, solved by `solver`."""
+    return pytorch_plan(joint, outputs, {"activation_memory_budget": fraction,
+                                         "activation_memory_budget_solver": solver}, save_random)
+
+
+def remat_plan(joint, outputs, fraction, budget_bytes=None):
+    """(PartitionStats with the simulator's figures, CPU s) of the compile backend's partition of
+    a copy of `joint` (remat auto; its default partition first, the fallback where remat's plan
+    needs more) at `fraction`, or at `budget_bytes` of activation memory."""
+    partitioner = SimulatingPartition(fraction, "auto",
+                                      None if budget_bytes is None else [budget_bytes])
     start = time.process_time()
-    fw, bw = partition_module.partition(ours, None, solver="auto", budget=budget,
-                                        work_limit=partition_module.scaled_work_limit,
-                                        memory_cap=memory_cap, num_fwd_outputs=outputs)
-    seconds = time.process_time() - start
-    stats = partition_module.partition.last
-    simulated = partition_module.simulate_partition(ours, fw, bw, outputs).activation_bytes
-    worse = compile_module._worse_than_default(ours, fw, bw, memory_cap, outputs)
-    status = stats.status if worse is None else "falls back: " + worse
-    return simulated, stats.recomputed_flops, status, seconds
+    partitioner(copy.deepcopy(joint), None, num_fwd_outputs=outputs)
+    return partitioner.graphs[0], time.process_time() - start
 
 
-def row(name, fraction, label, figures, status=""):
-    megabytes, flops = figures[0] / 1e6, figures[1] / 1e6
-    return f"| {name} | {fraction} | {label} | {megabytes:.3f} | {flops:.1f} | {status} |"
+def row(name, fraction, label, stats, status=""):
+    megabytes = ("-" if stats.simulated_activation_bytes is None
+                 else f"{stats.simulated_activation_bytes / 1e6:.3f}")
+    return (f"| {name} | {fraction} | {label} | {megabytes} | "
+            f"{stats.recomputed_flops / 1e6:.1f} | {status} |")
 
 
 def bench_graph(name, fractions):
     joint, keywords = joint_graph_file.read(os.path.join(DATA, f"{name}.json.gz"))
     outputs = keywords["num_fwd_outputs"]
-    (fw, bw), default_bytes = compile_module._default_partition(
-        _compat.copy_graph_module(joint), None, {"num_fwd_outputs": outputs}, outputs)
-    default_flops = partition_module.partition_stats(fw, bw, outputs).recomputed_flops
-    lines = [row(name, "-", "pytorch default", (default_bytes, default_flops))]
+    with _compat.default_partition_config():
+        default = pytorch_plan(joint, outputs, {})
+    lines = [row(name, "-", "pytorch default", default)]
     print(lines[-1], flush=True)
     for fraction in fractions:
         theirs = {}
         for solver in TORCH_SOLVERS:
-            theirs[solver] = pytorch_plan(joint, outputs, fraction, solver)
-            if theirs[solver][2]:  # its gradients are not eager's: also its plan that saves them
-                theirs[f"{solver}, random saved"] = pytorch_plan(joint, outputs, fraction,
-                                                                 solver, save_random=True)
-        for solver, figures in theirs.items():
-            redrawn = f"{figures[2]} random calls drawn again" if figures[2] else ""
-            lines.append(row(name, fraction, f"pytorch {solver}", figures, redrawn))
+            theirs[solver] = budget_plan(joint, outputs, fraction, solver)
+            if theirs[solver].redrawn:  # its gradients are not eager's: also its plan saving them
+                theirs[f"{solver}, random saved"] = budget_plan(joint, outputs, fraction, solver,
+                                                                save_random=True)
+        for solver, stats in theirs.items():
+            redrawn = f"{stats.redrawn} random calls drawn again" if stats.redrawn else ""
+            lines.append(row(name, fraction, f"pytorch {solver}", stats, redrawn))
             print(lines[-1], flush=True)
         # remat never draws a random call again: against PyTorch's best plan that does not.
-        best_solver, best = min(((s, f) for s, f in theirs.items() if not f[2]),
-                                key=lambda item: (item[1][0], item[1][1]))
-        ours = remat_plan(joint, outputs, fraction, default_bytes)
-        lines.append(row(name, fraction, "remat auto", ours, f"{ours[2]}, {ours[3]:.1f} CPU s"))
+        best_solver, best = min(((s, f) for s, f in theirs.items() if not f.redrawn),
+                                key=lambda item: (item[1].simulated_activation_bytes,
+                                                  item[1].recomputed_flops))
+        ours, seconds = remat_plan(joint, outputs, fraction)
+        lines.append(row(name, fraction, "remat auto", ours,
+                         f"{ours.status}, {seconds:.1f} CPU s"))
         print(lines[-1], flush=True)
-        at_peak = remat_plan(joint, outputs, int(best[0]), default_bytes)
-        dominated = at_peak[0] <= best[0] and at_peak[1] <= best[1]
+        at_peak, seconds = remat_plan(joint, outputs, 1.0, best.simulated_activation_bytes)
+        dominated = (at_peak.simulated_activation_bytes <= best.simulated_activation_bytes
+                     and at_peak.recomputed_flops <= best.recomputed_flops)
         lines.append(row(name, fraction, f"remat auto at {best_solver}'s memory", at_peak,
-                         f"{at_peak[2]}, {at_peak[3]:.1f} CPU s; dominates {best_solver}: "
+                         f"{at_peak.status}, {seconds:.1f} CPU s; dominates {best_solver}: "
                          f"{'yes' if dominated else 'no'}"))
         print(lines[-1], flush=True)
     return lines
@@ -113,14 +114,8 @@ def main():
     p.add_argument("--results", default=os.path.join(os.path.dirname(__file__), "results",
                                                       "cuda_joint_bench.md"))
     args = p.parse_args()
-    graphs = args.graphs.split(",")
-    unknown = [g for g in graphs if g not in known]
-    if unknown:
-        p.error(f"--graphs: unknown graph {unknown[0]!r} (known: {', '.join(known)})")
-    try:
-        fractions = [float(f) for f in args.fractions.split(",")]
-    except ValueError:
-        p.error(f"--fractions: {args.fractions!r} is not a comma-separated list of numbers")
+    graphs = listed(p, "--graphs", args.graphs, known, "graph")
+    fractions = fractions_of(p, args.fractions)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     lines = ["| graph | fraction | partition | simulated activation MB | recomputed MFLOP "
