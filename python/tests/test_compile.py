@@ -1338,3 +1338,70 @@ def test_a_log_softmax_of_returned_logits_is_made_again_from_them():
         got = steps(backend)
     assert [s.solver for s in backend.graphs] == ["fastsa"]
     assert_trains_like(got, steps(DefaultPartition()))
+
+
+def lowerings_of(joint, outputs, monkeypatch, budget, **options):
+    """(the plans partition lowered to compare them [(joint graph, lowered fx graphs)], the
+    extractions it ran) of `joint` at `budget`."""
+    import importlib
+
+    partition_module = importlib.import_module("remat.torch.partition")
+    lowered, extractions = [], []
+    lower, extract = partition_module.lower_plan, _compat.extract_fwd_bwd_modules
+
+    def recording_lower(joint_module, joint_graph, sequence, build_modules=True):
+        fw, bw, executed = lower(joint_module, joint_graph, sequence, build_modules)
+        if not build_modules:
+            lowered.append((joint_graph, fw, bw))
+        return fw, bw, executed
+
+    def recording_extract(*args, **kwargs):
+        extractions.append(args[1])
+        return extract(*args, **kwargs)
+
+    monkeypatch.setattr(partition_module, "lower_plan", recording_lower)
+    monkeypatch.setattr(_compat, "extract_fwd_bwd_modules", recording_extract)
+    rt.partition(joint, budget=budget, num_fwd_outputs=outputs, **options)
+    monkeypatch.undo()
+    return lowered, extractions
+
+
+def test_the_plan_partition_returns_is_extracted_once(monkeypatch):
+    # partition lowers the plan it returns from the sequence its comparison lowering ran, whose
+    # saved set is already the one the lowering settles on: AOTAutograd's extraction (most of a
+    # lowering's time) runs once, not again for each pass that drops a step nothing reads.
+    model, batch, loss_fn = small_gpt()
+    joint, outputs = first_joint_graph_of(lambda *b: loss_fn(model(b[0]), *b[1:]), *batch)
+    passes = []
+    for budget in ("50%", "min"):
+        _, extractions = lowerings_of(copy.deepcopy(joint), outputs, monkeypatch, budget,
+                                      solver="auto", work_limit=1)
+        passes.append(len(extractions))
+    assert passes == [1, 1]
+
+
+def test_a_lowered_calls_flops_are_those_of_the_joint_call_it_copies(monkeypatch):
+    # _lower sums the lowered graphs' FLOPs from the joint graph's table (JointGraph.call_flops):
+    # the FLOP model's figure of every call, replayed dropouts and copies made again included.
+    from remat.torch.partition import node_flops
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import train_gpt
+
+    model, batch, loss_fn = train_gpt.make(2, context=32, vocab=64, layers=2)  # with dropout
+    captured = []
+
+    def keep(joint, inputs, **kwargs):
+        captured.append((copy.deepcopy(joint), kwargs["num_fwd_outputs"]))
+        return _compat.min_cut_partition(joint, inputs, **kwargs)
+
+    compiled = _compat.aot_module(model, _compat.nop_compiler(), _compat.nop_compiler(), keep)
+    loss_fn(compiled(batch[0]), *batch[1:])
+    (joint, outputs), = captured
+    lowered, _ = lowerings_of(joint, outputs, monkeypatch, "50%", solver="auto", work_limit=1)
+    calls = [(joint_graph, n) for joint_graph, fw, bw in lowered for g in (fw, bw)
+             for n in g.nodes if n.op == "call_function"]
+    assert any("remat_copy_of" in n.meta for _, n in calls)  # some call runs twice
+    assert any("rng_state" in str(n.target) for _, n in calls)  # a dropout replays its draw
+    for joint_graph, n in calls:
+        assert joint_graph.call_flops(n) == node_flops(n), n.format_node()

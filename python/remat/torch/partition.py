@@ -187,8 +187,10 @@ class _Lowered:
     def lowered(self):
         """(forward module, backward module, the sequence they run) of the plan, lowered with
         AOTAutograd's extraction: only for the plan `partition` returns (the extraction and a
-        GraphModule's code generation are most of a lowering's time)."""
-        return lower_plan(self.module, self.joint, self.sequence)
+        GraphModule's code generation are most of a lowering's time). From the sequence the
+        lowering without it ran, whose saved set is already the one the lowering settles on:
+        one extraction, not one more for each pass that drops a step nothing reads."""
+        return lower_plan(self.module, self.joint, self.executed)
 
 
 @dataclasses.dataclass
@@ -255,7 +257,7 @@ def _is_min(budget):
 def _lower(planned_module, joint, sequence, planner):
     """_Lowered of `sequence`, a plan of `joint` (a JointGraph of `planned_module`)."""
     fw, bw, executed = lower_plan(planned_module, joint, list(sequence), build_modules=False)
-    flops = sum(node_flops(n) for graph in (fw, bw) for n in graph.nodes
+    flops = sum(joint.call_flops(n) for graph in (fw, bw) for n in graph.nodes
                 if n.op == "call_function" and n.target is not operator.getitem)
     return _Lowered(list(sequence), executed, _simulated_peak(joint.graph, executed), flops,
                     planner, planned_module, joint)
@@ -1620,6 +1622,7 @@ class JointGraph:
         self.node_fx = []  # remat node id -> its fx calls, in order (none: the backward start)
         self.getitems = {}  # fx call -> its getitem nodes
         self._rng_states = {}  # random fx call -> rng_state_value's
+        self._flops = {}  # fx call name -> node_flops
         self.backward_start = None
         self._backward_token = None
         forward, backward = [], []
@@ -1671,6 +1674,20 @@ class JointGraph:
             self._rng_states[call] = _compat.rng_state_value(
                 _first_tensor(call.meta.get("val")), replay_device(call))
         return self._rng_states[call]
+
+    def call_flops(self, n):
+        """node_flops of fx call `n` of a graph lowered from this one (_Lowering): a copy of a
+        joint call (its name, or meta["remat_copy_of"]) with the same target reads and makes
+        tensors of the joint call's shapes, so it has the FLOPs found when this graph was built,
+        and a lowering costs no FLOP model calls; any other call (a random call replaying its
+        draw) is costed anew."""
+        target, flops = self._flops.get(n.meta.get("remat_copy_of", n.name), (None, None))
+        return flops if target is n.target else node_flops(n)
+
+    def _call_cost(self, n):
+        flops = node_flops(n)
+        self._flops[n.name] = (n.target, flops)
+        return flops
 
     def _is_view(self, v):
         """Whether value v is made by a view call (not an in-place write, whose result must be
@@ -1843,7 +1860,8 @@ class JointGraph:
         node = {
             "name": n.name, "op": str(n.target), "kind": kind,
             "phase": "forward" if n.name in self.forward_names else "backward",
-            "cost": node_flops(n), "temp": kernel_workspace.workspace_bytes(n),
+            "cost": self._call_cost(n),
+            "temp": kernel_workspace.workspace_bytes(n),
             "inputs": inputs, "outputs": outputs,
             "recomputable": not written and (not op_kinds.is_random(packet)
                                              or replay_device(n) is not None),
