@@ -1490,6 +1490,7 @@ class _RunGraph:
             if "alias_of" in value and v in outside:
                 outside.add(value["alias_of"])
         inner = set()
+        sizes = [value["size"] for value in self.values]
         for v, i in producer.items():
             if v not in outside and not self.values[v].get("output") \
                     and len(groups[group_of[i]]) > 1:
@@ -1498,7 +1499,7 @@ class _RunGraph:
         # A view of a stored value is no computation a kernel could not read across a gap.
         self.kernel_order = _kernel_order(self.steps, groups, {
             v for v in inner if self.values[v].get("alias_of") is None
-            or self.values[v]["alias_of"] in inner})
+            or self.values[v]["alias_of"] in inner}, sizes)
         return remat.Graph.build(f"{name} as partitioned", self.values,
                                  self._inlined(producer, inner))
 
@@ -1521,7 +1522,7 @@ class _RunGraph:
         return nodes
 
 
-def _kernel_order(steps, groups, inner):
+def _kernel_order(steps, groups, inner, sizes):
     """The order simulate_partition runs `steps` in, `groups` their fusion groups, `inner` the
     values that take no memory (read in their group only). Where the graph puts a call of
     another group between a call of a group making an inner value and one reading it (a matmul
@@ -1530,14 +1531,18 @@ def _kernel_order(steps, groups, inner):
     as in the kernel Inductor makes of the two (it fuses them; its outputs are live at once),
     where run in place the later call would read a value no kernel keeps, or make it again for
     FLOPs no figure counts. Not for calls more than FUSED_SPAN steps apart, which Inductor does
-    not fuse (its scheduler's are_long_distant_nodes); other calls keep their places."""
+    not fuse (its scheduler's are_long_distant_nodes), nor for a value smaller than the largest
+    the group makes (`sizes`: of each value, as made): a statistic, made again in each kernel
+    reading it for few FLOPs; other calls keep their places."""
     producer = {v: i for i, (_, node) in enumerate(steps) for v in node["outputs"]}
     members = {i: [i] for i in range(len(steps))}
     for calls in groups:
         if calls[-1] - calls[0] > FUSED_SPAN or calls[-1] - calls[0] + 1 == len(calls):
             continue
         rank = {i: r for r, i in enumerate(calls)}  # a gap between k and j: j - k > rank gap
+        largest = max(sizes[u] for i in calls for u in steps[i][1]["outputs"])
         if any(v in inner and j - producer[v] > rank[j] - rank[producer[v]]
+               and sizes[v] >= largest
                for j in calls for v in steps[j][1]["inputs"] if v in producer
                and producer[v] in rank):
             for i in calls:
