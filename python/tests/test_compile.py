@@ -940,6 +940,52 @@ def test_simulate_partition_follows_remat_and_pytorch_partitions_in_one_memory_m
         simulate_partition(theirs, bw, fw, outputs)  # the backward before the forward
 
 
+class TanhGeluMLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.fc1, self.fc2 = nn.Linear(32, 128), nn.Linear(128, 10)
+
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x), approximate="tanh"))
+
+
+def test_simulate_partition_runs_a_fused_chain_split_around_a_matmul_as_one_kernel():
+    # PyTorch's budget partition makes the GELU again in the backward, where the matmul of fc2's
+    # weight gradient reads its output before the GELU's backward reads its tanh: Inductor fuses
+    # the two halves into one kernel making both outputs (on CPU too). Run in the graph's order,
+    # the tanh took no memory and was made once, though the later half needs it after the
+    # matmul: that priced PyTorch's plan below what any kernel does (HF GPT-2's CUDA joint graph
+    # at 0.8 in bench/cuda_joint_bench.py), and below the same graph with the matmul after the
+    # GELU's backward.
+    from remat.torch.partition import simulate_partition
+
+    batch = (torch.randn(256, 32), torch.randint(0, 10, (256,)))
+    joint, outputs = joint_graph_of(TanhGeluMLP(), batch, F.cross_entropy)
+    with torch._functorch.config.patch(activation_memory_budget=0.8):
+        fw, bw = _compat.min_cut_partition(joint, None, num_fwd_outputs=outputs)
+    nodes = list(bw.graph.nodes)
+    (tanh,) = [n for n in nodes if n.target is torch.ops.aten.tanh.default]  # made again
+
+    def reads(n, value):
+        return any(i is value or (i.op == "call_function" and reads(i, value))
+                   for i in n.all_input_nodes)
+
+    weight_grad, backward_mm = [n for n in nodes if n.target is torch.ops.aten.mm.default
+                                and n > tanh and reads(n, tanh)][:2]
+    assert any(weight_grad < n < backward_mm and n.target is torch.ops.aten.mul.Tensor
+               and reads(n, tanh) and not reads(n, weight_grad)
+               for n in nodes)  # the GELU's backward reads tanh
+    split = simulate_partition(joint, fw, bw, outputs).activation_bytes
+    moved = [weight_grad] + [n for n in nodes if weight_grad < n < backward_mm
+                             and reads(n, weight_grad)]
+    for n in moved:  # the weight gradient after the GELU's backward: one kernel, in order
+        backward_mm.prepend(n)
+    bw.graph.lint()
+    bw.recompile()
+    assert simulate_partition(joint, fw, bw, outputs).activation_bytes == split
+
+
 def test_simulate_partition_holds_only_the_returned_copy_of_a_gradient_to_the_end():
     # A plan may run a backward call twice: the gradient of its first run is freed unread, that
     # of the second is returned. Only the returned copy lives to the end of the step.

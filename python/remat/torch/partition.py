@@ -219,13 +219,14 @@ def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, 
           rival=None):
     """_Planned of `joint` (a JointGraph of `planned_module`) solved by `solver` under `asked`
     bytes of activation memory ("min": the graph's least). With auto, the greedy members
-    (_greedy_members) compete too, unless `rival` (the _Planned of another graph of the same
-    joint graph: the graph whose copies are not shared) is better than auto's plan here: then
-    they have never been found to beat it (bench/compile_bench.py: remat at the memory of
-    PyTorch's plans), or auto's plan fits and recomputes nothing: then none can cost less (auto
-    stops there too). Only the first graph planned (no rival) starts FastSA from
-    knapsack_starts: they make every chain again just before its reader, and the graph whose
-    copies are not shared holds them the least."""
+    (_greedy_members) compete too, unless auto's plan fits and recomputes nothing: then none can
+    cost less (auto stops there too); also where `rival` (the _Planned of another graph of the
+    same joint graph: the graph whose copies are not shared) is better than auto's plan here
+    (on the graph of shared copies, FastSA from the greedy plan found the plan of
+    bench/cuda_joint_bench.py's HF GPT-2 at PyTorch's memory at 0.8, auto's own being worse than
+    the rival's). Only the first graph planned (no rival) starts FastSA from knapsack_starts:
+    they make every chain again just before its reader, and the graph whose copies are not
+    shared holds them the least."""
     graph = joint.graph
     lower = remat.memory_lower_bound(graph)
     if _is_min(budget):
@@ -239,8 +240,7 @@ def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, 
                          time_limit=time_limit, seed=seed, **params)
     plan = _lower(planned_module, joint, result.sequence, result.solver)
     least_cost = plan.peak_bytes <= solve_budget and result.cost <= remat.baseline(graph)[1]
-    if solver == "auto" and asked is not None and not least_cost and (
-            rival is None or not _better_plan(rival, plan, rival.solve_budget)):
+    if solver == "auto" and asked is not None and not least_cost:
         plan = _greedy_members(planned_module, joint, solve_budget, plan, work_limit, time_limit,
                                seed, knapsack=rival is None)
     # With a budget (not "min") and a graph with copies, a plan running every node once
@@ -1350,7 +1350,7 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True):
                                   f"graph")
             run.add(step_of[name], side, n)
     graph = run.build(calls.graph.name)
-    evaluation = _evaluate(graph, list(range(graph.num_nodes)))
+    evaluation = _evaluate(graph, run.kernel_order)
     # The graph inputs are the same values with or without fusion (calls' input_bytes).
     base = None
     if baseline:
@@ -1492,11 +1492,16 @@ class _RunGraph:
             if "alias_of" in value and v in outside:
                 outside.add(value["alias_of"])
         inner = set()
+        sizes = [value["size"] for value in self.values]
         for v, i in producer.items():
             if v not in outside and not self.values[v].get("output") \
                     and len(groups[group_of[i]]) > 1:
                 self.values[v]["size"] = 0
                 inner.add(v)
+        # A view of a stored value is no computation a kernel could not read across a gap.
+        self.kernel_order = _kernel_order(self.steps, groups, {
+            v for v in inner if self.values[v].get("alias_of") is None
+            or self.values[v]["alias_of"] in inner}, sizes)
         return remat.Graph.build(f"{name} as partitioned", self.values,
                                  self._inlined(producer, inner))
 
@@ -1517,6 +1522,39 @@ class _RunGraph:
                             stack.append(u)
             nodes.append(dict(node, inputs=inputs))
         return nodes
+
+
+def _kernel_order(steps, groups, inner, sizes):
+    """The order simulate_partition runs `steps` in, `groups` their fusion groups, `inner` the
+    values that take no memory (read in their group only). Where the graph puts a call of
+    another group between a call of a group making an inner value and one reading it (a matmul
+    reading a recomputed GELU's output before the GELU's backward reads the chain's tanh), the
+    group is one kernel, its calls run together: the value is then made once and stored nowhere,
+    as in the kernel Inductor makes of the two (it fuses them; its outputs are live at once),
+    where run in place the later call would read a value no kernel keeps, or make it again for
+    FLOPs no figure counts. Not for calls more than FUSED_SPAN steps apart, which Inductor does
+    not fuse (its scheduler's are_long_distant_nodes), nor for a value smaller than the largest
+    the group makes (`sizes`: of each value, as made): a statistic, made again in each kernel
+    reading it for few FLOPs; other calls keep their places."""
+    producer = {v: i for i, (_, node) in enumerate(steps) for v in node["outputs"]}
+    members = {i: [i] for i in range(len(steps))}
+    for calls in groups:
+        if calls[-1] - calls[0] > FUSED_SPAN or calls[-1] - calls[0] + 1 == len(calls):
+            continue
+        rank = {i: r for r, i in enumerate(calls)}  # a gap between k and j: j - k > rank gap
+        largest = max(sizes[u] for i in calls for u in steps[i][1]["outputs"])
+        if any(v in inner and j - producer[v] > rank[j] - rank[producer[v]]
+               and sizes[v] >= largest
+               for j in calls for v in steps[j][1]["inputs"] if v in producer
+               and producer[v] in rank):
+            for i in calls:
+                del members[i]
+            members[calls[0]] = list(calls)
+    group = {i: g for g, calls in members.items() for i in calls}
+    return [i for calls in _groups_in_order(steps, producer, group, members) for i in calls]
+
+
+FUSED_SPAN = 64
 
 
 def _evaluate(graph, sequence):
