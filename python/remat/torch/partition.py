@@ -220,13 +220,13 @@ def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, 
     """_Planned of `joint` (a JointGraph of `planned_module`) solved by `solver` under `asked`
     bytes of activation memory ("min": the graph's least). With auto, the greedy members
     (_greedy_members) compete too, unless auto's plan fits and recomputes nothing: then none can
-    cost less (auto stops there too); also where `rival` (the _Planned of another graph of the
-    same joint graph: the graph whose copies are not shared) is better than auto's plan here
-    (on the graph of shared copies, FastSA from the greedy plan found the plan of
-    bench/cuda_joint_bench.py's HF GPT-2 at PyTorch's memory at 0.8, auto's own being worse than
-    the rival's). Only the first graph planned (no rival) starts FastSA from knapsack_starts:
-    they make every chain again just before its reader, and the graph whose copies are not
-    shared holds them the least."""
+    cost less (auto stops there too). They run on each graph, also where `rival` (the _Planned
+    of another graph of the same joint graph: the graph whose copies are not shared) is better
+    than auto's plan here: on the graph of shared copies, FastSA from the greedy plan found
+    bench/cuda_joint_bench.py's best plan of HF GPT-2 at PyTorch's memory at 0.8, where auto's own
+    plan there was worse than the rival's. Only the first graph planned (no rival) starts
+    FastSA from knapsack_starts: they make every chain again just before its reader, and the
+    graph whose copies are not shared holds them the least."""
     graph = joint.graph
     lower = remat.memory_lower_bound(graph)
     if _is_min(budget):
