@@ -238,17 +238,16 @@ class Walk {
     return memory_or_groups();
   }
 
-  // A fallback that ended over the budget leaves no trace but its counters and work, as a memory
-  // pass over the budget: the random stream is restored, its iterations are nobody's (stage 2
-  // gets what the parts that count left: carry_over_iterations), and stage 2 starts at the
-  // temperature of the plan it starts from. So however soon the fallback ended (iteration_cap),
-  // stage 2 runs as without it.
-  void set_aside_over_budget(const StageResult& fallback, const Rng& rng_before,
-                             StageResult& used) {
+  // A part of stage 1 that ended over the budget (a memory pass, the single nodes' fallback)
+  // leaves no trace but its counters and work: the random stream is restored, its iterations are
+  // nobody's (stage 2 gets what the parts that count left: carry_over_iterations), and stage 2
+  // starts at the temperature of the plan it starts from. So however soon the fallback ended
+  // (iteration_cap), stage 2 runs as without it.
+  void set_aside_over_budget(const StageResult& part, const Rng& rng_before, StageResult& used) {
     context_.rng = rng_before;
-    used.time_limit_hit = fallback.time_limit_hit;
-    used.work_limit_hit = fallback.work_limit_hit;
-    add_work(over_budget_parts_, fallback);
+    used.time_limit_hit = part.time_limit_hit;
+    used.work_limit_hit = part.work_limit_hit;
+    add_work(over_budget_parts_, part);
   }
 
   // What a memory pass reached, with the temperatures stage 2 would start from.
@@ -287,10 +286,7 @@ class Walk {
     if (within_budget(plan.peak)) {
       add_work(used, pass);
     } else {
-      context_.rng = rng_before;
-      used.time_limit_hit = pass.time_limit_hit;
-      used.work_limit_hit = pass.work_limit_hit;
-      add_work(over_budget_parts_, pass);
+      set_aside_over_budget(pass, rng_before, used);
     }
     return plan;
   }
