@@ -429,13 +429,14 @@ def test_inductor_runs_a_late_recomputation_of_a_planned_graph_where_the_plan_pu
 
 
 class GeluMLP(nn.Module):
-    def __init__(self):
+    def __init__(self, approximate="none"):
         super().__init__()
         torch.manual_seed(0)
         self.fc1, self.fc2 = nn.Linear(32, 128), nn.Linear(128, 10)
+        self.approximate = approximate
 
     def forward(self, x):
-        return self.fc2(F.gelu(self.fc1(x)))
+        return self.fc2(F.gelu(self.fc1(x), approximate=self.approximate))
 
 
 def joint_graph_of(model, batch, loss_fn):
@@ -940,16 +941,6 @@ def test_simulate_partition_follows_remat_and_pytorch_partitions_in_one_memory_m
         simulate_partition(theirs, bw, fw, outputs)  # the backward before the forward
 
 
-class TanhGeluMLP(nn.Module):
-    def __init__(self):
-        super().__init__()
-        torch.manual_seed(0)
-        self.fc1, self.fc2 = nn.Linear(32, 128), nn.Linear(128, 10)
-
-    def forward(self, x):
-        return self.fc2(F.gelu(self.fc1(x), approximate="tanh"))
-
-
 def test_simulate_partition_runs_a_fused_chain_split_around_a_matmul_as_one_kernel():
     # PyTorch's budget partition makes the GELU again in the backward, where the matmul of fc2's
     # weight gradient reads its output before the GELU's backward reads its tanh: Inductor fuses
@@ -961,7 +952,7 @@ def test_simulate_partition_runs_a_fused_chain_split_around_a_matmul_as_one_kern
     from remat.torch.partition import simulate_partition
 
     batch = (torch.randn(256, 32), torch.randint(0, 10, (256,)))
-    joint, outputs = joint_graph_of(TanhGeluMLP(), batch, F.cross_entropy)
+    joint, outputs = joint_graph_of(GeluMLP("tanh"), batch, F.cross_entropy)
     with torch._functorch.config.patch(activation_memory_budget=0.8):
         fw, bw = _compat.min_cut_partition(joint, None, num_fwd_outputs=outputs)
     nodes = list(bw.graph.nodes)
@@ -1435,15 +1426,7 @@ def test_a_lowered_calls_flops_are_those_of_the_joint_call_it_copies(monkeypatch
     import train_gpt
 
     model, batch, loss_fn = train_gpt.make(2, context=32, vocab=64, layers=2)  # with dropout
-    captured = []
-
-    def keep(joint, inputs, **kwargs):
-        captured.append((copy.deepcopy(joint), kwargs["num_fwd_outputs"]))
-        return _compat.min_cut_partition(joint, inputs, **kwargs)
-
-    compiled = _compat.aot_module(model, _compat.nop_compiler(), _compat.nop_compiler(), keep)
-    loss_fn(compiled(batch[0]), *batch[1:])
-    (joint, outputs), = captured
+    joint, outputs = joint_graph_of(model, batch, loss_fn)
     lowered, _ = lowerings_of(joint, outputs, monkeypatch, "50%", solver="auto", work_limit=1)
     calls = [(joint_graph, n) for joint_graph, fw, bw in lowered for g in (fw, bw)
              for n in g.nodes if n.op == "call_function"]
