@@ -18,28 +18,54 @@ struct SimulateArgs {
   bool json = false;
 };
 
+// The figures both kinds of plan report, and the JSON fields they share.
+struct SimulatedFigures {
+  int64_t peak_bytes;
+  int64_t peak_step;
+  double cost;
+  size_t steps;
+  int64_t baseline_peak_bytes;
+  double baseline_cost;
+  double peak_percent() const {
+    return percent(static_cast<double>(peak_bytes), static_cast<double>(baseline_peak_bytes));
+  }
+  double cost_increase_percent() const { return percent(cost - baseline_cost, baseline_cost); }
+};
+
+nlohmann::json figures_json(const SimulatedFigures& f) {
+  return {{"valid", true},
+          {"peak_bytes", f.peak_bytes},
+          {"peak_step", f.peak_step},
+          {"cost", f.cost},
+          {"steps", f.steps},
+          {"baseline_peak_bytes", f.baseline_peak_bytes},
+          {"baseline_cost", f.baseline_cost},
+          {"peak_percent_of_baseline", f.peak_percent()},
+          {"cost_increase_percent", f.cost_increase_percent()}};
+}
+
+void emit_json(nlohmann::json doc, const std::vector<int64_t>* timeline) {
+  if (timeline != nullptr) doc["timeline"] = *timeline;
+  emit(doc.dump(2) + "\n", "");
+}
+
 // A chain plan on a chain: the same figures and field names as for a graph (cost: makespan).
 void simulate_chain_plan(const Problem& problem, const SimulateArgs& args) {
   const Chain& chain = *problem.chain();
   const ChainSequence ops = parse_chain_plan_json(read_text_file(args.plan_path), args.plan_path);
   const ChainEvaluation e = simulate_chain(chain, ops);
   if (!e.valid) throw InputError(fmt::format("{}: invalid plan: {}", args.plan_path, e.error));
-  const double peak_pct =
-      percent(static_cast<double>(e.peak_bytes), static_cast<double>(problem.baseline_peak));
-  const double ci = percent(e.cost - problem.baseline_cost, problem.baseline_cost);
+  const SimulatedFigures f{.peak_bytes = e.peak_bytes,
+                           .peak_step = e.peak_step,
+                           .cost = e.cost,
+                           .steps = ops.size(),
+                           .baseline_peak_bytes = problem.baseline_peak,
+                           .baseline_cost = problem.baseline_cost};
+  const double peak_pct = f.peak_percent(), ci = f.cost_increase_percent();
   if (args.json) {
-    nlohmann::json doc = {{"valid", true},
-                          {"peak_bytes", e.peak_bytes},
-                          {"peak_step", e.peak_step},
-                          {"cost", e.cost},
-                          {"makespan", e.cost},
-                          {"steps", ops.size()},
-                          {"baseline_peak_bytes", problem.baseline_peak},
-                          {"baseline_cost", problem.baseline_cost},
-                          {"peak_percent_of_baseline", peak_pct},
-                          {"cost_increase_percent", ci}};
-    if (args.timeline) doc["timeline"] = e.timeline;
-    emit(doc.dump(2) + "\n", "");
+    nlohmann::json doc = figures_json(f);
+    doc["makespan"] = e.cost;
+    emit_json(std::move(doc), args.timeline ? &e.timeline : nullptr);
     return;
   }
   std::string out = "valid     yes\n";
@@ -63,21 +89,15 @@ void run_simulate(const SimulateArgs& args) {
   const Evaluation e = simulate(g, plan.sequence, {.timeline = args.timeline});
   if (!e.valid) throw InputError(fmt::format("{}: invalid plan: {}", args.plan_path, e.error));
   const Baseline base = baseline(g);
-  const double peak_pct =
-      percent(static_cast<double>(e.peak_bytes), static_cast<double>(base.peak_bytes));
-  const double ci = percent(e.cost - base.cost, base.cost);
+  const SimulatedFigures f{.peak_bytes = e.peak_bytes,
+                           .peak_step = e.peak_step,
+                           .cost = e.cost,
+                           .steps = plan.sequence.size(),
+                           .baseline_peak_bytes = base.peak_bytes,
+                           .baseline_cost = base.cost};
+  const double peak_pct = f.peak_percent(), ci = f.cost_increase_percent();
   if (args.json) {
-    nlohmann::json doc = {{"valid", true},
-                          {"peak_bytes", e.peak_bytes},
-                          {"peak_step", e.peak_step},
-                          {"cost", e.cost},
-                          {"steps", plan.sequence.size()},
-                          {"baseline_peak_bytes", base.peak_bytes},
-                          {"baseline_cost", base.cost},
-                          {"peak_percent_of_baseline", peak_pct},
-                          {"cost_increase_percent", ci}};
-    if (args.timeline) doc["timeline"] = e.timeline;
-    emit(doc.dump(2) + "\n", "");
+    emit_json(figures_json(f), args.timeline ? &e.timeline : nullptr);
     return;
   }
   std::string out = "valid     yes\n";
