@@ -15,6 +15,7 @@ packages=(
   coinor-libcbc-dev coinor-libclp-dev libgecode-dev
   python3-venv python3-dev  # the interpreter of the virtual environment, and its headers
   clang-14 libclang-rt-14-dev  # the libFuzzer targets (scripts/fuzz.sh): clang and libFuzzer
+  clang-format  # the format test (scripts/format_check.sh)
 )
 missing=()
 for p in "${packages[@]}"; do
