@@ -7,6 +7,9 @@
 // share ends or cancel (a move shrinks a value's interval and extends it again): in the integer
 // tree they are deferred, merged into disjoint ranges and applied at once, and the ancestors of
 // all their ends are recomputed once each.
+// An annealing step mostly rejects its mutation: with the undo log on, every node write first
+// saves the node it overwrites, and restore() writes them back, so a rejected mutation is taken
+// back exactly (no second sort, range application and climb) and the tree is as before it.
 // LogAddExpTree (Appendix C.2) is the same with log2(2^a + 2^b) in place of max: its root is a
 // smooth maximum that also sees the second-highest peaks. Values are doubles in scaled units.
 //   MaxAddTree tree(leaves);  tree.add(3, 7, 64);  int64_t peak = tree.max();
@@ -40,6 +43,8 @@ class RangeAddTree {
     ends_.reserve(64);
     events_.clear();
     events_.reserve(64);
+    undo_log_.clear();
+    undo_log_.reserve(1024);
   }
 
   int32_t size() const { return size_; }
@@ -77,6 +82,20 @@ class RangeAddTree {
     pull_ancestors_of_ends();
   }
 
+  // While on, node writes are logged for restore(), from the last clear_undo_log() on.
+  void keep_undo_log(bool on) {
+    logging_ = on;
+    undo_log_.clear();
+  }
+  void clear_undo_log() { undo_log_.clear(); }
+  // Puts back every node written since clear_undo_log(), latest write first, so each ends at the
+  // value it had then; pending deferred adds are not in the log (call after rebuild()).
+  void restore() {
+    for (size_t k = undo_log_.size(); k-- > 0;)
+      nodes_[static_cast<size_t>(undo_log_[k].index)] = undo_log_[k].node;
+    undo_log_.clear();
+  }
+
   // The value of one leaf (sum of the pending adds on its path); O(log n), for tests.
   T leaf(int32_t i) const {
     int32_t k = i + size_;
@@ -89,6 +108,11 @@ class RangeAddTree {
   struct Node {
     T value{};    // combine(children) + pending; the leaf value for leaves
     T pending{};  // add applied to the whole subtree (read for internal nodes only)
+  };
+
+  struct Saved {
+    int32_t index;
+    Node node;
   };
 
   // Floating-point adds do not commute exactly: those are applied as they come, in order.
@@ -164,6 +188,7 @@ class RangeAddTree {
         const T sibling = nodes_[static_cast<size_t>(node ^ 1)].value;
         node >>= 1;
         Node& n = nodes_[static_cast<size_t>(node)];
+        if (logging_) undo_log_.push_back({node, n});
         value = Combine{}(value, sibling) + n.pending;
         n.value = value;
       }
@@ -174,6 +199,7 @@ class RangeAddTree {
   // A leaf's pending add is never read (leaf() and pull() read internal nodes' only).
   void apply(int32_t i, T x) {
     Node& n = nodes_[static_cast<size_t>(i)];
+    if (logging_) undo_log_.push_back({i, n});
     n.value += x;
     n.pending += x;
   }
@@ -189,6 +215,8 @@ class RangeAddTree {
   std::vector<Node> nodes_;
   std::vector<int32_t> ends_;  // end leaves of applied adds; keeps its capacity
   std::vector<Event> events_;  // deferred adds (integers); keeps its capacity
+  bool logging_ = false;
+  std::vector<Saved> undo_log_;  // nodes as they were before each write; keeps its capacity
 };
 
 struct MaxOf {

@@ -67,6 +67,9 @@ void SaState::place_all(std::span<const int32_t> order) {
   leaves_from_scratch(leaves, soft);
   max_tree_.reset(leaves);
   if (!soft.empty()) soft_tree_.reset(soft);
+  // The log-add-exp tree's doubles would come back rounded otherwise than by the inverse
+  // mutation's adds, which the plans are made with: with it, undo stays the inverse mutation.
+  max_tree_.keep_undo_log(soft.empty());
 }
 
 void SaState::leaves_from_scratch(std::vector<int64_t>& leaves, std::vector<double>& soft) const {
@@ -170,12 +173,14 @@ std::pair<int32_t, int32_t> SaState::move_range(int32_t from) const {
 
 void SaState::add(int32_t unit, int32_t t) {
   last_ = {.kind = Mutation::kAdd, .unit = unit, .to = t};
+  max_tree_.clear_undo_log();
   add_deferred(unit, t);
   rebuild_trees();
 }
 
 void SaState::remove(int32_t t) {
   last_ = {.kind = Mutation::kRemove, .unit = unit_at(t), .from = t};
+  max_tree_.clear_undo_log();
   remove_deferred(t);
   rebuild_trees();
 }
@@ -183,6 +188,7 @@ void SaState::remove(int32_t t) {
 void SaState::move(int32_t from, int32_t to) {
   const int32_t unit = unit_at(from);
   last_ = {.kind = Mutation::kMove, .unit = unit, .from = from, .to = to};
+  max_tree_.clear_undo_log();
   remove_deferred(from);
   add_deferred(unit, to);
   rebuild_trees();
@@ -191,6 +197,16 @@ void SaState::move(int32_t from, int32_t to) {
 void SaState::undo_last() {
   const LastMutation last = last_;
   REMAT_CHECK(last.kind != Mutation::kNone, "fastsa: undo_last without a mutation to undo");
+  if (soft_scale_ == 0) {
+    // The slots and times as the inverse mutation leaves them (the occupied slots in its order,
+    // which the sampling reads), and the tree from its undo log: the same peaks from here on.
+    if (last.kind == Mutation::kAdd || last.kind == Mutation::kMove) take_back(last.to);
+    if (last.kind == Mutation::kRemove || last.kind == Mutation::kMove)
+      put_back(last.unit, last.from);
+    max_tree_.restore();
+    last_ = {};
+    return;
+  }
   switch (last.kind) {
     case Mutation::kAdd:
       remove(last.to);
@@ -227,6 +243,25 @@ void SaState::remove_deferred(int32_t t) {
   for (int32_t v : units_->inputs(unit)) remove_use(v, t);
   for (int32_t v : units_->outputs(unit)) remove_production(v, t);
   clear(t);
+}
+
+void SaState::take_back(int32_t t) {
+  const int32_t unit = unit_at(t);
+  prefetch_times(unit);
+  for (int32_t v : units_->inputs(unit)) times_.erase_use(v, t);
+  for (int32_t v : units_->outputs(unit)) times_.erase_production(v, t);
+  vacate(t);
+}
+
+void SaState::put_back(int32_t unit, int32_t t) {
+  prefetch_times(unit);
+  for (int32_t v : units_->inputs(unit)) times_.insert_use(v, t);
+  for (int32_t v : units_->outputs(unit)) {
+    const std::span<const int32_t> prod = times_.productions(v);
+    const auto index = std::lower_bound(prod.begin(), prod.end(), t) - prod.begin();
+    times_.insert_production_at(v, static_cast<int32_t>(index), t);
+  }
+  occupy(unit, t);
 }
 
 std::vector<int32_t> SaState::sequence() const {
