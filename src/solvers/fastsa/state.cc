@@ -258,8 +258,8 @@ void SaState::put_back(int32_t unit, int32_t t) {
   for (int32_t v : units_->inputs(unit)) times_.insert_use(v, t);
   for (int32_t v : units_->outputs(unit)) {
     const std::span<const int32_t> prod = times_.productions(v);
-    const auto index = std::lower_bound(prod.begin(), prod.end(), t) - prod.begin();
-    times_.insert_production_at(v, static_cast<int32_t>(index), t);
+    const int32_t index = count_before(prod, t);
+    times_.insert_production_at(v, index, t);
   }
   occupy(unit, t);
 }
@@ -287,7 +287,7 @@ void SaState::add_live(int32_t first, int32_t last, int64_t bytes) {
 int32_t SaState::interval_end(int32_t v, int32_t p, int32_t next) const {
   if (next == kNoTime && units_->value_is_output[static_cast<size_t>(v)]) return slots_ - 1;
   const std::span<const int32_t> u = times_.uses(v);
-  auto it = next == kNoTime ? u.end() : std::lower_bound(u.begin(), u.end(), next);
+  auto it = next == kNoTime ? u.end() : u.begin() + count_before(u, next);
   if (it != u.begin() && *(it - 1) > p) return *(it - 1);
   return p;
 }
@@ -296,7 +296,7 @@ int32_t SaState::interval_end(int32_t v, int32_t p, int32_t next) const {
 // the new last use; a use with no production before it does not count (only during a move).
 void SaState::add_use(int32_t v, int32_t t) {
   const std::span<const int32_t> prod = times_.productions(v);
-  auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  auto it = prod.begin() + count_before(prod, t);
   if (it != prod.begin()) {
     const int32_t p = *(it - 1), next = it == prod.end() ? kNoTime : *it;
     const int32_t end = interval_end(v, p, next);
@@ -308,7 +308,7 @@ void SaState::add_use(int32_t v, int32_t t) {
 void SaState::remove_use(int32_t v, int32_t t) {
   times_.erase_use(v, t);
   const std::span<const int32_t> prod = times_.productions(v);
-  auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  auto it = prod.begin() + count_before(prod, t);
   if (it == prod.begin()) return;
   const int32_t p = *(it - 1), next = it == prod.end() ? kNoTime : *it;
   const int32_t end = interval_end(v, p, next);
@@ -319,7 +319,7 @@ void SaState::remove_use(int32_t v, int32_t t) {
 // before t (cases 2 and 3 of §2.2.1).
 void SaState::add_production(int32_t v, int32_t t) {
   const std::span<const int32_t> prod = times_.productions(v);
-  const auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  const auto it = prod.begin() + count_before(prod, t);
   const int32_t next = it == prod.end() ? kNoTime : *it;
   const int64_t size = units_->value_size[static_cast<size_t>(v)];
   add_live(t, interval_end(v, t, next), size);
@@ -336,7 +336,7 @@ void SaState::add_production(int32_t v, int32_t t) {
 void SaState::remove_production(int32_t v, int32_t t) {
   times_.erase_production(v, t);
   const std::span<const int32_t> prod = times_.productions(v);
-  auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  auto it = prod.begin() + count_before(prod, t);
   const int32_t next = it == prod.end() ? kNoTime : *it;
   const int64_t size = units_->value_size[static_cast<size_t>(v)];
   add_live(t, interval_end(v, t, next), -size);
