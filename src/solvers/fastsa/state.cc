@@ -200,9 +200,9 @@ void SaState::undo_last() {
   if (soft_scale_ == 0) {
     // The slots and times as the inverse mutation leaves them (the occupied slots in its order,
     // which the sampling reads), and the tree from its undo log: the same peaks from here on.
-    if (last.kind == Mutation::kAdd || last.kind == Mutation::kMove) take_back(last.to);
-    if (last.kind == Mutation::kRemove || last.kind == Mutation::kMove)
-      put_back(last.unit, last.from);
+    if (last.kind == Mutation::kAdd) take_back(last.to);
+    if (last.kind == Mutation::kRemove) put_back(last.unit, last.from);
+    if (last.kind == Mutation::kMove) move_back(last.to, last.from);
     max_tree_.restore();
     last_ = {};
     return;
@@ -262,6 +262,15 @@ void SaState::put_back(int32_t unit, int32_t t) {
     times_.insert_production_at(v, index, t);
   }
   occupy(unit, t);
+}
+
+void SaState::move_back(int32_t from, int32_t to) {
+  const int32_t unit = unit_at(from);
+  prefetch_times(unit);
+  for (int32_t v : units_->inputs(unit)) times_.replace_use(v, from, to);
+  for (int32_t v : units_->outputs(unit)) times_.replace_production(v, from, to);
+  vacate(from);
+  occupy(unit, to);
 }
 
 std::vector<int32_t> SaState::sequence() const {

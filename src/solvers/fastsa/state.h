@@ -78,6 +78,8 @@ class SaState {
   // adding `unit` at t (the tree comes back from its undo log).
   void take_back(int32_t t);
   void put_back(int32_t unit, int32_t t);
+  // take_back(from) then put_back(unit, to) in one pass over each value's times.
+  void move_back(int32_t from, int32_t to);
   void prefetch_times(int32_t unit) const;
   void add_live(int32_t first, int32_t last, int64_t bytes);
   void rebuild_trees();

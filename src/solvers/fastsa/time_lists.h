@@ -97,6 +97,19 @@ class ValueTimes {
     refresh_first(r);
   }
 
+  // Moves one time `from` of v's productions (uses) to `to`, keeping them sorted: the undo of a
+  // move, one shift of the times between the two instead of an erase and an insert.
+  void replace_production(int32_t v, int32_t from, int32_t to) {
+    Run& r = runs_[static_cast<size_t>(v)];
+    replace(times_.data() + r.begin, r.productions, from, to);
+    refresh_first(r);
+  }
+  void replace_use(int32_t v, int32_t from, int32_t to) {
+    Run& r = runs_[static_cast<size_t>(v)];
+    replace(times_.data() + r.begin + r.productions, r.uses, from, to);
+    refresh_first(r);
+  }
+
   // Appends t to v's productions (uses), no earlier than each of them: a layout in slot order,
   // every production placed before the first use.
   void push_production(int32_t v, int32_t t) {
@@ -185,6 +198,15 @@ class ValueTimes {
       packed.insert(packed.end(), from, from + r.capacity);
     }
     times_.swap(packed);
+  }
+
+  // Replaces `from` in the sorted [a, a + n) by `to`, moving the times between them by one.
+  static void replace(int32_t* a, int32_t n, int32_t from, int32_t to) {
+    int32_t i = count_before(a, n, from);
+    REMAT_CHECK(i < n && a[i] == from, "fastsa: time missing from a value's set");
+    for (; i + 1 < n && a[i + 1] < to; ++i) a[i] = a[i + 1];
+    for (; i > 0 && a[i - 1] > to; --i) a[i] = a[i - 1];
+    a[i] = to;
   }
 
   // Erases t from the sorted [first, last), shifting [last, end) down with it.
