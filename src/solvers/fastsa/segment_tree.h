@@ -43,8 +43,7 @@ class RangeAddTree {
     ends_.reserve(64);
     events_.clear();
     events_.reserve(64);
-    undo_log_.clear();
-    undo_log_.reserve(1024);
+    logged_ = 0;
   }
 
   int32_t size() const { return size_; }
@@ -85,15 +84,15 @@ class RangeAddTree {
   // While on, node writes are logged for restore(), from the last clear_undo_log() on.
   void keep_undo_log(bool on) {
     logging_ = on;
-    undo_log_.clear();
+    logged_ = 0;
   }
-  void clear_undo_log() { undo_log_.clear(); }
+  void clear_undo_log() { logged_ = 0; }
   // Puts back every node written since clear_undo_log(), latest write first, so each ends at the
   // value it had then; pending deferred adds are not in the log (call after rebuild()).
   void restore() {
-    for (size_t k = undo_log_.size(); k-- > 0;)
+    for (size_t k = logged_; k-- > 0;)
       nodes_[static_cast<size_t>(undo_log_[k].index)] = undo_log_[k].node;
-    undo_log_.clear();
+    logged_ = 0;
   }
 
   // The value of one leaf (sum of the pending adds on its path); O(log n), for tests.
@@ -138,13 +137,15 @@ class RangeAddTree {
     int32_t l = first + size_, r = last + size_ + 1;
     ends_.push_back(first);
     if (last != first) ends_.push_back(last);
+    Saved* log = log_room(2 * static_cast<size_t>(height_ + 1));
     while (l < r) {
       const int32_t take_l = l & 1, take_r = r & 1;
-      apply(l, take_l ? x : T{});
-      apply(r - 1, take_r ? x : T{});
+      apply(l, take_l ? x : T{}, log);
+      apply(r - 1, take_r ? x : T{}, log);
       l = (l + take_l) >> 1;
       r = (r - take_r) >> 1;
     }
+    log_done(log);
   }
 
   // The deferred adds as a step function over the slots: sorted by slot, summed, and applied as
@@ -173,6 +174,7 @@ class RangeAddTree {
   // levels up (a repeated end adds nothing).
   void pull_ancestors_of_ends() {
     const size_t count = ends_.size();
+    Saved* log = log_room(count * static_cast<size_t>(height_));
     for (size_t k = 0; k < count; ++k) {
       const int32_t end = ends_[k];
       const int32_t levels =
@@ -188,18 +190,31 @@ class RangeAddTree {
         const T sibling = nodes_[static_cast<size_t>(node ^ 1)].value;
         node >>= 1;
         Node& n = nodes_[static_cast<size_t>(node)];
-        if (logging_) undo_log_.push_back({node, n});
+        if (log != nullptr) *log++ = {node, n};
         value = Combine{}(value, sibling) + n.pending;
         n.value = value;
       }
     }
+    log_done(log);
     ends_.clear();
   }
 
+  // Where the next `writes` writes are logged (nullptr: no log); log_done(end) takes the log up
+  // to `end`. The writes go through a local pointer: the log's size as a member would be
+  // reloaded after every node store (an int64_t store may alias a size_t).
+  Saved* log_room(size_t writes) {
+    if (!logging_) return nullptr;
+    if (logged_ + writes > undo_log_.size()) undo_log_.resize(2 * (logged_ + writes));
+    return undo_log_.data() + logged_;
+  }
+  void log_done(const Saved* end) {
+    if (end != nullptr) logged_ = static_cast<size_t>(end - undo_log_.data());
+  }
+
   // A leaf's pending add is never read (leaf() and pull() read internal nodes' only).
-  void apply(int32_t i, T x) {
+  void apply(int32_t i, T x, Saved*& log) {
     Node& n = nodes_[static_cast<size_t>(i)];
-    if (logging_) undo_log_.push_back({i, n});
+    if (log != nullptr) *log++ = {i, n};
     n.value += x;
     n.pending += x;
   }
@@ -216,7 +231,9 @@ class RangeAddTree {
   std::vector<int32_t> ends_;  // end leaves of applied adds; keeps its capacity
   std::vector<Event> events_;  // deferred adds (integers); keeps its capacity
   bool logging_ = false;
-  std::vector<Saved> undo_log_;  // nodes as they were before each write; keeps its capacity
+  // Nodes as they were before each write: the first logged_ entries (the rest is room).
+  std::vector<Saved> undo_log_;
+  size_t logged_ = 0;
 };
 
 struct MaxOf {
