@@ -89,10 +89,12 @@ class ValueTimes {
   }
   void insert_use(int32_t v, int32_t t) {
     Run& r = room_for_one(v);
+    // One pass from the end, shifting as it searches: a call to memmove costs more than the
+    // copy of the few uses after t.
     int32_t* uses = times_.data() + r.begin + r.productions;
-    int32_t* it = uses + count_before(uses, r.uses, t);
-    std::copy_backward(it, uses + r.uses, uses + r.uses + 1);
-    *it = t;
+    int32_t j = r.uses;
+    for (; j > 0 && uses[j - 1] > t; --j) uses[j] = uses[j - 1];
+    uses[j] = t;
     ++r.uses;
     refresh_first(r);
   }
