@@ -7,7 +7,7 @@
 // times give the interval updates of §2.2.1 (extend, shrink, split, merge) as at most two range
 // adds, and the validity checks of §2.2 in O(1) (only the first production and first use matter).
 //   SaState s(units, 1 << 16, units.initial_order);
-//   if (s.can_add(u, t)) { s.add(u, t); ...; s.undo_last(); }  // undo = the inverse mutation
+//   if (s.can_add(u, t)) { s.add(u, t); ...; s.undo_last(); }  // the state before the add
 //   int64_t peak = s.peak();
 #pragma once
 
