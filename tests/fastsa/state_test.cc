@@ -317,7 +317,11 @@ TEST(FastsaSegmentTree, DeferredBatchesOfOverlappingAddsMatchPlainArrays) {
         if (l > r) std::swap(l, r);
         if (k > 0 && rng.below(3) == 0) r = l;  // a point add, as a slot's temp
         const int64_t x = rng.between(-50, 50);
-        tree.add_deferred(l, r, x);
+        // A slot's temp goes to its leaf at once (add_to_leaf_deferred), among range adds.
+        if (l == r && rng.below(2) == 0)
+          tree.add_to_leaf_deferred(l, x);
+        else
+          tree.add_deferred(l, r, x);
         for (int32_t i = l; i <= r; ++i) plain[static_cast<size_t>(i)] += x;
         if (rng.below(4) == 0) {  // the same range taken back, as a shrink then an extend
           tree.add_deferred(l, r, -x);
@@ -350,7 +354,10 @@ TEST(FastsaSegmentTree, RestoreTakesBackABatchExactly) {
         auto r = static_cast<int32_t>(rng.below(static_cast<uint64_t>(size)));
         if (l > r) std::swap(l, r);
         const int64_t x = rng.between(-50, 50);
-        tree.add_deferred(l, r, x);
+        if (l == r)
+          tree.add_to_leaf_deferred(l, x);
+        else
+          tree.add_deferred(l, r, x);
         if (!take_back)
           for (int32_t i = l; i <= r; ++i) plain[static_cast<size_t>(i)] += x;
       }

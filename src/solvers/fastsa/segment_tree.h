@@ -43,6 +43,8 @@ class RangeAddTree {
     ends_.reserve(64);
     events_.clear();
     events_.reserve(64);
+    points_.clear();
+    points_.reserve(8);
     logged_ = 0;
   }
 
@@ -70,9 +72,27 @@ class RangeAddTree {
     }
   }
 
+  // Adds x to leaf i at once, its ancestors recomputed by the next rebuild() (integer trees).
+  // A slot's own change (its unit's temp) as a range would split the steps of the intervals that
+  // end there, each split a border walked up the tree; as a point it is one leaf and one climb.
+  void add_to_leaf_deferred(int32_t i, T x) {
+    static_assert(kMergeAdds, "points are applied out of order: integer trees only");
+    Saved* log = log_room(1);
+    apply(i + size_, x, log);
+    log_done(log);
+    points_.push_back(i);
+  }
+
   void rebuild() {
     if constexpr (kMergeAdds) {
       apply_events();  // ranges in slot order: their ends come sorted
+      // The leaves of the point adds go in among them (a mutation has at most two).
+      for (const int32_t point : points_) {
+        ends_.push_back(point);
+        for (size_t k = ends_.size() - 1; k > 0 && ends_[k - 1] > point; --k)
+          std::swap(ends_[k - 1], ends_[k]);
+      }
+      points_.clear();
     } else if (ends_.size() > 32) {
       std::sort(ends_.begin(), ends_.end());
     } else {
@@ -228,8 +248,9 @@ class RangeAddTree {
   int32_t size_ = 0;
   int32_t height_ = 0;  // levels above the leaves
   std::vector<Node> nodes_;
-  std::vector<int32_t> ends_;  // end leaves of applied adds; keeps its capacity
-  std::vector<Event> events_;  // deferred adds (integers); keeps its capacity
+  std::vector<int32_t> ends_;    // end leaves of applied adds; keeps its capacity
+  std::vector<Event> events_;    // deferred adds (integers); keeps its capacity
+  std::vector<int32_t> points_;  // leaves added to since the last rebuild; keeps its capacity
   bool logging_ = false;
   // Nodes as they were before each write: the first logged_ entries (the rest is room).
   std::vector<Saved> undo_log_;

@@ -378,7 +378,7 @@ void SaState::vacate(int32_t t) {
 void SaState::place(int32_t unit, int32_t t) {
   occupy(unit, t);
   const int64_t temp = units_->temp[static_cast<size_t>(unit)];
-  max_tree_.add_deferred(t, t, kNopOffset + temp);
+  max_tree_.add_to_leaf_deferred(t, kNopOffset + temp);
   if (soft_scale_ > 0)
     soft_tree_.add_deferred(t, t, kSoftNopOffset + static_cast<double>(temp) * soft_scale_);
 }
@@ -387,7 +387,7 @@ void SaState::clear(int32_t t) {
   const int32_t unit = unit_at(t);
   vacate(t);
   const int64_t temp = units_->temp[static_cast<size_t>(unit)];
-  max_tree_.add_deferred(t, t, -(kNopOffset + temp));
+  max_tree_.add_to_leaf_deferred(t, -(kNopOffset + temp));
   if (soft_scale_ > 0)
     soft_tree_.add_deferred(t, t, -(kSoftNopOffset + static_cast<double>(temp) * soft_scale_));
 }
