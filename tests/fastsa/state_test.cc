@@ -189,6 +189,55 @@ TEST(FastsaState, IncrementalTreesEqualARebuildAfterMutationsAndUndos) {
   check_undo_and_rebuild(layered, /*slots=*/1024, /*steps=*/1500, 7, /*soft_scale=*/0);
 }
 
+// Without a log-add-exp tree, undo_last takes the max tree back from its undo log and redoes
+// only the slots and times; with one, it is the inverse mutation throughout. Both must leave the
+// same state, down to the order of the occupied slots (which the sampling reads): two states
+// given the same mutations and undos agree after every step.
+TEST(FastsaState, UndoFromTheLogEqualsTheInverseMutation) {
+  for (uint64_t seed = 1; seed <= 3; ++seed) {
+    const Graph g = seed == 3 ? generate_random_layered({.num_nodes = 80, .seed = 5})
+                              : rich_random_graph({.num_nodes = 40, .seed = seed});
+    const UnitTable units = *node_units(g);
+    SaState logged(units, 512, units.initial_order, /*soft_peak_scale=*/0);
+    SaState inverse(units, 512, units.initial_order, /*soft_peak_scale=*/0.01);
+    Rng rng(seed + 20);
+    int undone = 0;
+    for (int step = 0; step < 2000; ++step) {
+      const uint64_t kind = rng.below(3);
+      const int32_t from = logged.occupied_slot(
+          static_cast<int32_t>(rng.below(static_cast<uint64_t>(logged.num_occupied()))));
+      const int32_t to = random_nop(logged, rng);
+      const auto unit = static_cast<int32_t>(rng.below(static_cast<uint64_t>(units.num_units())));
+      if (kind == 0 && logged.can_add(unit, to)) {
+        logged.add(unit, to);
+        inverse.add(unit, to);
+      } else if (kind == 1 && logged.can_remove(from)) {
+        logged.remove(from);
+        inverse.remove(from);
+      } else if (kind == 2 && logged.can_move(from, to)) {
+        logged.move(from, to);
+        inverse.move(from, to);
+      } else {
+        continue;
+      }
+      if (rng.below(4) != 0) {  // most mutations are undone, as in the annealing
+        logged.undo_last();
+        inverse.undo_last();
+        ++undone;
+      }
+      ASSERT_EQ(logged.peak(), inverse.peak()) << "step " << step;
+      ASSERT_EQ(logged.cost(), inverse.cost()) << "step " << step;
+      ASSERT_EQ(logged.num_occupied(), inverse.num_occupied()) << "step " << step;
+      for (int32_t i = 0; i < logged.num_occupied(); ++i)
+        ASSERT_EQ(logged.occupied_slot(i), inverse.occupied_slot(i)) << "step " << step;
+      for (int32_t t = 0; t < logged.num_slots(); ++t)
+        ASSERT_EQ(logged.unit_at(t), inverse.unit_at(t)) << "step " << step;
+      ASSERT_TRUE(logged.trees_match_rebuild()) << "step " << step;
+    }
+    EXPECT_GT(undone, 200) << g.name();
+  }
+}
+
 TEST(FastsaState, InitialStateEqualsBaseline) {
   const Graph g = rich_random_graph({.num_nodes = 40, .seed = 9});
   const UnitTable units = *node_units(g);
@@ -268,7 +317,11 @@ TEST(FastsaSegmentTree, DeferredBatchesOfOverlappingAddsMatchPlainArrays) {
         if (l > r) std::swap(l, r);
         if (k > 0 && rng.below(3) == 0) r = l;  // a point add, as a slot's temp
         const int64_t x = rng.between(-50, 50);
-        tree.add_deferred(l, r, x);
+        // A slot's temp goes to its leaf at once (add_to_leaf_deferred), among range adds.
+        if (l == r && rng.below(2) == 0)
+          tree.add_to_leaf_deferred(l, x);
+        else
+          tree.add_deferred(l, r, x);
         for (int32_t i = l; i <= r; ++i) plain[static_cast<size_t>(i)] += x;
         if (rng.below(4) == 0) {  // the same range taken back, as a shrink then an extend
           tree.add_deferred(l, r, -x);
@@ -277,6 +330,42 @@ TEST(FastsaSegmentTree, DeferredBatchesOfOverlappingAddsMatchPlainArrays) {
       }
       tree.rebuild();
       ASSERT_EQ(tree.root(), *std::max_element(plain.begin(), plain.end())) << "size " << size;
+    }
+    for (int32_t i = 0; i < size; ++i)
+      ASSERT_EQ(tree.leaf(i), plain[static_cast<size_t>(i)]) << "size " << size << " leaf " << i;
+  }
+}
+
+// With the undo log on, restore() after a batch of adds gives back the tree before it: the root
+// and every leaf equal the plain array the batch was not applied to.
+TEST(FastsaSegmentTree, RestoreTakesBackABatchExactly) {
+  Rng rng(17);
+  for (int32_t size : {1, 2, 64, 4096}) {
+    std::vector<int64_t> plain(static_cast<size_t>(size));
+    for (int64_t& x : plain) x = rng.between(-1000, 1000);
+    MaxAddTree tree(plain);
+    tree.keep_undo_log(true);
+    for (int batch = 0; batch < 300; ++batch) {
+      const bool take_back = rng.below(2) == 0;
+      tree.clear_undo_log();
+      const auto adds = static_cast<int>(1 + rng.below(8));
+      for (int k = 0; k < adds; ++k) {
+        auto l = static_cast<int32_t>(rng.below(static_cast<uint64_t>(size)));
+        auto r = static_cast<int32_t>(rng.below(static_cast<uint64_t>(size)));
+        if (l > r) std::swap(l, r);
+        const int64_t x = rng.between(-50, 50);
+        if (l == r)
+          tree.add_to_leaf_deferred(l, x);
+        else
+          tree.add_deferred(l, r, x);
+        if (!take_back)
+          for (int32_t i = l; i <= r; ++i) plain[static_cast<size_t>(i)] += x;
+      }
+      tree.rebuild();
+      if (take_back) tree.restore();
+      ASSERT_EQ(tree.root(), *std::max_element(plain.begin(), plain.end())) << "size " << size;
+      const auto probe = static_cast<int32_t>(rng.below(static_cast<uint64_t>(size)));
+      ASSERT_EQ(tree.leaf(probe), plain[static_cast<size_t>(probe)]) << "size " << size;
     }
     for (int32_t i = 0; i < size; ++i)
       ASSERT_EQ(tree.leaf(i), plain[static_cast<size_t>(i)]) << "size " << size << " leaf " << i;

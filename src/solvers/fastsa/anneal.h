@@ -1,10 +1,11 @@
 // anneal.h — one simulated-annealing stage of FastSA over a unit table (Figure 3, App. D.4).
 // Each iteration tries one mutation (add a unit at a random nop, remove the unit of a random
 // occupied slot, or move one to a random nop), keeps it if the objective does not rise, or with
-// probability exp(-Δf / h) if it does, and otherwise undoes it by the inverse mutation. The
-// temperature falls geometrically from h_i to h_f. The best state (within budget and cheapest,
-// else lowest peak) is kept through a log of slot changes, replayed onto a copy when a new best
-// is found, so keeping it costs O(1) per accepted move.
+// probability exp(-Δf / h) if it does, and otherwise undoes it (SaState::undo_last: the state
+// the inverse mutation would leave, the tree taken back from a log). The temperature falls
+// geometrically from h_i to h_f. The best state (within budget and cheapest, else lowest peak) is
+// kept through a log of slot changes, replayed onto a copy when a new best is found, so keeping it
+// costs O(1) per accepted move.
 //   StageResult r = run_stage(units, units.initial_order, settings, context);
 #pragma once
 

@@ -7,6 +7,9 @@
 // share ends or cancel (a move shrinks a value's interval and extends it again): in the integer
 // tree they are deferred, merged into disjoint ranges and applied at once, and the ancestors of
 // all their ends are recomputed once each.
+// An annealing step mostly rejects its mutation: with the undo log on, every node write first
+// saves the node it overwrites, and restore() writes them back, so a rejected mutation is taken
+// back exactly (no second sort, range application and climb) and the tree is as before it.
 // LogAddExpTree (Appendix C.2) is the same with log2(2^a + 2^b) in place of max: its root is a
 // smooth maximum that also sees the second-highest peaks. Values are doubles in scaled units.
 //   MaxAddTree tree(leaves);  tree.add(3, 7, 64);  int64_t peak = tree.max();
@@ -40,6 +43,9 @@ class RangeAddTree {
     ends_.reserve(64);
     events_.clear();
     events_.reserve(64);
+    points_.clear();
+    points_.reserve(8);
+    logged_ = 0;
   }
 
   int32_t size() const { return size_; }
@@ -66,15 +72,47 @@ class RangeAddTree {
     }
   }
 
+  // Adds x to leaf i at once, its ancestors recomputed by the next rebuild() (integer trees).
+  // A slot's own change (its unit's temp) as a range would split the steps of the intervals that
+  // end there, each split a border walked up the tree; as a point it is one leaf and one climb.
+  void add_to_leaf_deferred(int32_t i, T x) {
+    static_assert(kMergeAdds, "points are applied out of order: integer trees only");
+    Saved* log = log_room(1);
+    apply(i + size_, x, log);
+    log_done(log);
+    points_.push_back(i);
+  }
+
   void rebuild() {
     if constexpr (kMergeAdds) {
       apply_events();  // ranges in slot order: their ends come sorted
+      // The leaves of the point adds go in among them (a mutation has at most two).
+      for (const int32_t point : points_) {
+        ends_.push_back(point);
+        for (size_t k = ends_.size() - 1; k > 0 && ends_[k - 1] > point; --k)
+          std::swap(ends_[k - 1], ends_[k]);
+      }
+      points_.clear();
     } else if (ends_.size() > 32) {
       std::sort(ends_.begin(), ends_.end());
     } else {
       insertion_sort(ends_, [](int32_t e) { return e; });
     }
     pull_ancestors_of_ends();
+  }
+
+  // While on, node writes are logged for restore(), from the last clear_undo_log() on.
+  void keep_undo_log(bool on) {
+    logging_ = on;
+    logged_ = 0;
+  }
+  void clear_undo_log() { logged_ = 0; }
+  // Puts back every node written since clear_undo_log(), latest write first, so each ends at the
+  // value it had then; pending deferred adds are not in the log (call after rebuild()).
+  void restore() {
+    for (size_t k = logged_; k-- > 0;)
+      nodes_[static_cast<size_t>(undo_log_[k].index)] = undo_log_[k].node;
+    logged_ = 0;
   }
 
   // The value of one leaf (sum of the pending adds on its path); O(log n), for tests.
@@ -89,6 +127,11 @@ class RangeAddTree {
   struct Node {
     T value{};    // combine(children) + pending; the leaf value for leaves
     T pending{};  // add applied to the whole subtree (read for internal nodes only)
+  };
+
+  struct Saved {
+    int32_t index;
+    Node node;
   };
 
   // Floating-point adds do not commute exactly: those are applied as they come, in order.
@@ -114,13 +157,15 @@ class RangeAddTree {
     int32_t l = first + size_, r = last + size_ + 1;
     ends_.push_back(first);
     if (last != first) ends_.push_back(last);
+    Saved* log = log_room(2 * static_cast<size_t>(height_ + 1));
     while (l < r) {
       const int32_t take_l = l & 1, take_r = r & 1;
-      apply(l, take_l ? x : T{});
-      apply(r - 1, take_r ? x : T{});
+      apply(l, take_l ? x : T{}, log);
+      apply(r - 1, take_r ? x : T{}, log);
       l = (l + take_l) >> 1;
       r = (r - take_r) >> 1;
     }
+    log_done(log);
   }
 
   // The deferred adds as a step function over the slots: sorted by slot, summed, and applied as
@@ -149,6 +194,7 @@ class RangeAddTree {
   // levels up (a repeated end adds nothing).
   void pull_ancestors_of_ends() {
     const size_t count = ends_.size();
+    Saved* log = log_room(count * static_cast<size_t>(height_));
     for (size_t k = 0; k < count; ++k) {
       const int32_t end = ends_[k];
       const int32_t levels =
@@ -164,16 +210,31 @@ class RangeAddTree {
         const T sibling = nodes_[static_cast<size_t>(node ^ 1)].value;
         node >>= 1;
         Node& n = nodes_[static_cast<size_t>(node)];
+        if (log != nullptr) *log++ = {node, n};
         value = Combine{}(value, sibling) + n.pending;
         n.value = value;
       }
     }
+    log_done(log);
     ends_.clear();
   }
 
+  // Where the next `writes` writes are logged (nullptr: no log); log_done(end) takes the log up
+  // to `end`. The writes go through a local pointer: the log's size as a member would be
+  // reloaded after every node store (an int64_t store may alias a size_t).
+  Saved* log_room(size_t writes) {
+    if (!logging_) return nullptr;
+    if (logged_ + writes > undo_log_.size()) undo_log_.resize(2 * (logged_ + writes));
+    return undo_log_.data() + logged_;
+  }
+  void log_done(const Saved* end) {
+    if (end != nullptr) logged_ = static_cast<size_t>(end - undo_log_.data());
+  }
+
   // A leaf's pending add is never read (leaf() and pull() read internal nodes' only).
-  void apply(int32_t i, T x) {
+  void apply(int32_t i, T x, Saved*& log) {
     Node& n = nodes_[static_cast<size_t>(i)];
+    if (log != nullptr) *log++ = {i, n};
     n.value += x;
     n.pending += x;
   }
@@ -187,8 +248,13 @@ class RangeAddTree {
   int32_t size_ = 0;
   int32_t height_ = 0;  // levels above the leaves
   std::vector<Node> nodes_;
-  std::vector<int32_t> ends_;  // end leaves of applied adds; keeps its capacity
-  std::vector<Event> events_;  // deferred adds (integers); keeps its capacity
+  std::vector<int32_t> ends_;    // end leaves of applied adds; keeps its capacity
+  std::vector<Event> events_;    // deferred adds (integers); keeps its capacity
+  std::vector<int32_t> points_;  // leaves added to since the last rebuild; keeps its capacity
+  bool logging_ = false;
+  // Nodes as they were before each write: the first logged_ entries (the rest is room).
+  std::vector<Saved> undo_log_;
+  size_t logged_ = 0;
 };
 
 struct MaxOf {

@@ -67,6 +67,9 @@ void SaState::place_all(std::span<const int32_t> order) {
   leaves_from_scratch(leaves, soft);
   max_tree_.reset(leaves);
   if (!soft.empty()) soft_tree_.reset(soft);
+  // The log-add-exp tree's doubles would come back rounded otherwise than by the inverse
+  // mutation's adds, which the plans are made with: with it, undo stays the inverse mutation.
+  max_tree_.keep_undo_log(soft.empty());
 }
 
 void SaState::leaves_from_scratch(std::vector<int64_t>& leaves, std::vector<double>& soft) const {
@@ -170,12 +173,14 @@ std::pair<int32_t, int32_t> SaState::move_range(int32_t from) const {
 
 void SaState::add(int32_t unit, int32_t t) {
   last_ = {.kind = Mutation::kAdd, .unit = unit, .to = t};
+  max_tree_.clear_undo_log();
   add_deferred(unit, t);
   rebuild_trees();
 }
 
 void SaState::remove(int32_t t) {
   last_ = {.kind = Mutation::kRemove, .unit = unit_at(t), .from = t};
+  max_tree_.clear_undo_log();
   remove_deferred(t);
   rebuild_trees();
 }
@@ -183,6 +188,7 @@ void SaState::remove(int32_t t) {
 void SaState::move(int32_t from, int32_t to) {
   const int32_t unit = unit_at(from);
   last_ = {.kind = Mutation::kMove, .unit = unit, .from = from, .to = to};
+  max_tree_.clear_undo_log();
   remove_deferred(from);
   add_deferred(unit, to);
   rebuild_trees();
@@ -191,6 +197,16 @@ void SaState::move(int32_t from, int32_t to) {
 void SaState::undo_last() {
   const LastMutation last = last_;
   REMAT_CHECK(last.kind != Mutation::kNone, "fastsa: undo_last without a mutation to undo");
+  if (soft_scale_ == 0) {
+    // The slots and times as the inverse mutation leaves them (the occupied slots in its order,
+    // which the sampling reads), and the tree from its undo log: the same peaks from here on.
+    if (last.kind == Mutation::kAdd) take_back(last.to);
+    if (last.kind == Mutation::kRemove) put_back(last.unit, last.from);
+    if (last.kind == Mutation::kMove) move_back(last.to, last.from);
+    max_tree_.restore();
+    last_ = {};
+    return;
+  }
   switch (last.kind) {
     case Mutation::kAdd:
       remove(last.to);
@@ -229,6 +245,34 @@ void SaState::remove_deferred(int32_t t) {
   clear(t);
 }
 
+void SaState::take_back(int32_t t) {
+  const int32_t unit = unit_at(t);
+  prefetch_times(unit);
+  for (int32_t v : units_->inputs(unit)) times_.erase_use(v, t);
+  for (int32_t v : units_->outputs(unit)) times_.erase_production(v, t);
+  vacate(t);
+}
+
+void SaState::put_back(int32_t unit, int32_t t) {
+  prefetch_times(unit);
+  for (int32_t v : units_->inputs(unit)) times_.insert_use(v, t);
+  for (int32_t v : units_->outputs(unit)) {
+    const std::span<const int32_t> prod = times_.productions(v);
+    const int32_t index = count_before(prod, t);
+    times_.insert_production_at(v, index, t);
+  }
+  occupy(unit, t);
+}
+
+void SaState::move_back(int32_t from, int32_t to) {
+  const int32_t unit = unit_at(from);
+  prefetch_times(unit);
+  for (int32_t v : units_->inputs(unit)) times_.replace_use(v, from, to);
+  for (int32_t v : units_->outputs(unit)) times_.replace_production(v, from, to);
+  vacate(from);
+  occupy(unit, to);
+}
+
 std::vector<int32_t> SaState::sequence() const {
   std::vector<int32_t> order;
   order.reserve(occupied_.size());
@@ -252,7 +296,7 @@ void SaState::add_live(int32_t first, int32_t last, int64_t bytes) {
 int32_t SaState::interval_end(int32_t v, int32_t p, int32_t next) const {
   if (next == kNoTime && units_->value_is_output[static_cast<size_t>(v)]) return slots_ - 1;
   const std::span<const int32_t> u = times_.uses(v);
-  auto it = next == kNoTime ? u.end() : std::lower_bound(u.begin(), u.end(), next);
+  auto it = next == kNoTime ? u.end() : u.begin() + count_before(u, next);
   if (it != u.begin() && *(it - 1) > p) return *(it - 1);
   return p;
 }
@@ -261,7 +305,7 @@ int32_t SaState::interval_end(int32_t v, int32_t p, int32_t next) const {
 // the new last use; a use with no production before it does not count (only during a move).
 void SaState::add_use(int32_t v, int32_t t) {
   const std::span<const int32_t> prod = times_.productions(v);
-  auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  auto it = prod.begin() + count_before(prod, t);
   if (it != prod.begin()) {
     const int32_t p = *(it - 1), next = it == prod.end() ? kNoTime : *it;
     const int32_t end = interval_end(v, p, next);
@@ -273,7 +317,7 @@ void SaState::add_use(int32_t v, int32_t t) {
 void SaState::remove_use(int32_t v, int32_t t) {
   times_.erase_use(v, t);
   const std::span<const int32_t> prod = times_.productions(v);
-  auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  auto it = prod.begin() + count_before(prod, t);
   if (it == prod.begin()) return;
   const int32_t p = *(it - 1), next = it == prod.end() ? kNoTime : *it;
   const int32_t end = interval_end(v, p, next);
@@ -284,7 +328,7 @@ void SaState::remove_use(int32_t v, int32_t t) {
 // before t (cases 2 and 3 of §2.2.1).
 void SaState::add_production(int32_t v, int32_t t) {
   const std::span<const int32_t> prod = times_.productions(v);
-  const auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  const auto it = prod.begin() + count_before(prod, t);
   const int32_t next = it == prod.end() ? kNoTime : *it;
   const int64_t size = units_->value_size[static_cast<size_t>(v)];
   add_live(t, interval_end(v, t, next), size);
@@ -301,7 +345,7 @@ void SaState::add_production(int32_t v, int32_t t) {
 void SaState::remove_production(int32_t v, int32_t t) {
   times_.erase_production(v, t);
   const std::span<const int32_t> prod = times_.productions(v);
-  auto it = std::lower_bound(prod.begin(), prod.end(), t);
+  auto it = prod.begin() + count_before(prod, t);
   const int32_t next = it == prod.end() ? kNoTime : *it;
   const int64_t size = units_->value_size[static_cast<size_t>(v)];
   add_live(t, interval_end(v, t, next), -size);
@@ -334,7 +378,7 @@ void SaState::vacate(int32_t t) {
 void SaState::place(int32_t unit, int32_t t) {
   occupy(unit, t);
   const int64_t temp = units_->temp[static_cast<size_t>(unit)];
-  max_tree_.add_deferred(t, t, kNopOffset + temp);
+  max_tree_.add_to_leaf_deferred(t, kNopOffset + temp);
   if (soft_scale_ > 0)
     soft_tree_.add_deferred(t, t, kSoftNopOffset + static_cast<double>(temp) * soft_scale_);
 }
@@ -343,7 +387,7 @@ void SaState::clear(int32_t t) {
   const int32_t unit = unit_at(t);
   vacate(t);
   const int64_t temp = units_->temp[static_cast<size_t>(unit)];
-  max_tree_.add_deferred(t, t, -(kNopOffset + temp));
+  max_tree_.add_to_leaf_deferred(t, -(kNopOffset + temp));
   if (soft_scale_ > 0)
     soft_tree_.add_deferred(t, t, -(kSoftNopOffset + static_cast<double>(temp) * soft_scale_));
 }

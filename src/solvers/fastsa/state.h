@@ -7,7 +7,7 @@
 // times give the interval updates of §2.2.1 (extend, shrink, split, merge) as at most two range
 // adds, and the validity checks of §2.2 in O(1) (only the first production and first use matter).
 //   SaState s(units, 1 << 16, units.initial_order);
-//   if (s.can_add(u, t)) { s.add(u, t); ...; s.undo_last(); }  // undo = the inverse mutation
+//   if (s.can_add(u, t)) { s.add(u, t); ...; s.undo_last(); }  // the state before the add
 //   int64_t peak = s.peak();
 #pragma once
 
@@ -58,7 +58,8 @@ class SaState {
   void add(int32_t unit, int32_t t);
   void remove(int32_t t);
   void move(int32_t from, int32_t to);  // remove at `from`, add the same unit at `to`
-  // Undoes the last add, remove or move by the inverse mutation (§2.2).
+  // Undoes the last add, remove or move: the slots and times by the inverse mutation (§2.2), the
+  // max tree from its undo log (without a log-add-exp tree; with one, both by the inverse).
   void undo_last();
 
   // Whether every leaf of the trees equals its value computed from scratch (the live bytes of
@@ -73,6 +74,12 @@ class SaState {
   // Interval updates are deferred in the trees and rebuilt once per add, remove or move.
   void add_deferred(int32_t unit, int32_t t);
   void remove_deferred(int32_t t);
+  // An undo's changes but the trees': the times and slots of removing the unit at t, and of
+  // adding `unit` at t (the tree comes back from its undo log).
+  void take_back(int32_t t);
+  void put_back(int32_t unit, int32_t t);
+  // take_back(from) then put_back(unit, to) in one pass over each value's times.
+  void move_back(int32_t from, int32_t to);
   void prefetch_times(int32_t unit) const;
   void add_live(int32_t first, int32_t last, int64_t bytes);
   void rebuild_trees();

@@ -23,6 +23,23 @@ namespace remat::fastsa {
 
 inline constexpr int32_t kNoTime = 0x7fffffff;  // "none" for a time; later than every slot
 
+// The number of times in the sorted [first, first + n) before t (std::lower_bound's index).
+// Without branches on the data: the search's compares are coin flips, and a mispredicted branch
+// per level costs more than the few loads of these short lists.
+inline int32_t count_before(const int32_t* first, int32_t n, int32_t t) {
+  if (n == 0) return 0;
+  const int32_t* base = first;
+  while (n > 1) {
+    const int32_t half = n / 2;
+    base = base[half] < t ? base + half : base;
+    n -= half;
+  }
+  return static_cast<int32_t>(base - first) + (*base < t ? 1 : 0);
+}
+inline int32_t count_before(std::span<const int32_t> times, int32_t t) {
+  return count_before(times.data(), static_cast<int32_t>(times.size()), t);
+}
+
 // What the validity checks read of a value (kNoTime when absent).
 struct FirstTimes {
   int32_t production = kNoTime;
@@ -72,11 +89,26 @@ class ValueTimes {
   }
   void insert_use(int32_t v, int32_t t) {
     Run& r = room_for_one(v);
+    // One pass from the end, shifting as it searches: a call to memmove costs more than the
+    // copy of the few uses after t.
     int32_t* uses = times_.data() + r.begin + r.productions;
-    int32_t* it = std::lower_bound(uses, uses + r.uses, t);
-    std::copy_backward(it, uses + r.uses, uses + r.uses + 1);
-    *it = t;
+    int32_t j = r.uses;
+    for (; j > 0 && uses[j - 1] > t; --j) uses[j] = uses[j - 1];
+    uses[j] = t;
     ++r.uses;
+    refresh_first(r);
+  }
+
+  // Moves one time `from` of v's productions (uses) to `to`, keeping them sorted: the undo of a
+  // move, one shift of the times between the two instead of an erase and an insert.
+  void replace_production(int32_t v, int32_t from, int32_t to) {
+    Run& r = runs_[static_cast<size_t>(v)];
+    replace(times_.data() + r.begin, r.productions, from, to);
+    refresh_first(r);
+  }
+  void replace_use(int32_t v, int32_t from, int32_t to) {
+    Run& r = runs_[static_cast<size_t>(v)];
+    replace(times_.data() + r.begin + r.productions, r.uses, from, to);
     refresh_first(r);
   }
 
@@ -170,9 +202,18 @@ class ValueTimes {
     times_.swap(packed);
   }
 
+  // Replaces `from` in the sorted [a, a + n) by `to`, moving the times between them by one.
+  static void replace(int32_t* a, int32_t n, int32_t from, int32_t to) {
+    int32_t i = count_before(a, n, from);
+    REMAT_CHECK(i < n && a[i] == from, "fastsa: time missing from a value's set");
+    for (; i + 1 < n && a[i + 1] < to; ++i) a[i] = a[i + 1];
+    for (; i > 0 && a[i - 1] > to; --i) a[i] = a[i - 1];
+    a[i] = to;
+  }
+
   // Erases t from the sorted [first, last), shifting [last, end) down with it.
   static void erase(int32_t* first, int32_t* last, int32_t* end, int32_t t) {
-    int32_t* it = std::lower_bound(first, last, t);
+    int32_t* it = first + count_before(first, static_cast<int32_t>(last - first), t);
     REMAT_CHECK(it != last && *it == t, "fastsa: time missing from a value's set");
     std::copy(it + 1, end, it);
   }
