@@ -22,11 +22,10 @@ std::pair<size_t, size_t> line_column(std::string_view text, size_t byte) {
   return {line, column};
 }
 
-// Finds the first place where arrays and objects nest deeper than kMaxJsonDepth, skipping string
-// contents; returns text.size() when there is none. nlohmann's parser does not recurse but dumps
-// and destructors of deep values do, so the cap comes before parsing.
-size_t find_too_deep(std::string_view text) {
-  size_t depth = 0;
+// The first offset outside string literals for which `found(offset)` is true; text.size() when
+// there is none. Both scanners below must skip string contents, escapes included.
+template <class Found>
+size_t find_outside_strings(std::string_view text, Found found) {
   bool in_string = false;
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -37,44 +36,43 @@ size_t find_too_deep(std::string_view text) {
         in_string = false;
     } else if (c == '"') {
       in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) return i;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
+    } else if (found(i)) {
+      return i;
     }
   }
   return text.size();
 }
 
+// Finds the first place where arrays and objects nest deeper than kMaxJsonDepth, skipping string
+// contents; returns text.size() when there is none. nlohmann's parser does not recurse but dumps
+// and destructors of deep values do, so the cap comes before parsing.
+size_t find_too_deep(std::string_view text) {
+  size_t depth = 0;
+  return find_outside_strings(text, [&](size_t i) {
+    const char c = text[i];
+    if (c == '[' || c == '{') return ++depth > kMaxJsonDepth;
+    if ((c == ']' || c == '}') && depth > 0) --depth;
+    return false;
+  });
+}
+
 // Where the first number token that does not fit a double starts (nlohmann reports no position
 // for it); text.size() when none is found.
 size_t find_number_overflow(std::string_view text) {
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
+  size_t skip_to = 0;  // the end of the last number token checked
+  return find_outside_strings(text, [&](size_t i) {
     const char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-      continue;
-    }
-    if (c != '-' && !std::isdigit(static_cast<unsigned char>(c))) continue;
+    if (i < skip_to || (c != '-' && !std::isdigit(static_cast<unsigned char>(c)))) return false;
     size_t end = i;
     while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) ||
                                  std::strchr("+-.eE", text[end]) != nullptr))
       ++end;
+    skip_to = end;
     const std::string token(text.substr(i, end - i));
     errno = 0;
     const double x = std::strtod(token.c_str(), nullptr);
-    if (!std::isfinite(x) || (errno == ERANGE && x != 0)) return i;
-    i = end - 1;
-  }
-  return text.size();
+    return !std::isfinite(x) || (errno == ERANGE && x != 0);
+  });
 }
 
 }  // namespace
