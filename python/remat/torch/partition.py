@@ -255,10 +255,11 @@ def _statistics_saved(planned):
     once, in the forward, just after what it reads, where the plan still fits its solve budget
     and the lowered graphs run no more FLOPs. Where a statistic is made (in the forward and
     saved, or made again in the backward from what it is made of, or first made in the
-    backward, as a running mean's update may be) changes the peak by a few bytes, so a solver's
-    choice among them is close to arbitrary and differs from one repeated block to the next;
-    each choice gives the compiled graphs kernels of their own (Inductor reuses a kernel only
-    where its code is the same). Placed alike, repeated blocks share their kernels
+    backward, as a running mean's update and its write to the buffer may be) changes the peak by
+    a few bytes, so a solver's choice among them is close to arbitrary and differs from one
+    repeated block to the next; each choice gives the compiled graphs kernels of their own
+    (Inductor reuses a kernel only where its code is the same, and fuses a buffer's write into
+    the kernel it runs beside). Placed alike, repeated blocks share their kernels
     (bench/kernel_count.py counts them)."""
     plan, joint = planned.plan, planned.joint
     sequence = plan.executed
@@ -273,7 +274,7 @@ def _statistics_saved(planned):
         forward.insert(max(map(forward.index, after), default=-1) + 1, step)
     placed = forward + [joint.backward_start] + [s for s in sequence[start + 1:]
                                                  if s not in statistics]
-    if placed == sequence:
+    if placed == sequence or not _writes_after_reads(joint, placed, statistics):
         return planned
     try:
         lowered = _lower(plan.module, joint, placed, plan.planner)
@@ -284,12 +285,30 @@ def _statistics_saved(planned):
     return dataclasses.replace(planned, plan=lowered)
 
 
+def _writes_after_reads(joint, sequence, steps):
+    """Whether each of `steps` of `joint` that writes a storage in place (a running mean's
+    buffer) runs after every other run of a step reading that storage in `sequence`."""
+    last_read = {}
+    for position, step in enumerate(sequence):
+        for v in joint.nodes[step]["inputs"]:
+            last_read.setdefault(joint.value_root[v], {})[step] = position
+    for position, step in enumerate(sequence):
+        if step not in steps or joint.nodes[step]["recomputable"]:
+            continue
+        for v in joint.nodes[step]["outputs"]:
+            readers = last_read.get(joint.value_root[v], {})
+            if any(at > position for reader, at in readers.items() if reader != step):
+                return False
+    return True
+
+
 def statistic_steps(joint):
     """The forward steps of `joint` (a JointGraph) that make statistics only. A statistic is an
     output of a reduction step that is a statistic of what it reads (_statistics), or an output
     of a step reading statistics and graph inputs only that is no larger than the largest of
     them nor than the largest reduction's statistic: a normalization's variance plus epsilon,
-    its reciprocal square root, the update of its running mean and of its count of batches."""
+    its reciprocal square root, the update of its running mean and of its count of batches, and
+    the in-place write of such an update to its buffer."""
     forward = [joint.nodes[step] for step in range(joint.backward_start)]
     reduced = {v for node in forward if node["kind"] == "reduction"
                for v in _statistics(joint, node)}
@@ -304,7 +323,11 @@ def statistic_steps(joint):
                                for v in node["inputs"]), default=0)
                 statistics.update(v for v in node["outputs"]
                                   if joint.values[v]["size"] <= min(largest, cap))
-        if node["outputs"] and node["recomputable"] and statistics.issuperset(node["outputs"]):
+        # Not recomputable: one that writes a buffer in place (_statistics_saved moves it only
+        # after every read of the buffer).
+        if node["outputs"] and statistics.issuperset(node["outputs"]) \
+                and (node["recomputable"] or joint.value_root[node["outputs"][0]] in
+                     joint.written_roots):
             steps.add(step)
     return steps
 
