@@ -318,9 +318,11 @@ def statistic_steps(joint):
         if node["kind"] != "reduction":
             read = [v for v in node["inputs"] if v in joint.producer_step]
             if statistics.issuperset(read) and (read or node["kind"] != "view"):
-                # A view's size is 0 (it aliases its root): its root's is what it reads.
+                # A view's size is 0 (it aliases its root): its root's is what it reads. A
+                # constant (a call reading nothing, such as a zero a ReLU's backward selects) is
+                # bounded by the statistics' size alone.
                 largest = max((joint.values[joint.value_root[v]]["size"]
-                               for v in node["inputs"]), default=0)
+                               for v in node["inputs"]), default=cap if not node["inputs"] else 0)
                 statistics.update(v for v in node["outputs"]
                                   if joint.values[v]["size"] <= min(largest, cap))
         # Not recomputable: one that writes a buffer in place (_statistics_saved moves it only
