@@ -286,16 +286,26 @@ def _statistics_saved(planned):
 
 
 def _writes_after_reads(joint, sequence, steps):
-    """Whether each of `steps` of `joint` that writes a storage in place (a running mean's
-    buffer) runs after every other run of a step reading that storage in `sequence`."""
-    last_read = {}
+    """Whether moving `steps` of `joint` as `sequence` has them read and write storages written
+    in place (a running mean's buffer) in order: each of them that writes one runs after every
+    other run of a step reading that storage, and each that reads one reads a storage only they
+    write."""
+    last_read, writer = {}, {}
     for position, step in enumerate(sequence):
-        for v in joint.nodes[step]["inputs"]:
+        node = joint.nodes[step]
+        for v in node["inputs"]:
             last_read.setdefault(joint.value_root[v], {})[step] = position
+        if node["kind"] != "view":
+            for v in node["outputs"]:
+                if joint.value_root[v] in joint.written_roots:
+                    writer.setdefault(joint.value_root[v], set()).add(step)
     for position, step in enumerate(sequence):
-        if step not in steps or joint.nodes[step]["recomputable"]:
+        if step not in steps:
             continue
-        for v in joint.nodes[step]["outputs"]:
+        node = joint.nodes[step]
+        if any(not writer.get(joint.value_root[v], set()) <= steps for v in node["inputs"]):
+            return False
+        for v in node["outputs"] if not node["recomputable"] else []:
             readers = last_read.get(joint.value_root[v], {})
             if any(at > position for reader, at in readers.items() if reader != step):
                 return False
