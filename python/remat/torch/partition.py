@@ -138,6 +138,7 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
                      limit, seed, params, rival=best)
         if _better_plan(plan, best, plan.solve_budget):
             best = dataclasses.replace(plan, asked=asked)
+    best = _statistics_saved(best)
     joint, graph, lower, asked = best.joint, best.joint.graph, best.lower, best.asked
     fw, bw, executed = best.plan.lowered()
     peak, planner = best.plan.peak_bytes, best.plan.planner
@@ -247,6 +248,100 @@ def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, 
     # recomputes the copies only.
     only_copies = least_cost and asked is not None and not _is_min(budget)
     return _Planned(joint, plan, solve_budget, asked, lower, only_copies)
+
+
+def _statistics_saved(planned):
+    """`planned` (a _Planned) with its statistic steps (statistic_steps) placed alike: each runs
+    once, in the forward, just after what it reads, where the plan still fits its solve budget
+    and the lowered graphs run no more FLOPs. Where a statistic is made (in the forward and
+    saved, or made again in the backward from what it is made of, or first made in the
+    backward, as a running mean's update and its write to the buffer may be) changes the peak by
+    a few bytes, so a solver's choice among them is close to arbitrary and differs from one
+    repeated block to the next; each choice gives the compiled graphs kernels of their own
+    (Inductor reuses a kernel only where its code is the same, and fuses a buffer's write into
+    the kernel it runs beside). Placed alike, repeated blocks share their kernels
+    (bench/kernel_count.py counts them)."""
+    plan, joint = planned.plan, planned.joint
+    sequence = plan.executed
+    start = sequence.index(joint.backward_start)
+    statistics = statistic_steps(joint) & set(sequence)
+    forward = [s for s in sequence[:start] if s not in statistics]
+    for step in sorted(statistics):
+        after = [joint.producer_step[v] for v in joint.nodes[step]["inputs"]
+                 if v in joint.producer_step]
+        if not set(after) <= set(forward):
+            return planned  # it reads what the plan first makes in the backward
+        forward.insert(max(map(forward.index, after), default=-1) + 1, step)
+    placed = forward + [joint.backward_start] + [s for s in sequence[start + 1:]
+                                                 if s not in statistics]
+    if placed == sequence or not _writes_after_reads(joint, placed, statistics):
+        return planned
+    try:
+        lowered = _lower(plan.module, joint, placed, plan.planner)
+    except Unplannable:
+        return planned
+    if lowered.peak_bytes > max(planned.solve_budget, plan.peak_bytes) or lowered.cost > plan.cost:
+        return planned
+    return dataclasses.replace(planned, plan=lowered)
+
+
+def _writes_after_reads(joint, sequence, steps):
+    """Whether moving `steps` of `joint` as `sequence` has them read and write storages written
+    in place (a running mean's buffer) in order: each of them that writes one runs after every
+    other run of a step reading that storage, and each that reads one reads a storage only they
+    write."""
+    last_read, writer = {}, {}
+    for position, step in enumerate(sequence):
+        node = joint.nodes[step]
+        for v in node["inputs"]:
+            last_read.setdefault(joint.value_root[v], {})[step] = position
+        if node["kind"] != "view":
+            for v in node["outputs"]:
+                if joint.value_root[v] in joint.written_roots:
+                    writer.setdefault(joint.value_root[v], set()).add(step)
+    for position, step in enumerate(sequence):
+        if step not in steps:
+            continue
+        node = joint.nodes[step]
+        if any(not writer.get(joint.value_root[v], set()) <= steps for v in node["inputs"]):
+            return False
+        for v in node["outputs"] if not node["recomputable"] else []:
+            readers = last_read.get(joint.value_root[v], {})
+            if any(at > position for reader, at in readers.items() if reader != step):
+                return False
+    return True
+
+
+def statistic_steps(joint):
+    """The forward steps of `joint` (a JointGraph) that make statistics only. A statistic is an
+    output of a reduction step that is a statistic of what it reads (_statistics), or an output
+    of a step reading statistics and graph inputs only that is no larger than the largest of
+    them nor than the largest reduction's statistic: a normalization's variance plus epsilon,
+    its reciprocal square root, the update of its running mean and of its count of batches, and
+    the in-place write of such an update to its buffer."""
+    forward = [joint.nodes[step] for step in range(joint.backward_start)]
+    reduced = {v for node in forward if node["kind"] == "reduction"
+               for v in _statistics(joint, node)}
+    cap = max((joint.values[v]["size"] for v in reduced), default=0)
+    statistics, steps = set(reduced), set()
+    for step, node in enumerate(forward):
+        if node["kind"] != "reduction":
+            read = [v for v in node["inputs"] if v in joint.producer_step]
+            if statistics.issuperset(read) and (read or node["kind"] != "view"):
+                # A view's size is 0 (it aliases its root): its root's is what it reads. A
+                # constant (a call reading nothing, such as a zero a ReLU's backward selects) is
+                # bounded by the statistics' size alone.
+                largest = max((joint.values[joint.value_root[v]]["size"]
+                               for v in node["inputs"]), default=cap if not node["inputs"] else 0)
+                statistics.update(v for v in node["outputs"]
+                                  if joint.values[v]["size"] <= min(largest, cap))
+        # Not recomputable: one that writes a buffer in place (_statistics_saved moves it only
+        # after every read of the buffer).
+        if node["outputs"] and statistics.issuperset(node["outputs"]) \
+                and (node["recomputable"] or joint.value_root[node["outputs"][0]] in
+                     joint.written_roots):
+            steps.add(step)
+    return steps
 
 
 def _is_min(budget):
