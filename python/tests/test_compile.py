@@ -1434,3 +1434,47 @@ def test_a_lowered_calls_flops_are_those_of_the_joint_call_it_copies(monkeypatch
     assert any("rng_state" in str(n.target) for _, n in calls)  # a dropout replays its draw
     for joint_graph, n in calls:
         assert joint_graph.call_flops(n) == node_flops(n), n.format_node()
+
+
+class LinearNormBlocks(nn.Module):
+    """Residual blocks of a linear layer, a one-dimensional batch norm and a ReLU."""
+
+    def __init__(self, width=32, blocks=4):
+        super().__init__()
+        torch.manual_seed(0)
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Linear(width, width), nn.BatchNorm1d(width),
+                                                  nn.ReLU()) for _ in range(blocks))
+        self.head = nn.Linear(width, 10)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = x + block(x)
+        return self.head(x)
+
+
+def test_a_fused_step_run_for_part_of_its_calls_keeps_what_its_other_calls_read(monkeypatch):
+    # At 60 % the plan runs a weight-gradient matmul (mm_2) twice in the backward, each run
+    # before a run of the fused step reading it. Lowering dropped the fused step's call reading
+    # the first matmul (nothing read its result there) and so the matmul's first run, while the
+    # step's first run survived through its other calls: the sequence run read mm_2 before
+    # making it, and lowering that sequence again failed (Unplannable: the backend fell back).
+    partition_module = sys.modules["remat.torch.partition"]
+    original = partition_module._Lowering._with_producers
+    added = []
+
+    def with_producers(self, surviving, last):
+        kept = original(self, surviving, last)
+        added.append(len(kept) - len(surviving))
+        return kept
+
+    monkeypatch.setattr(partition_module._Lowering, "_with_producers", with_producers)
+    torch.manual_seed(1)
+    model, batch = LinearNormBlocks(), (torch.randn(64, 32), torch.randint(0, 10, (64,)))
+    backend = rt.compile_backend(budget=0.6, compiler="eager", work_limit=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RematFallbackWarning)
+        got = adamw_steps(model, batch, F.cross_entropy, backend, steps=2)
+    assert any(added), "the plan no longer runs a fused step for part of its calls"
+    assert backend.graphs[0].recomputed
+    assert_trains_like(got, adamw_steps(model, batch, F.cross_entropy, DefaultPartition(),
+                                        steps=2))

@@ -698,11 +698,13 @@ class _Lowering:
         self.serial = {}  # value -> how many times its root was computed when it was made
         self.step_of = {}  # copy -> (remat node id, which emission of a step made it)
         self.emitted = 0
+        self.given = set()  # values the graph takes as inputs
         for n in inputs:
             joint_node = self.by_name[n.name]
             self.env[joint_node] = self.graph.node_copy(n)
             if joint_node in joint.value_of:
                 self.serial[joint.value_of[joint_node]] = 0
+                self.given.add(joint.value_of[joint_node])
         if replays is not None and side == "backward":
             self.states = replays.state_inputs(self.graph)
 
@@ -821,10 +823,36 @@ class _Lowering:
         for n in self.graph.nodes:
             n.meta[_compat.PLANNED_CALL] = True  # the compiler keeps the order of such calls
         surviving = {self.step_of[n] for n in self.graph.nodes if n in self.step_of}
-        ran = [step for step, _ in sorted(surviving, key=last.get)]
+        ran = [step for step, _ in sorted(self._with_producers(surviving, last), key=last.get)]
         if self.replays is not None:
             ran = self.replays.with_state_steps(ran, self.side)
         return self.graph, ran
+
+    def _with_producers(self, surviving, last):
+        """The `surviving` emissions (step, emission) and the dropped ones that made what a
+        kept one reads in the remat graph, where no kept emission before it made it and the graph
+        does not take it as an input. An emission of a fused step survives where any of its calls
+        is read, while a call dropped from it may have been the only reader of a value another
+        emission made: that emission is dropped too, yet the simulator reads every input of a
+        step, so the sequence run, and the plan lowered again from it, would read the value
+        before it is made. `last`: each emission's position in the graph before dead code was
+        eliminated."""
+        order = sorted(last, key=last.get)
+        kept = set(surviving)
+        while True:
+            latest_kept, latest, needed = {}, {}, set()
+            for emission in order:
+                node = self.joint.nodes[emission[0]]
+                if emission in kept:
+                    needed.update(latest[v] for v in node["inputs"] if v in latest
+                                  and v not in latest_kept and v not in self.given)
+                for v in node["outputs"]:
+                    latest[v] = emission
+                    if emission in kept:
+                        latest_kept[v] = emission
+            if needed <= kept:
+                return kept
+            kept |= needed
 
 
 class _Replays:
