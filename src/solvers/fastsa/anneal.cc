@@ -286,6 +286,9 @@ class Annealer {
   // higher peaks than uniform ones (docs/solvers/fastsa.md).
   bool peak_proposal(Proposal& p) {
     if (settings_.fixed_order || settings_.rotations_only) return false;
+    // Accepted whenever they leave the peak as it was, these adds would fill the state on a
+    // small graph, and random_nop needs nops: they stop at half the slots.
+    if (2 * state_.num_occupied() >= state_.num_slots()) return false;
     Rng& rng = context_.rng;
     const int32_t peak = state_.peak_slot(rng.next());
     const int32_t last = std::min(state_.num_slots() - 1, peak + peak_window_);
