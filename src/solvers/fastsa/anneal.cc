@@ -266,16 +266,6 @@ class Annealer {
     return false;
   }
 
-  // The nearest occupied slot at or after t within [t, last], else the nearest before t down
-  // to `first`; -1 when there is none.
-  int32_t occupied_near(int32_t t, int32_t first, int32_t last) const {
-    for (int32_t s = t; s <= last; ++s)
-      if (!state_.is_nop(s)) return s;
-    for (int32_t s = t - 1; s >= first; --s)
-      if (!state_.is_nop(s)) return s;
-    return -1;
-  }
-
   // A recomputation drawn around the slot of the peak, where a uniform mutation rarely lands on
   // large graphs (most slots' memory is below the peak, so most mutations cannot lower it). A
   // unit after the peak (within the window) reads a value produced before it; a copy of the
@@ -405,7 +395,7 @@ class Annealer {
   BestKeeper best_;
   std::vector<int32_t> addable_;
   std::vector<int32_t> producer_;  // by value, a unit that produces it (peak_moves only)
-  int32_t peak_window_ = 0;        // slots either side of the peak for peak_proposal
+  int32_t peak_window_ = 0;        // slots after the peak where peak_proposal draws a reader
   int64_t best_peak_ = 0;
   double best_cost_ = 0;
   double best_objective_ = 0;
