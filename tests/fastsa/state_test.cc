@@ -300,6 +300,49 @@ TEST(FastsaSegmentTree, MaxAndLeavesAfterRangeAdds) {
   }
 }
 
+// argmax() is the leftmost leaf of the maximum with ties = 0, and with random tie bits some leaf
+// of the maximum; over many draws each of two equal maxima comes up. Small values make ties
+// frequent.
+TEST(FastsaSegmentTree, ArgmaxIsALeafOfTheMaximum) {
+  Rng rng(5);
+  for (int32_t size : {1, 2, 64, 1024}) {
+    std::vector<int64_t> plain(static_cast<size_t>(size), 0);
+    MaxAddTree tree(plain);
+    for (int step = 0; step < 500; ++step) {
+      auto l = static_cast<int32_t>(rng.below(static_cast<uint64_t>(size)));
+      auto r = static_cast<int32_t>(rng.below(static_cast<uint64_t>(size)));
+      if (l > r) std::swap(l, r);
+      const int64_t x = rng.between(-3, 3);
+      if (rng.below(2) == 0) {
+        tree.add(l, r, x);
+      } else {  // deferred, as one mutation's adds
+        tree.add_deferred(l, r, x);
+        tree.add_to_leaf_deferred(r, -x);
+        tree.rebuild();
+        plain[static_cast<size_t>(r)] -= x;
+      }
+      for (int32_t i = l; i <= r; ++i) plain[static_cast<size_t>(i)] += x;
+      const auto top = std::max_element(plain.begin(), plain.end());
+      ASSERT_EQ(tree.argmax(), static_cast<int32_t>(top - plain.begin())) << "size " << size;
+      std::vector<char> seen(static_cast<size_t>(size), 0);
+      for (int draw = 0; draw < 64; ++draw) {
+        const int32_t at = tree.argmax(rng.next());
+        ASSERT_EQ(plain[static_cast<size_t>(at)], *top) << "size " << size;
+        seen[static_cast<size_t>(at)] = 1;
+      }
+      // Two equal maxima split at one tie, a fair bit: 64 draws that all miss one of them would
+      // be a bit stuck at one value (the seed is fixed, so this never flakes).
+      const auto maxima = std::count(plain.begin(), plain.end(), *top);
+      if (maxima > 2) continue;
+      for (int32_t i = 0; i < size; ++i) {
+        if (plain[static_cast<size_t>(i)] == *top) {
+          ASSERT_TRUE(seen[static_cast<size_t>(i)]) << "size " << size << " leaf " << i;
+        }
+      }
+    }
+  }
+}
+
 // One mutation's adds are deferred, merged into disjoint ranges (they overlap, share ends and
 // cancel) and applied by one rebuild: the root and every leaf equal plain arrays, on trees from
 // one leaf to a few thousand.

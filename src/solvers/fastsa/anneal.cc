@@ -72,6 +72,9 @@ enum class Move { kAdd, kRemove, kRotate };
 // for their time (bench/fastsa_bench.cc measures the schedules).
 constexpr double kQuenchWindows = 3;
 
+// peak_proposal draws the reader within this many units' spacing of slots after the peak.
+constexpr int64_t kPeakWindowUnits = 8;
+
 // One proposed mutation, enough to apply, log and undo it.
 struct Proposal {
   Move move = Move::kAdd;
@@ -91,6 +94,14 @@ class Annealer {
         best_(state_) {
     for (int32_t u = 0; u < units.num_units(); ++u)
       if (units.recomputable[static_cast<size_t>(u)]) addable_.push_back(u);
+    if (settings.peak_moves > 0) {
+      producer_.assign(static_cast<size_t>(units.num_values()), kNop);
+      for (int32_t u = 0; u < units.num_units(); ++u)
+        for (int32_t v : units.outputs(u))
+          if (producer_[static_cast<size_t>(v)] == kNop) producer_[static_cast<size_t>(v)] = u;
+      const int64_t per_unit = settings.slots / std::max<int32_t>(1, units.num_units());
+      peak_window_ = static_cast<int32_t>(std::max<int64_t>(8, kPeakWindowUnits * per_unit));
+    }
   }
 
   StageResult run(std::string_view stage_name) {
@@ -224,6 +235,7 @@ class Annealer {
 
   bool propose(Proposal& p) {
     Rng& rng = context_.rng;
+    if (settings_.peak_moves > 0 && rng.uniform() < settings_.peak_moves) return peak_proposal(p);
     p.move = settings_.rotations_only ? Move::kRotate
              : settings_.fixed_order  ? static_cast<Move>(rng.below(2))
                                       : static_cast<Move>(rng.below(3));
@@ -252,6 +264,37 @@ class Annealer {
         return state_.can_move(p.from, p.to);
     }
     return false;
+  }
+
+  // A recomputation drawn around the slot of the peak, where a uniform mutation rarely lands on
+  // large graphs (most slots' memory is below the peak, so most mutations cannot lower it). A
+  // unit after the peak (within the window) reads a value produced before it; a copy of the
+  // value's producer goes to a nop between the peak and that unit, so the value need not be live
+  // across the peak where its earlier uses are before it. Among equal peak slots the peak is
+  // drawn at random: always the same one would leave the others (a move that lowers one alone
+  // does not lower the peak). Removals and moves near the peak were tried as well and led to
+  // higher peaks than uniform ones (docs/solvers/fastsa.md).
+  bool peak_proposal(Proposal& p) {
+    if (settings_.fixed_order || settings_.rotations_only) return false;
+    // Accepted whenever they leave the peak as it was, these adds would fill the state on a
+    // small graph, and random_nop needs nops: they stop at half the slots.
+    if (2 * state_.num_occupied() >= state_.num_slots()) return false;
+    Rng& rng = context_.rng;
+    const int32_t peak = state_.peak_slot(rng.next());
+    const int32_t last = std::min(state_.num_slots() - 1, peak + peak_window_);
+    if (peak >= last) return false;
+    const auto t = static_cast<int32_t>(peak + 1 + rng.below(static_cast<uint64_t>(last - peak)));
+    int32_t reader = t;
+    while (reader <= last && state_.is_nop(reader)) ++reader;
+    if (reader > last) return false;
+    const std::span<const int32_t> inputs = units_.inputs(state_.unit_at(reader));
+    if (inputs.empty()) return false;
+    const int32_t v = inputs[rng.below(inputs.size())];
+    p.move = Move::kAdd;
+    p.unit = producer_[static_cast<size_t>(v)];
+    if (p.unit == kNop || state_.first_production(v) >= peak) return false;
+    p.to = nop_in_range(state_, {peak, reader}, rng);
+    return p.to >= 0 && state_.can_add(p.unit, p.to);
   }
 
   void apply(const Proposal& p) {
@@ -351,6 +394,8 @@ class Annealer {
   SaState state_;
   BestKeeper best_;
   std::vector<int32_t> addable_;
+  std::vector<int32_t> producer_;  // by value, a unit that produces it (peak_moves only)
+  int32_t peak_window_ = 0;        // slots after the peak where peak_proposal draws a reader
   int64_t best_peak_ = 0;
   double best_cost_ = 0;
   double best_objective_ = 0;

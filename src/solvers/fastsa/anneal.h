@@ -66,6 +66,10 @@ struct StageSettings {
   int64_t exact_peak_step = 0;
   int32_t slots = 1 << 16;
   double soft_peak_scale = 0;  // > 0: objective on the log-add-exp peak (App. C.2)
+  // The share of proposals drawn around the peak slot (see peak_proposal in anneal.cc): a
+  // recomputation of a value live across the peak between the peak and a use after it.
+  // 0: every proposal uniform (§2.2).
+  double peak_moves = 0;
   // > 0: the stage ends once the goal (within budget, then cost; over budget, peak) has not
   // improved for this many iterations. 0: it runs all `iterations`.
   int64_t convergence_window = 0;

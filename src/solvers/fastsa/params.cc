@@ -81,6 +81,11 @@ const ParamTable<FastsaParams>& fastsa_param_table() {
             "from their plan; stage 2 starts from its plan if it fits and the single nodes' "
             "does not, or if nothing fits and its peak is clearly lower"},
            flag(&P::stage1_memory_pass)},
+          {{"memory_pass_peak_moves", "0.3", "share",
+            "the share of the memory pass's proposals drawn around the current peak slot: a "
+            "recomputation of a value live across the peak between the peak and a use of it "
+            "after the peak (0: all uniform, §2.2)"},
+           real(&P::memory_pass_peak_moves, 0.0, 1.0)},
           {{"group_nodes", "`true`", "",
             "Algorithm 1 before stage 1 (`false`: stage 1 on single nodes)"},
            flag(&P::group_nodes)},

@@ -40,6 +40,8 @@ struct FastsaParams {
   int64_t stage1_fallback_windows = 2;
   // Before the single nodes, the groups anneal on for memory alone (fastsa.cc, run_memory_pass).
   bool stage1_memory_pass = true;
+  // The share of the memory pass's proposals drawn around the peak slot (anneal.h peak_moves).
+  double memory_pass_peak_moves = 0.3;
   // Stage 2 starts at the temperature where stage 1 stopped ("stop") or at its scheduled final
   // temperature ("final"); they differ when stage 1 stops early at the budget.
   bool stage2_from_stop = true;

@@ -115,6 +115,28 @@ class RangeAddTree {
     logged_ = 0;
   }
 
+  // A leaf whose value is root(): from the root down, the child that holds the larger value (a
+  // node's value is its larger child's plus its own pending add). Where both children hold it,
+  // the next bit of `ties` (lowest first, then again from the lowest) picks the right one, so
+  // the leftmost such leaf with ties = 0. O(log n).
+  int32_t argmax(uint64_t ties = 0) const {
+    int32_t node = 1;
+    uint64_t bits = ties;
+    while (node < size_) {
+      const int32_t left = 2 * node;
+      const T l = nodes_[static_cast<size_t>(left)].value;
+      const T r = nodes_[static_cast<size_t>(left + 1)].value;
+      if (l == r) {
+        if (bits == 0) bits = ties;
+        node = left + static_cast<int32_t>(bits & 1);
+        bits >>= 1;
+      } else {
+        node = r > l ? left + 1 : left;
+      }
+    }
+    return node - size_;
+  }
+
   // The value of one leaf (sum of the pending adds on its path); O(log n), for tests.
   T leaf(int32_t i) const {
     int32_t k = i + size_;

@@ -40,6 +40,11 @@ class SaState {
   int32_t occupied_slot(int32_t i) const { return occupied_[static_cast<size_t>(i)]; }
 
   int64_t peak() const { return max_tree_.root() + units_->resident_bytes; }
+  // An occupied slot where the memory is peak(): the leftmost with ties = 0, else where the
+  // bits of `ties` lead among equal ones (MaxAddTree::argmax); O(log slots).
+  int32_t peak_slot(uint64_t ties = 0) const { return max_tree_.argmax(ties); }
+  // The first production of value v (kNoTime when none).
+  int32_t first_production(int32_t v) const { return times_.first(v).production; }
   // log2 of sum over occupied slots of 2^(scaled memory), back in bytes; needs soft_peak_scale.
   double soft_peak() const;
   double cost() const { return cost_; }
