@@ -266,12 +266,14 @@ def _statistics_saved(planned):
     start = sequence.index(joint.backward_start)
     statistics = statistic_steps(joint) & set(sequence)
     forward = [s for s in sequence[:start] if s not in statistics]
+    in_forward = set(forward)
     for step in sorted(statistics):
         after = [joint.producer_step[v] for v in joint.nodes[step]["inputs"]
                  if v in joint.producer_step]
-        if not set(after) <= set(forward):
+        if not in_forward.issuperset(after):
             return planned  # it reads what the plan first makes in the backward
         forward.insert(max(map(forward.index, after), default=-1) + 1, step)
+        in_forward.add(step)
     placed = forward + [joint.backward_start] + [s for s in sequence[start + 1:]
                                                  if s not in statistics]
     if placed == sequence or not _writes_after_reads(joint, placed, statistics):
