@@ -207,6 +207,31 @@ TEST(FastsaFallback, CappedWhereTheMemoryPassEndsOverBudget) {
   EXPECT_GT(*uncapped.plan.stats.counter("stage1_fallback_iterations"), 60000);
 }
 
+// Where the memory pass fits, the fallback is capped as well: its plan would be the start only if
+// it fitted, and it does not (it spent more than seven windows uncapped). The plan is the same as
+// the uncapped run's, for fewer iterations. 100 nodes at 50 %.
+TEST(FastsaFallback, CappedWhereTheMemoryPassFits) {
+  const Graph g = generate_random_layered({.num_nodes = 100, .seed = 1});
+  const int64_t budget = percent_of_baseline(g, 50);
+  const ParamMap params = {{"convergence_window", "20000"},
+                           {"stage1_iterations", "2000000"},
+                           {"stage2_iterations", "200000"}};
+  const SolveResult capped = solve_and_check(g, budget, "fastsa", params, 1);
+  const SolveStats& s = capped.plan.stats;
+  ASSERT_LE(*s.counter("stage1_memory_peak"), static_cast<double>(budget));
+  EXPECT_EQ(s.counter("stage1_fallback_capped"), 1);
+  EXPECT_EQ(*s.counter("stage1_fallback_iterations"), 40000);
+  EXPECT_EQ(s.status, SolveStatus::kFeasible);
+
+  ParamMap no_cap = params;
+  no_cap["stage1_fallback_windows"] = "0";
+  const SolveResult uncapped = solve_and_check(g, budget, "fastsa", no_cap, 1);
+  EXPECT_GT(*uncapped.plan.stats.counter("stage1_fallback_iterations"), 140000);
+  EXPECT_GT(*uncapped.plan.stats.counter("stage1_fallback_peak"), static_cast<double>(budget));
+  EXPECT_EQ(capped.plan.sequence, uncapped.plan.sequence);
+  EXPECT_LT(s.iterations, uncapped.plan.stats.iterations);
+}
+
 // Where the fallback reaches the budget and the memory pass does not, the cap leaves it room:
 // its plan is the start (60 nodes at 65 %, 100 nodes at 55 %, default windows).
 TEST(FastsaFallback, ThatFitsIsNotCutShort) {

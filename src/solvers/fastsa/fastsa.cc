@@ -152,10 +152,10 @@ class Walk {
   // needs to work with), or from the pass's if its peak is clearly lower (kClearlyLowerPeak).
   // A pass over budget never changes the single nodes' run (its iterations are not taken from
   // theirs, the random stream is restored), so where its plan is not the start, the plan is the
-  // one without it; it only caps their run (stage1_fallback_windows). Single nodes that end
-  // over the budget are set aside in the same way (set_aside_over_budget), so the cap never
-  // changes a plan where their run would not have fitted. Returns the start as node ids; `used`
-  // sums the iterations and time of the parts that count.
+  // one without it. Any pass caps the single nodes' run (stage1_fallback_windows). Single nodes
+  // that end over the budget are set aside in the same way (set_aside_over_budget), so the cap
+  // never changes a plan where their run would not have fitted. Returns the start as node ids;
+  // `used` sums the iterations and time of the parts that count.
   std::vector<int32_t> run_first_stage(const UnitTable& nodes, SolveStats& stats,
                                        StageResult& used) {
     // Groups recompute fused nodes inside each reader, which moves first computations.
@@ -216,11 +216,12 @@ class Walk {
     fallback_settings.iterations = p_.stage1_iterations - used.iterations;
     fallback_settings.slots = slots_for(nodes.num_units(), p_.slots);
     fallback_settings.convergence_window = window(nodes.num_units());
-    // When the memory pass ends over the budget, the single nodes run at most
-    // stage1_fallback_windows convergence windows. Their plan counts only when it fits; where it
-    // fitted it did so early (stop_at_budget ends it there), while the runs that ended over the
-    // budget spent many windows for nothing (bench/fastsa_fallback_bench.py measures both).
-    if (memory && !within_budget(memory->peak))
+    // After a memory pass, the single nodes run at most stage1_fallback_windows convergence
+    // windows. Their plan counts only when it fits; where it fitted it did so early
+    // (stop_at_budget ends it there), while the runs that ended over the budget spent many
+    // windows for nothing, whether the pass's plan fitted or not (bench/fastsa_fallback_bench.py
+    // measures both).
+    if (memory)
       fallback_settings.iteration_cap =
           p_.stage1_fallback_windows * fallback_settings.convergence_window;
     if (fallback_settings.iterations > 0) {

@@ -73,8 +73,8 @@ const ParamTable<FastsaParams>& fastsa_param_table() {
             "other half"},
            flag(&P::stage1_fallback)},
           {{"stage1_fallback_windows", "2", "windows",
-            "where the memory pass ended over the budget, the single nodes run at most this many "
-            "convergence windows (their plan counts only if it fits); 0 = no cap"},
+            "after a memory pass, the single nodes run at most this many convergence windows "
+            "(their plan counts only if it fits); 0 = no cap"},
            integer(&P::stage1_fallback_windows, 0, int64_t{1} << 20)},
           {{"stage1_memory_pass", "`true`", "",
             "before the single nodes, the groups anneal on for memory alone (cost exponent 0) "

@@ -35,8 +35,8 @@ struct FastsaParams {
   // Groups that cannot reach the budget in half of stage 1 give way to single nodes for the
   // other half (fastsa.cc, run_first_stage).
   bool stage1_fallback = true;
-  // Where the memory pass ended over the budget, the single nodes run at most this many
-  // convergence windows (0: no cap; fastsa.cc, run_first_stage, says why).
+  // After a memory pass, the single nodes run at most this many convergence windows (0: no cap;
+  // fastsa.cc, run_first_stage, says why).
   int64_t stage1_fallback_windows = 2;
   // Before the single nodes, the groups anneal on for memory alone (fastsa.cc, run_memory_pass).
   bool stage1_memory_pass = true;
