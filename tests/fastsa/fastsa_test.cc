@@ -179,6 +179,14 @@ TEST(FastsaMemoryPass, OverBudgetAndNotClearlyLowerChangesNothing) {
                 *runs.with_pass.plan.stats.counter("stage1_memory_iterations"));
 }
 
+// Windows of 20,000 iterations and a tenth of the paper's iterations: the fallback's cap in a
+// fraction of a second.
+ParamMap short_windows() {
+  return {{"convergence_window", "20000"},
+          {"stage1_iterations", "2000000"},
+          {"stage2_iterations", "200000"}};
+}
+
 // Where the memory pass ends over the budget, the single nodes' fallback runs at most two
 // convergence windows (its plan counts only if it fits, and where it fitted it took less than
 // one: bench/results/fastsa_fallback_bench.md). 150 nodes at 45 %: neither fits; without the
@@ -186,9 +194,7 @@ TEST(FastsaMemoryPass, OverBudgetAndNotClearlyLowerChangesNothing) {
 TEST(FastsaFallback, CappedWhereTheMemoryPassEndsOverBudget) {
   const Graph g = generate_random_layered({.num_nodes = 150, .seed = 1});
   const int64_t budget = percent_of_baseline(g, 45);
-  const ParamMap params = {{"convergence_window", "20000"},
-                           {"stage1_iterations", "2000000"},
-                           {"stage2_iterations", "200000"}};
+  const ParamMap params = short_windows();
   const SolveResult capped = solve_and_check(g, budget, "fastsa", params, 1);
   const SolveStats& s = capped.plan.stats;
   ASSERT_GT(*s.counter("stage1_memory_peak"), static_cast<double>(budget));
@@ -213,9 +219,7 @@ TEST(FastsaFallback, CappedWhereTheMemoryPassEndsOverBudget) {
 TEST(FastsaFallback, CappedWhereTheMemoryPassFits) {
   const Graph g = generate_random_layered({.num_nodes = 100, .seed = 1});
   const int64_t budget = percent_of_baseline(g, 50);
-  const ParamMap params = {{"convergence_window", "20000"},
-                           {"stage1_iterations", "2000000"},
-                           {"stage2_iterations", "200000"}};
+  const ParamMap params = short_windows();
   const SolveResult capped = solve_and_check(g, budget, "fastsa", params, 1);
   const SolveStats& s = capped.plan.stats;
   ASSERT_LE(*s.counter("stage1_memory_peak"), static_cast<double>(budget));
