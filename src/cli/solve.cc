@@ -36,6 +36,14 @@ std::string summary(const Problem& problem, const Outcome& r, Budget budget) {
                      percent(static_cast<double>(budget.bytes), base_peak));
   out += fmt::format("peak      {} bytes ({:.1f}% of baseline)\n", r.peak_bytes,
                      percent(static_cast<double>(r.peak_bytes), base_peak));
+  // Over the budget, how far a plan could go: none peaks below the memory lower bound.
+  if (r.stats.status == SolveStatus::kOverBudget && problem.graph() != nullptr) {
+    const int64_t floor = memory_lower_bound(*problem.graph());
+    out += fmt::format(
+        "floor     {} bytes ({:.1f}% of baseline): the memory lower bound; no plan peaks lower, "
+        "and budgets above it are not proven out of reach\n",
+        floor, percent(static_cast<double>(floor), base_peak));
+  }
   out += fmt::format("cost      {:.10g} (CI {:+.2f}%)\n", r.cost,
                      percent(r.cost - problem.baseline_cost, problem.baseline_cost));
   if (r.stats.cost_lower_bound) {

@@ -98,6 +98,10 @@ TEST(Cli, SolveThenSimulate) {
   r = run_remat("solve " + kLateUse + " --solver none --budget 25 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("\"status\": \"over-budget\""), std::string::npos) << r.out;
+  // The summary says how low a plan could go.
+  r = run_remat("solve " + kLateUse + " --solver none --budget 25");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("floor     21 bytes (70.0% of baseline)"), std::string::npos) << r.out;
   // The default solver is `auto`: it finds a plan within 25 bytes and says which member won.
   r = run_remat("solve " + kLateUse + " --budget 25 --json --work-limit 1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
