@@ -13,7 +13,9 @@ median step time of the steps after the compiled one, the compile time, wall and
 first step, with an empty kernel cache: each row compiles its own kernels, on CPU one at a time, the
 CPU seconds those of this process and its compiler runs; each model's rows follow one compiled step
 that is not counted, so the process's one-time costs land on no row), the partition time (summed
-over the graphs), and the largest difference in the loss and the gradients from eager, from
+over the graphs: "partition s" the wall seconds of the partition function itself, "partition CPU
+s" the CPU seconds of the whole partitioner call, for remat's backend PyTorch's default partition
+it plans against and the check of its plan against it included), and the largest difference in the loss and the gradients from eager, from
 PyTorch's default partition and from eager in float64 (the same step with the model and batch in
 double precision: what every row approximates). Inductor's decompositions and kernels change the
 float32 rounding (batch norm's, and a convolution's in channels-last layout, which Inductor's layout
@@ -166,9 +168,10 @@ class RecordingPartition:
         self.label, self.graphs, self.save_random = label, [], save_random
 
     def __call__(self, joint, inputs, **kwargs):
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         fw, bw = _compat.min_cut_partition(joint, inputs, save_random=self.save_random, **kwargs)
         stats = partition_stats(fw, bw, kwargs["num_fwd_outputs"], time.perf_counter() - start)
+        stats.cpu_seconds = time.process_time() - cpu_start
         self.graphs.append(simulated(stats, joint, fw, bw, kwargs["num_fwd_outputs"]))
         return fw, bw
 
@@ -186,7 +189,11 @@ class SimulatingPartition(RematPartitioner):
         self.budgets = budgets
 
     def __call__(self, joint, inputs=None, **kwargs):
+        cpu_start = time.process_time()
         fw, bw = super().__call__(joint, inputs, **kwargs)
+        # All of the backend's partitioning: PyTorch's default partition it plans against, its
+        # plan and the check of one against the other.
+        self.graphs[-1].cpu_seconds = time.process_time() - cpu_start
         simulated(self.graphs[-1], joint, fw, bw, kwargs["num_fwd_outputs"])
         return fw, bw
 
@@ -344,6 +351,7 @@ def measure(make, backend_maker, functorch_config, steps, device="cpu"):
         "redrawn": sum(g.redrawn for g in graphs) if graphs else None,
         "replayed": sum(g.replayed for g in graphs) if graphs else None,
         "partition_s": sum(g.seconds for g in graphs) if graphs else None,
+        "partition_cpu_s": sum(g.cpu_seconds for g in graphs) if graphs else None,
         "simulated_bytes": [getattr(g, "simulated_activation_bytes", None) for g in graphs],
         "simulated_baseline_bytes": [getattr(g, "baseline_activation_bytes", None) for g in graphs],
         "graphs": len(graphs),
@@ -476,8 +484,9 @@ def main():
              f"{device_name(args.device)}", "",
              "| model | configuration | fraction | saved MB | recomputed MFLOP | random redrawn "
              "| sim MB | sim % | measured peak MB | peak / default | step ms | compile s "
-             "| compile CPU s | partition s | max diff vs eager | vs default | vs fp64 eager |",
-             "|" + " --- |" * 17]
+             "| compile CPU s | partition s | partition CPU s | max diff vs eager | vs default "
+             "| vs fp64 eager |",
+             "|" + " --- |" * 18]
     print("\n".join(lines), flush=True)
     equal_peak = None if args.equal_peak_solver == "none" else args.equal_peak_solver
     with torch._inductor.config.patch(patches), \
@@ -501,6 +510,8 @@ def main():
                 flops = (None if row["recomputed_flops"] is None
                          else f"{row['recomputed_flops'] / 1e6:.1f}")
                 plan_s = "-" if row["partition_s"] is None else f"{row['partition_s']:.1f}"
+                plan_cpu_s = ("-" if row["partition_cpu_s"] is None
+                              else f"{row['partition_cpu_s']:.1f}")
                 sim, share = simulated_figures(row)
                 fell_back = sum(p["status"].startswith("fallback") for p in row["plan"])
                 shown = label + (f" (fell back: {fell_back} of {row['graphs']} graphs)"
@@ -512,7 +523,7 @@ def main():
                              f"{mb(row['peak_bytes'])} | "
                              f"{'-' if ratio is None else f'{ratio:.2f}'} | "
                              f"{1e3 * row['step_s']:.1f} | {row['compile_s']:.1f} | "
-                             f"{row['compile_cpu_s']:.1f} | {plan_s} | "
+                             f"{row['compile_cpu_s']:.1f} | {plan_s} | {plan_cpu_s} | "
                              f"{diff:.1e} | "
                              f"{'-' if diff_default is None else f'{diff_default:.1e}'} | "
                              f"{diff_fp64:.1e} |")

@@ -308,3 +308,34 @@ def test_fusion_groups_of_random_graphs_run_in_an_order_that_follows_their_reads
         for i, read in enumerate(reads):
             assert all(group_of[r] <= group_of[i] for r in read)
         assert all(len({calls[i][1]["phase"] for i in g}) == 1 for g in groups)
+
+
+def test_a_random_call_run_again_in_the_graph_that_drew_it_reads_its_first_output(monkeypatch):
+    # Under Inductor with fallback_random, a graph that saves a generator state and replays it
+    # itself does not compile (PyTorch's fake run_and_save_rng_state gives a real state): a plan
+    # running a dropout twice in the forward is lowered with one run there, and the sequence run
+    # (what the simulator's peak is of) says so.
+    import importlib
+
+    partition_module = importlib.import_module("remat.torch.partition")
+    lowered = []
+    lower = partition_module._lower
+
+    def recording(planned_module, joint, sequence, planner):
+        lowered.append((planned_module, joint, list(sequence)))
+        return lower(planned_module, joint, sequence, planner)
+
+    monkeypatch.setattr(partition_module, "_lower", recording)
+    model, batch, loss_fn = gpt()
+    compiled_step(model, batch, loss_fn,
+                  functools.partial(rt.partition, solver="auto", budget="50%", work_limit=1))
+    planned_module, joint, sequence = lowered[0]
+    start = sequence.index(joint.backward_start)
+    random = next(r for r in joint.replay_state if r in sequence[:start])
+    again = sequence[:sequence.index(random) + 1] + sequence[sequence.index(random):]
+    _, replay = _compat.rng_replay_operators()
+    fw, bw, executed = partition_module.lower_plan(planned_module, joint, again)
+    assert not any(n.target is replay for n in fw.graph.nodes)
+    assert executed[:executed.index(joint.backward_start)].count(random) == 1
+    plain = partition_module.lower_plan(planned_module, joint, sequence)[2]
+    assert executed == plain

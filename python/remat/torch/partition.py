@@ -694,6 +694,7 @@ class _Lowering:
         self.joint_module, self.joint = joint_module, joint
         self.replays, self.side = replays, side
         self.states = {}  # replayed random call (remat node id) -> its generator state here
+        self.first_runs = {}  # replayed random call first run in this graph -> that run's call
         self.graph = fx.Graph()
         self.by_name = {n.name: n for n in joint_module.graph.nodes}
         self.env = {}
@@ -779,7 +780,14 @@ class _Lowering:
         """Copies random fx call `call` (remat node `step`, which the plan runs again) into the
         lowered graph: its first run saves the generator state it draws from
         (run_and_save_rng_state), a later one draws from that state (run_with_rng_state), which
-        gives the first draw again and leaves the generator as it was. Returns the call made."""
+        gives the first draw again and leaves the generator as it was. A run again in the graph
+        that made the state reads the first run's output instead (the value lives on until then:
+        the sequence run has the step once, and the simulator's peak is that sequence's): under
+        Inductor with fallback_random, PyTorch's fake-tensor run of run_and_save_rng_state gives
+        a real state, which run_with_rng_state in the same graph cannot take. Returns the call
+        made (or the first run's)."""
+        if step in self.first_runs:
+            return self.first_runs[step]
         run_and_save, run_with = _compat.rng_replay_operators()
         args = fx.node.map_arg(call.args, self.read)
         kwargs = fx.node.map_arg(call.kwargs, self.read)
@@ -793,6 +801,7 @@ class _Lowering:
             made.meta["val"] = (state.meta["val"], call.meta.get("val"))
             self.states[step] = state
             self.replays.names[step] = state.name
+            self.first_runs[step] = made
         else:
             made = result = self.graph.call_function(run_with, (state, call.target) + tuple(args),
                                                      kwargs)
