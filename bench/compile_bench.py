@@ -13,32 +13,33 @@ median step time of the steps after the compiled one, the compile time, wall and
 first step, with an empty kernel cache: each row compiles its own kernels, on CPU one at a time, the
 CPU seconds those of this process and its compiler runs; each model's rows follow one compiled step
 that is not counted, so the process's one-time costs land on no row), the partition time (summed
-over the graphs: "partition s" the wall seconds of the partition function itself, "partition CPU
-s" the CPU seconds of the whole partitioner call, for remat's backend PyTorch's default partition
-it plans against and the check of its plan against it included), and the largest difference in the loss and the gradients from eager, from
-PyTorch's default partition and from eager in float64 (the same step with the model and batch in
-double precision: what every row approximates). Inductor's decompositions and kernels change the
-float32 rounding (batch norm's, and a convolution's in channels-last layout, which Inductor's layout
-optimization picks for the default partition's graphs and not for remat's planned graphs), and a
-badly conditioned step magnifies it (ResNet-50 at batch 8: its last stage's batch norms reduce over
-32 values per channel): two rows may differ from each other as much as each differs from eager while
-both are as near the float64 step as eager's own float32 step is. "vs fp64 eager" tells a different
-rounding from a wrong gradient: a wrong one stands far above the eager row's figure there. "sim MB"
-is the activation memory of the partition in remat's simulator, the same model for both partitioners
-(partition.simulate_partition: the graphs' calls in their order, each graph's fusible chains fused,
-summed over the graphs), and "sim %" its share of the default schedule's activation memory (what
-remat's fraction is of). "random redrawn" counts the random calls a partition runs again in the
-backward: PyTorch's budget knapsack may recompute a dropout, which here (fallback_random, CPU) draws
-a new mask, so its gradients are not eager's; remat's plans never do (a random call they run again
-replays its first draw from the generator state the forward saved: partition.py, counted in the
-plan's memory). A PyTorch budget plan that redraws is followed by the same solver's plan with random
-calls saved ("pytorch budget greedy, random saved": PyTorch's MUST_SAVE tag on them,
-_compat.min_cut_partition), the plan under remat's rule. With --equal-peak-solver (default auto),
-each fraction's rows end with remat planning each graph to the simulated bytes a PyTorch budget plan
-reached there ("remat auto at greedy's sim"): at equal memory, who recomputes less. After the table,
-per model and fraction: does a remat row dominate PyTorch's best budget plan (the least measured
-peak, then the fewest recomputed FLOPs) and its best plan drawing no random call again, on the
-measured peak (and in remat's simulator) and recomputed FLOPs both?
+over the graphs: "partition s" the wall seconds of the partition function itself, "partition CPU s"
+the CPU seconds of the whole partitioner call, for remat's backend PyTorch's default partition it
+plans against and the check of its plan against it included), and the largest difference in the loss
+and the gradients from eager, from PyTorch's default partition and from eager in float64 (the same
+step with the model and batch in double precision: what every row approximates). Inductor's
+decompositions and kernels change the float32 rounding (batch norm's, and a convolution's in
+channels-last layout, which Inductor's layout optimization picks for the default partition's graphs
+and not for remat's planned graphs), and a badly conditioned step magnifies it (ResNet-50 at batch
+8: its last stage's batch norms reduce over 32 values per channel): two rows may differ from each
+other as much as each differs from eager while both are as near the float64 step as eager's own
+float32 step is. "vs fp64 eager" tells a different rounding from a wrong gradient: a wrong one
+stands far above the eager row's figure there. "sim MB" is the activation memory of the partition in
+remat's simulator, the same model for both partitioners (partition.simulate_partition: the graphs'
+calls in their order, each graph's fusible chains fused, summed over the graphs), and "sim %" its
+share of the default schedule's activation memory (what remat's fraction is of). "random redrawn"
+counts the random calls a partition runs again in the backward: PyTorch's budget knapsack may
+recompute a dropout, which here (fallback_random, CPU) draws a new mask, so its gradients are not
+eager's; remat's plans never do (a random call they run again replays its first draw from the
+generator state the forward saved: partition.py, counted in the plan's memory). A PyTorch budget
+plan that redraws is followed by the same solver's plan with random calls saved ("pytorch budget
+greedy, random saved": PyTorch's MUST_SAVE tag on them, _compat.min_cut_partition), the plan under
+remat's rule. With --equal-peak-solver (default auto), each fraction's rows end with remat planning
+each graph to the simulated bytes a PyTorch budget plan reached there ("remat auto at greedy's
+sim"): at equal memory, who recomputes less. After the table, per model and fraction: does a remat
+row dominate PyTorch's best budget plan (the least measured peak, then the fewest recomputed FLOPs)
+and its best plan drawing no random call again, on the measured peak (and in remat's simulator) and
+recomputed FLOPs both?
 
 Both sides' recomputed FLOPs are cost.py's model (matmuls and convolutions from shapes, a
 pointwise or reduction call its element count), summed over the calls each backward runs again.
