@@ -236,10 +236,9 @@ def test_the_shared_copies_graph_is_planned_only_where_the_unshared_one_fits(mon
         assert len(planned) == graphs and rt.partition.last.status == status
 
 
-def test_lowering_without_extraction_runs_what_the_extracted_graphs_run(monkeypatch):
-    # partition compares plans lowered without AOTAutograd's extraction (their graphs' inputs and
-    # outputs made as it makes them) and lowers only the plan it returns with it: for every plan
-    # auto's portfolio lowered (dropouts replayed among them), both lowerings run the same calls.
+def _recording_lowerings(monkeypatch):
+    """partition's module, and a list that records (planned module, joint, sequence) for each
+    plan partition lowers from then on."""
     import importlib
 
     partition_module = importlib.import_module("remat.torch.partition")
@@ -251,6 +250,14 @@ def test_lowering_without_extraction_runs_what_the_extracted_graphs_run(monkeypa
         return lower(planned_module, joint, sequence, planner)
 
     monkeypatch.setattr(partition_module, "_lower", recording)
+    return partition_module, lowered
+
+
+def test_lowering_without_extraction_runs_what_the_extracted_graphs_run(monkeypatch):
+    # partition compares plans lowered without AOTAutograd's extraction (their graphs' inputs and
+    # outputs made as it makes them) and lowers only the plan it returns with it: for every plan
+    # auto's portfolio lowered (dropouts replayed among them), both lowerings run the same calls.
+    partition_module, lowered = _recording_lowerings(monkeypatch)
     model, batch, loss_fn = gpt()
     compiled_step(model, batch, loss_fn,
                   functools.partial(rt.partition, solver="auto", budget="50%", work_limit=1))
@@ -315,17 +322,7 @@ def test_a_random_call_run_again_in_the_graph_that_drew_it_reads_its_first_outpu
     # itself does not compile (PyTorch's fake run_and_save_rng_state gives a real state): a plan
     # running a dropout twice in the forward is lowered with one run there, and the sequence run
     # (what the simulator's peak is of) says so.
-    import importlib
-
-    partition_module = importlib.import_module("remat.torch.partition")
-    lowered = []
-    lower = partition_module._lower
-
-    def recording(planned_module, joint, sequence, planner):
-        lowered.append((planned_module, joint, list(sequence)))
-        return lower(planned_module, joint, sequence, planner)
-
-    monkeypatch.setattr(partition_module, "_lower", recording)
+    partition_module, lowered = _recording_lowerings(monkeypatch)
     model, batch, loss_fn = gpt()
     compiled_step(model, batch, loss_fn,
                   functools.partial(rt.partition, solver="auto", budget="50%", work_limit=1))
