@@ -217,13 +217,13 @@ def simulated(stats, joint, fw, bw, num_fwd_outputs):
     return stats
 
 
-def remat_backend(fraction, solver, compiler, budgets=None):
+def remat_backend(fraction, solver, compiler, budgets=None, layout_optimization=False):
     partitioner = SimulatingPartition(fraction, solver, budgets)
-    return CompileBackend(partitioner, compiler)
+    return CompileBackend(partitioner, compiler, layout_optimization=layout_optimization)
 
 
 def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=None,
-                   reached=None, torch_solvers=TORCH_SOLVERS):
+                   reached=None, torch_solvers=TORCH_SOLVERS, layout_optimization=False):
     """(label, fraction, backend maker, functorch config) of every configuration; with compiler
     "eager" the partitioned graphs run as fx modules (AOTAutograd with Inductor's decompositions,
     as "aot_eager_decomp_partition"), for every configuration alike. `reached`: label -> fraction
@@ -232,7 +232,9 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
     `equal_peak_solver`, after each fraction's rows, one more remat row per distinct figure
     PyTorch's budget plans reached at that fraction (the simulated activation bytes of each
     graph), with that figure as each graph's budget. `torch_solvers`: PyTorch's budget solvers
-    with rows (none: eager, the default partition and remat's rows only)."""
+    with rows (none: eager, the default partition and remat's rows only). `layout_optimization`:
+    each remat row is followed by the same solver's with compile_backend(layout_optimization=True)
+    ("remat SOLVER, layout optimized")."""
     compile_graphs = graph_compiler(compiler)
 
     def torch_backend(label, save_random=False):
@@ -254,6 +256,10 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
                        {"activation_memory_budget": f, "activation_memory_budget_solver": solver})
         for solver in solvers:
             yield (f"remat {solver}", f, lambda s=solver, f=f: remat_backend(f, s, compiler), {})
+            if layout_optimization:
+                yield (f"remat {solver}, layout optimized", f,
+                       lambda s=solver, f=f: remat_backend(f, s, compiler,
+                                                           layout_optimization=True), {})
         if equal_peak_solver is None:
             continue
         peers = {}  # budgets -> the PyTorch solvers whose plans reached them
@@ -454,6 +460,9 @@ def main():
                    help="PyTorch's activation_memory_budget solvers with rows ('none': no such "
                    "rows, as when only remat's gradients or peak against the default's matter)")
     p.add_argument("--steps", type=int, default=3, help="timed steps after the compiled one")
+    p.add_argument("--layout-optimization", action="store_true",
+                   help="after each remat row, the same plan compiled with Inductor's layout "
+                        "optimization (compile_backend(layout_optimization=True))")
     p.add_argument("--compiler", choices=("inductor", "eager"), default="inductor",
                    help="eager: the graphs run as fx modules (fast: no Inductor compile; the "
                    "peak is then unfused execution's, compile time is tracing and partitioning)")
@@ -464,6 +473,8 @@ def main():
                    help="add the rows to --out instead of replacing it (one file, several runs)")
     p.add_argument("--out", default=os.path.join(HERE, "results", "compile_bench.json"))
     args = p.parse_args()
+    if args.layout_optimization and args.compiler != "inductor":
+        p.error("--layout-optimization is Inductor's: it needs --compiler inductor")
     models = listed(p, "--models", args.models, MODELS, "model")
     fractions = fractions_of(p, args.fractions)
     solvers = args.solvers.split(",")
@@ -498,7 +509,8 @@ def main():
             eager = default = None
             reached = {}
             for label, fraction, maker, config in configurations(
-                    fractions, solvers, args.compiler, equal_peak, reached, torch_solvers):
+                    fractions, solvers, args.compiler, equal_peak, reached, torch_solvers,
+                    args.layout_optimization):
                 row = measure(MODELS[name], maker, config, args.steps, args.device)
                 reached.setdefault(label, {})[fraction] = row
                 eager = eager or row

@@ -299,12 +299,19 @@ def test_partition_fn_under_aot_function_gives_eager_gradients():
     ({"budget": "50%", "solver": "nosuch"}, "unknown graph solver"),
     ({"budget": "50%", "solver": "fastsa", "nosuch": 1}, "no parameter 'nosuch'"),
     ({"budget": "50%", "compiler": "tvm"}, "compiler must be one of"),
+    ({"budget": "50%", "compiler": "eager", "layout_optimization": True},
+     "layout_optimization is Inductor's"),
     ({"budget": "50%", "time_limit": -1}, "time limit must be in"),
     ({"budget": "50%", "work_limit": 0}, "work limit must be in"),
 ])
 def test_bad_options_are_refused_when_the_backend_is_made(options, error):
     with pytest.raises(ValueError, match=error):
         rt.compile_backend(**options)
+
+
+def test_layout_optimization_must_be_a_bool():
+    with pytest.raises(TypeError, match="layout_optimization must be True or False"):
+        rt.compile_backend(budget="50%", layout_optimization="yes")
 
 
 def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
@@ -321,10 +328,11 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
         order = keep_planned_order(nodes)
         chosen.append((order is not nodes, estimates[-1]))
         thresholds.append(torch._inductor.config.realize_reads_threshold)
+        layouts.append(torch._inductor.config.layout_optimization)
         return order
 
     keep_planned_order, estimate = _compat.keep_planned_order, _compat.inductor_peak_estimates
-    estimates, thresholds = [], []
+    estimates, thresholds, layouts = [], [], []
     with torch._inductor.config.patch(no_caches), \
             torch._functorch.config.patch(enable_autograd_cache=False), \
             warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
@@ -338,6 +346,9 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
         assert planned == (ours <= theirs) and ours > 0
     # A pointwise value several of a planned graph's kernels read is stored once, as planned.
     assert thresholds == [1, 1] and torch._inductor.config.realize_reads_threshold > 1
+    # No convolution weight copied into channels-last layout and held across the step, unless
+    # asked for (test_layout_optimization_when_asked).
+    assert layouts == [False, False]
     eager = copy.deepcopy(model)
     optimizer = torch.optim.AdamW(eager.parameters(), lr=1e-3)
     losses = []
@@ -350,6 +361,31 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     assert_trains_like(got, (losses, [p.detach() for p in eager.parameters()]))
     (stats,) = backend.graphs
     assert stats.solver == "fastsa" and stats.recomputed
+
+
+def test_layout_optimization_when_asked():
+    # compile_backend(layout_optimization=True) compiles the planned graphs with Inductor's
+    # layout optimization on (faster CPU convolutions for their weights' copies), and they train
+    # as the default does; asked for nothing, it stays off (the test above).
+    model, batch, loss_fn = mlp()
+    backend = rt.compile_backend(budget="50%", layout_optimization=True, **QUICK)
+    layouts = []
+    keep_planned_order = _compat.keep_planned_order
+
+    def spy(nodes):
+        layouts.append(torch._inductor.config.layout_optimization)
+        return keep_planned_order(nodes)
+
+    with torch._inductor.config.patch({"fx_graph_cache": False, "layout_optimization": False}), \
+            torch._functorch.config.patch(enable_autograd_cache=False), \
+            warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_compat, "keep_planned_order", spy)
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        got = adamw_steps(model, batch, loss_fn, backend, steps=1)
+        expected = adamw_steps(model, batch, loss_fn, "inductor", steps=1)
+    assert layouts == [True, True]
+    assert_trains_like(got, expected)
+    assert "layout_optimization=True" in repr(backend)
 
 
 class Kernel:

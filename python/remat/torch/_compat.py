@@ -464,13 +464,15 @@ def hash_of_files(paths):
     return get_hash_for_files(tuple(paths))
 
 
-def inductor_compile(gm, example_inputs, partitioner):
+def inductor_compile(gm, example_inputs, partitioner, layout_optimization=False):
     """Inductor's torch.compile backend with `partitioner` (a partition function with a
     `uuid()`, Inductor's cache key) in place of its min-cut partition, after its joint-graph
-    passes; the graphs it planned run their kernels in the plan's order (keep_planned_order)."""
+    passes; the graphs it planned run their kernels in the plan's order (keep_planned_order), with
+    Inductor's layout optimization only where `layout_optimization` (PLANNED_GRAPH_CONFIG)."""
     from torch._inductor.compile_fx import compile_fx
 
-    return compile_fx(gm, example_inputs, inner_compile=_compile_graph, config_patches={
+    inner = functools.partial(_compile_graph, layout_optimization=layout_optimization)
+    return compile_fx(gm, example_inputs, inner_compile=inner, config_patches={
         "custom_partitioner_fn": _inductor_partitioner(partitioner),
         "_post_fusion_custom_pass": keep_planned_order})
 
@@ -488,13 +490,15 @@ PLANNED_CALL = "remat_planned"
 # weight that is not channels-last already at the start of the forward and returns the copy as
 # the weight the backward reads: memory held from the forward's start to the weight's backward,
 # where the plan has the weights resident and saved for nothing. Off, the convolutions run on
-# the graphs' own layouts (bench/inductor_peak_probe.py shows where a step's memory goes).
+# the graphs' own layouts (bench/inductor_peak_probe.py shows where a step's memory goes); the
+# CPU convolutions are then slower, so compile_backend(layout_optimization=True) turns it on for
+# users who trade that memory for step time (bench/compile_bench.py --layout-optimization).
 PLANNED_GRAPH_CONFIG = {"realize_reads_threshold": 1, "layout_optimization": False}
 
 
-def _compile_graph(gm, example_inputs, **kwargs):
+def _compile_graph(gm, example_inputs, *, layout_optimization=False, **kwargs):
     """Inductor's compile of one graph (compile_fx_inner), under PLANNED_GRAPH_CONFIG where remat
-    planned the graph."""
+    planned the graph (with layout optimization as asked)."""
     from torch._inductor import config
     from torch._inductor.compile_fx import compile_fx_inner
     from torch._inductor.virtualized import V
@@ -503,7 +507,8 @@ def _compile_graph(gm, example_inputs, **kwargs):
         return compile_fx_inner(gm, example_inputs, **kwargs)
     choices = _planned_graph_choices()
     handler = contextlib.nullcontext() if choices is None else V.set_choices_handler(choices)
-    with config.patch(PLANNED_GRAPH_CONFIG), handler:
+    patch = dict(PLANNED_GRAPH_CONFIG, layout_optimization=layout_optimization)
+    with config.patch(patch), handler:
         return compile_fx_inner(gm, example_inputs, **kwargs)
 
 

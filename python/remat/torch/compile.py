@@ -19,8 +19,9 @@ a plan over the budget warns with its figures. Under Inductor the planned graphs
 the plan's order where Inductor estimates that order no worse (_compat.keep_planned_order), no
 kernel fuses with another only for reading the same buffer (_compat._planned_graph_choices), and
 no convolution weight is copied into channels-last layout and held across the step (Inductor's
-layout optimization is off for them: _compat.PLANNED_GRAPH_CONFIG); the CPU convolutions'
-workspaces are in the plan (kernel_workspace).
+layout optimization is off for them: _compat.PLANNED_GRAPH_CONFIG, unless
+`layout_optimization=True`, which trades those copies for faster convolutions); the CPU
+convolutions' workspaces are in the plan (kernel_workspace).
 """
 
 import os
@@ -45,7 +46,7 @@ class RematBudgetWarning(UserWarning):
 
 
 def compile_backend(budget, solver="auto", *, compiler="inductor", work_limit=None,
-                    time_limit=None, seed=1, fuse=None, **params):
+                    time_limit=None, seed=1, fuse=None, layout_optimization=False, **params):
     """A torch.compile backend planning each graph's saved set and recomputation with remat
     `solver` under `budget` of activation memory: a float fraction in (0, 1] or "P%" of each
     graph's activation memory, int bytes or byte text ("90MB") for the whole step (shared out
@@ -55,22 +56,33 @@ def compile_backend(budget, solver="auto", *, compiler="inductor", work_limit=No
     solve, so the plan does not depend on machine load; `time_limit` (seconds) is a
     wall-clock backstop. `fuse`: plan each chain of calls Inductor fuses into one kernel as one
     step whose inner values are never stored (None: for every solver but "mincut", which models
-    fusion itself; partition.partition). Other keywords are the solver's parameters.
+    fusion itself; partition.partition). `layout_optimization`: Inductor's layout optimization
+    (convolutions in channels-last layout) for the planned graphs too; their CPU convolutions run
+    faster, but each convolution weight's channels-last copy is held from the forward's start to
+    its backward, memory the plan does not count (off by default; docs/python.md, "Step time").
+    Other keywords are the solver's parameters.
     Raises ValueError (TypeError for a wrong type) for a budget, solver, compiler or parameter it
     cannot use, here rather than in the training loop."""
     return CompileBackend(RematPartitioner(budget, solver, work_limit=work_limit,
                                            time_limit=time_limit, seed=seed, fuse=fuse, **params),
-                          compiler)
+                          compiler, layout_optimization=layout_optimization)
 
 
 class CompileBackend:
     """torch.compile(model, backend=CompileBackend(...)): see compile_backend."""
 
-    def __init__(self, partition_fn, compiler="inductor"):
+    def __init__(self, partition_fn, compiler="inductor", *, layout_optimization=False):
         if compiler not in COMPILERS:
             raise ValueError(f"compiler must be one of {', '.join(COMPILERS)} (got {compiler!r})")
+        if not isinstance(layout_optimization, bool):
+            raise TypeError(f"layout_optimization must be True or False (got "
+                            f"{layout_optimization!r})")
+        if layout_optimization and compiler != "inductor":
+            raise ValueError("layout_optimization is Inductor's: it needs compiler='inductor' "
+                             f"(got {compiler!r})")
         self.partition_fn = partition_fn
         self.compiler = compiler
+        self.layout_optimization = layout_optimization
 
     @property
     def graphs(self):
@@ -79,11 +91,13 @@ class CompileBackend:
 
     def __call__(self, gm, example_inputs):
         if self.compiler == "inductor":
-            return _compat.inductor_compile(gm, example_inputs, self.partition_fn)
+            return _compat.inductor_compile(gm, example_inputs, self.partition_fn,
+                                            layout_optimization=self.layout_optimization)
         return _compat.aot_eager_compile(gm, example_inputs, self.partition_fn)
 
     def __repr__(self):
-        return f"CompileBackend({self.partition_fn!r}, compiler={self.compiler!r})"
+        return (f"CompileBackend({self.partition_fn!r}, compiler={self.compiler!r}, "
+                f"layout_optimization={self.layout_optimization!r})")
 
 
 class RematPartitioner:
