@@ -85,8 +85,9 @@ def main():
             bench_results.recorded("fastsa_fallback_bench", args.results):
         print("`fastsa` (work limit 60), the fallback uncapped (`stage1_fallback_windows=0`). "
               "Peaks in % of the default schedule's peak: grouped stage 1's plan, the memory "
-              "pass's, the fallback's best; whether the memory pass's plan and the fallback's fit (where "
-              "the fallback's fits, stage 2 starts from it: the fallback paid); its share of "
+              "pass's, the fallback's best; whether the memory pass's plan and the fallback's "
+              "fit (where the fallback's fits, stage 2 starts from it: the fallback paid); its "
+              "share of "
               "the run's iterations and its length in convergence windows. Then the plan (CI, or "
               "the peak when over the budget) and work units uncapped and at the defaults "
               "(capped after a memory pass).\n")
@@ -124,7 +125,8 @@ def main():
             print(f"| {name} | {pct} | {cell(groups)} | {cell(memory)} | {cell(fallback)} | "
                   f"{memory_fits} | {fallback_fits} | {100 * share:.0f} % | {windows:.2f} | "
                   f"{plan_cell(plan)} | {plan_cell(default)} | {'yes' if capped else ''} |")
-            changed += (plan["peak_bytes"], plan["cost"]) != (default["peak_bytes"], default["cost"])
+            changed += ((plan["peak_bytes"], plan["cost"]) !=
+                        (default["peak_bytes"], default["cost"]))
             if capped:
                 work_uncapped += plan["stats"]["work"]
                 work_default += default["stats"]["work"]
