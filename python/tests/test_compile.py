@@ -1361,6 +1361,11 @@ def test_with_layout_optimization_the_plan_counts_the_convolutions_channels_last
     readers = {graph.nodes[i]["phase"] for i, node in enumerate(graph.nodes)
                if set(copies["outputs"]) & set(node["inputs"])}
     assert readers == {"forward", "backward"}
+    # The copied weight's gradient comes out channels-last; autograd stores it in the
+    # parameter's layout after the backward, a copy of it live beside it.
+    gradients = graph.nodes[graph.layout_gradients]
+    assert plain.layout_gradients is None and graph.layout_gradients == len(graph.nodes) - 1
+    assert gradients["temp"] == model[0].weight.numel() * 4 and not gradients["recomputable"]
     # Held from the forward's start to the backward: the default schedule holds them at its
     # peak, and without the option nothing changes.
     assert remat.baseline(graph.graph)[0] > remat.baseline(plain.graph)[0]

@@ -46,6 +46,7 @@ SAFETY_TIME_LIMIT_S = 600.0
 BACKWARD_START = "remat_backward_start"
 RNG_STATE = "remat_rng_state"  # the op of a JointGraph node saving a random call's generator
 LAYOUT_COPIES = "remat_layout_copies"  # the op of a JointGraph node making channels-last copies
+LAYOUT_GRADIENTS = "remat_layout_gradients"  # ... and of one storing their gradients' layouts
 
 
 class Unplannable(ValueError):
@@ -619,8 +620,11 @@ def lower_plan(joint_module, joint, sequence, build_modules=True):
         fw, fw_ran = _follow_plan(joint_module, joint, fw, sequence[:boundary], replays=replays)
         bw, bw_ran = _follow_plan(joint_module, joint, bw, sequence[boundary + 1:],
                                   drop_outputs=kept, replays=replays, side="backward")
-        if joint.layout_copies in sequence:  # no call: Inductor makes the copies first
+        # No calls: Inductor makes the copies first, autograd lays out the gradients last.
+        if joint.layout_copies in sequence:
             fw_ran.insert(0, joint.layout_copies)
+        if joint.layout_gradients in sequence:
+            bw_ran.append(joint.layout_gradients)
         sequence = fw_ran + [joint.backward_start] + bw_ran
         # A step whose copy nothing reads is dropped (a view read only after its root was made
         # again is made again): the values it read from the forward need no saving.
@@ -1480,7 +1484,7 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True,
     saved = {n.name: n for n in _saved_outputs(fw, num_fwd_outputs)}
     for side, module in (("forward", fw), ("backward", bw)):
         if side == "forward" and calls.layout_copies is not None:
-            run.add_copies(calls.layout_copies)
+            run.add_uncalled(calls.layout_copies, side)
         for n in module.graph.nodes:
             if n.op == "placeholder":
                 run.name_input(n, saved.get(n.name))
@@ -1497,6 +1501,8 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True,
                 raise Unplannable(f"{name} of the partitioned graphs is not a call of the joint "
                                   f"graph")
             run.add(step_of[name], side, n)
+    if calls.layout_gradients is not None:
+        run.add_uncalled(calls.layout_gradients, "backward")
     graph = run.build(calls.graph.name)
     evaluation = _evaluate(graph, run.kernel_order)
     # The graph inputs are the same values with or without fusion (calls' input_bytes).
@@ -1596,15 +1602,16 @@ class _RunGraph:
         self.steps.append((self.calls.node_fx[step][0], dict(
             node, name=name, phase=side, inputs=inputs, outputs=outputs, recomputable=True)))
 
-    def add_copies(self, step):
-        """Runs the forward's LAYOUT_COPIES node `step` (JointGraph: no fx call) before the
-        forward's first call."""
+    def add_uncalled(self, step, side):
+        """Runs JointGraph node `step` that has no fx call (LAYOUT_COPIES before the forward's
+        first call, LAYOUT_GRADIENTS after the backward's last) on `side`."""
         node = self.calls.nodes[step]
         outputs = []
         for v in node["outputs"]:
             self.latest[v] = self._new_value(self.calls.values[v], v)
             outputs.append(self.latest[v])
-        self.steps.append((None, dict(node, inputs=[self.latest[v] for v in node["inputs"]],
+        self.steps.append((None, dict(node, phase=side,
+                                      inputs=[self.latest[v] for v in node["inputs"]],
                                       outputs=outputs, recomputable=True)))
 
     def _run_state(self, step, side, call):
@@ -1813,8 +1820,12 @@ class JointGraph:
     (_compat.channels_last_copied_inputs) are the outputs of one node (LAYOUT_COPIES, no fx call,
     run once) that the forward runs first, as Inductor does: the convolutions read the copies,
     and so does every backward node reading such an input (the forward saves the copy in its
-    place), so a copy lives from the forward's start to its last read. `layout_copies`: that
-    node's id (None: none)."""
+    place), so a copy lives from the forward's start to its last read. A copied weight's gradient
+    comes out of the backward channels-last too, and autograd stores it in the parameter's
+    layout, one gradient at a time after the backward (the gradient and its copy both live): one
+    more node (LAYOUT_GRADIENTS) reads every gradient, so it runs last, with the largest such
+    gradient as its temp. `layout_copies` and `layout_gradients`: those nodes' ids (None:
+    none)."""
 
     def __init__(self, joint_module, num_fwd_outputs=None, backward_start=False, fuse=False,
                  forward_names=None, layout_copies=False):
@@ -1830,7 +1841,7 @@ class JointGraph:
         self._rng_states = {}  # random fx call -> rng_state_value's
         self._flops = {}  # fx call name -> node_flops
         self.backward_start = None
-        self.layout_copies = None
+        self.layout_copies = self.layout_gradients = None
         self.channels_last = layout_copies  # the convolutions' workspaces are channels-last's
         self._backward_token = None
         forward, backward = [], []
@@ -1846,9 +1857,12 @@ class JointGraph:
         for root in self.written_roots:
             if root in self.producer_dict:
                 self.producer_dict[root]["recomputable"] = False
-        copies = self._layout_copies(forward + backward) if layout_copies else None
-        if copies is not None:
-            forward.insert(0, (None, copies))
+        copied = _compat.channels_last_copied_inputs(joint_module.graph) if layout_copies else {}
+        if copied:
+            forward.insert(0, (None, self._layout_copies(copied, forward + backward)))
+            gradients = self._layout_gradients(copied)
+            if gradients is not None:
+                backward.append((None, gradients))
         for o in self.fwd_outputs + self.bwd_outputs:
             if isinstance(o, fx.Node) and o in self.value_of:
                 self.values[self.value_of[o]]["output"] = True
@@ -1869,6 +1883,8 @@ class JointGraph:
                 self.backward_start = len(nodes)
             if node["op"] == LAYOUT_COPIES:
                 self.layout_copies = len(nodes)
+            if node["op"] == LAYOUT_GRADIENTS:
+                self.layout_gradients = len(nodes)
             for v in node["outputs"] + [v for n in members for v in self.call_outputs(n)]:
                 self.producer_step[v] = len(nodes)
             self.node_fx.append(members)
@@ -1975,13 +1991,10 @@ class JointGraph:
                 "phase": "backward", "cost": 0.0, "inputs": forward_outputs,
                 "outputs": [token], "recomputable": False}
 
-    def _layout_copies(self, calls):
-        """The LAYOUT_COPIES node dict of the graph whose [(fx call, node dict)] are `calls`,
-        with the readers of each copied input reading its copy too; None where no input is
-        copied."""
-        copied = _compat.channels_last_copied_inputs(self.module.graph)
-        if not copied:
-            return None
+    def _layout_copies(self, copied, calls):
+        """The LAYOUT_COPIES node dict of the graph whose [(fx call, node dict)] are `calls`
+        (`copied`: _compat.channels_last_copied_inputs), with the readers of each copied input
+        reading its copy too."""
         node = {"name": LAYOUT_COPIES, "op": LAYOUT_COPIES, "kind": "other", "phase": "forward",
                 "cost": 0.0, "inputs": [], "outputs": [], "recomputable": False}
         copy_of = {}
@@ -1997,6 +2010,26 @@ class JointGraph:
             if reader["phase"] == "backward" or n in convolutions:
                 reader["inputs"] += [copy_of[v] for v in reader["inputs"] if v in copy_of]
         return node
+
+    def _layout_gradients(self, copied):
+        """The LAYOUT_GRADIENTS node dict (a size-0 output of its own, so every plan runs it), or
+        None where no input in `copied` has a gradient (the batch has none)."""
+        primals = [n for n in self.module.graph.nodes
+                   if n.op == "placeholder" and not _compat.is_tangent(n)]
+        gradient_of = dict(zip(primals, self.bwd_outputs))
+        sizes = [_bytes(*_compat.node_tensor_meta(gradient_of[p])) for p in copied
+                 if isinstance(gradient_of.get(p), fx.Node)
+                 and _compat.node_tensor_meta(gradient_of[p]) is not None]
+        if not sizes:
+            return None
+        done = self._new_value(LAYOUT_GRADIENTS, 0)
+        self.values[done]["output"] = True
+        gradients = [self.value_of[g] for g in self.bwd_outputs
+                     if isinstance(g, fx.Node) and g in self.value_of]
+        return {"name": LAYOUT_GRADIENTS, "op": LAYOUT_GRADIENTS, "kind": "other",
+                "phase": "backward", "cost": 0.0, "temp": max(sizes),
+                "inputs": list(dict.fromkeys(gradients)), "outputs": [done],
+                "recomputable": False}
 
     def _pin_forward_outputs(self):
         """The forward returns its outputs, and the caller holds them to the end of the step: their
