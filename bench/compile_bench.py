@@ -26,7 +26,9 @@ other as much as each differs from eager while both are as near the float64 step
 float32 step is. "vs fp64 eager" tells a different rounding from a wrong gradient: a wrong one
 stands far above the eager row's figure there. "sim MB" is the activation memory of the partition in
 remat's simulator, the same model for both partitioners (partition.simulate_partition: the graphs'
-calls in their order, each graph's fusible chains fused, summed over the graphs), and "sim %" its
+calls in their order, each graph's fusible chains fused, summed over the graphs; a "layout
+optimized" row's counts the channels-last copies Inductor's layout optimization makes, as its plan
+does, PyTorch's rows' do not though Inductor compiles their graphs with it), and "sim %" its
 share of the default schedule's activation memory (what remat's fraction is of). "random redrawn"
 counts the random calls a partition runs again in the backward: PyTorch's budget knapsack may
 recompute a dropout, which here (fallback_random, CPU) draws a new mask, so its gradients are not
@@ -195,7 +197,8 @@ class SimulatingPartition(RematPartitioner):
         # All of the backend's partitioning: PyTorch's default partition it plans against, its
         # plan and the check of one against the other.
         self.graphs[-1].cpu_seconds = time.process_time() - cpu_start
-        simulated(self.graphs[-1], joint, fw, bw, kwargs["num_fwd_outputs"])
+        simulated(self.graphs[-1], joint, fw, bw, kwargs["num_fwd_outputs"],
+                  self.layout_optimization)
         return fw, bw
 
     def _share(self, frame):
@@ -204,11 +207,13 @@ class SimulatingPartition(RematPartitioner):
         return self.budgets[len(self.graphs)]
 
 
-def simulated(stats, joint, fw, bw, num_fwd_outputs):
+def simulated(stats, joint, fw, bw, num_fwd_outputs, layout_copies=False):
     """`stats` with the simulator's activation bytes of the partition and the default
-    schedule's (None where the simulator cannot follow it)."""
+    schedule's (None where the simulator cannot follow it); with `layout_copies`, of the graphs
+    compiled with Inductor's layout optimization (simulate_partition)."""
     try:
-        figures = simulate_partition(joint, fw, bw, num_fwd_outputs)
+        figures = simulate_partition(joint, fw, bw, num_fwd_outputs,
+                                     layout_copies=layout_copies)
         stats.simulated_activation_bytes = figures.activation_bytes
         stats.baseline_activation_bytes = figures.baseline_activation_bytes
     except ValueError as e:

@@ -4,6 +4,8 @@ plan holds at its own.
 
     ./scripts/python bench/inductor_peak_probe.py --model resnet50 --fraction 0.3
     ./scripts/python bench/inductor_peak_probe.py --model gpt --fraction 0.5 --solver auto
+    ./scripts/python bench/inductor_peak_probe.py --model resnet50 --fraction 0.5 \
+        --layout-optimization     # compile_backend(layout_optimization=True): the copies' buffers
 
 One step is compiled with remat's backend (bench/compile_bench.py's models and settings), then
 one more runs with a line tracer on the `call` function of each graph Inductor wrote: after
@@ -11,7 +13,8 @@ every line it sums the storages the function's locals hold (buffers, the saved t
 inputs in its argument list; the parameters, buffers and batch of the model, resident before
 the step, left out). Its peak and the live buffers there are printed with the kernel (its
 source fx nodes) that made each; the same step's measured peak (measured_peak_bytes) and the
-simulator's timeline of the partition (simulate_partition's model) are printed beside them.
+simulator's timeline of the partition (simulate_partition's model, with the layout
+optimization's copies where asked) are printed beside them.
 Everything also goes to --out (JSON).
 """
 
@@ -171,15 +174,19 @@ def profiled_peak(fn):
     return peak, " > ".join(at[0]), by_op
 
 
-def simulated_timeline(joint, fw, bw, num_fwd_outputs):
+def simulated_timeline(joint, fw, bw, num_fwd_outputs, layout_copies=False):
     """(step names, live bytes after each step, graph, input bytes) of simulate_partition's
-    model of the partition."""
-    fused = rp.JointGraph(joint, num_fwd_outputs, backward_start=True, fuse=True)
-    calls = rp.JointGraph(joint, num_fwd_outputs, backward_start=False, fuse=False)
-    step_of = {members[0].name: s for s, members in enumerate(calls.node_fx)}
+    model of the partition (with the layout optimization's copies where `layout_copies`)."""
+    fused = rp.JointGraph(joint, num_fwd_outputs, backward_start=True, fuse=True,
+                          layout_copies=layout_copies)
+    calls = rp.JointGraph(joint, num_fwd_outputs, backward_start=False, fuse=False,
+                          layout_copies=layout_copies)
+    step_of = {members[0].name: s for s, members in enumerate(calls.node_fx) if members}
     run = rp._RunGraph(calls)
     saved = {n.name: n for n in rp._saved_outputs(fw, num_fwd_outputs)}
     for side, module in (("forward", fw), ("backward", bw)):
+        if side == "forward" and calls.layout_copies is not None:
+            run.add_uncalled(calls.layout_copies, side)
         for n in module.graph.nodes:
             if n.op == "placeholder":
                 run.name_input(n, saved.get(n.name))
@@ -193,6 +200,8 @@ def simulated_timeline(joint, fw, bw, num_fwd_outputs):
             if name not in step_of:
                 name = n.meta.get("remat_recomputes", name)
             run.add(step_of[name], side, n)
+    if calls.layout_gradients is not None:
+        run.add_uncalled(calls.layout_gradients, "backward")
     graph = run.build("probe")
     evaluation = remat.simulate(graph, list(range(graph.num_nodes)), timeline=True)
     names = [(graph.node(i)["name"], graph.node(i)["phase"]) for i in range(graph.num_nodes)]
@@ -223,6 +232,8 @@ def main():
     p.add_argument("--fraction", type=float, default=0.3)
     p.add_argument("--solver", default="auto")
     p.add_argument("--top", type=int, default=40, help="live buffers printed at each peak")
+    p.add_argument("--layout-optimization", action="store_true",
+                   help="compile with compile_backend(layout_optimization=True)")
     p.add_argument("--out", default="/tmp/inductor_peak_probe.json")
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -230,7 +241,8 @@ def main():
     model, batch, loss_fn = compile_bench.MODELS[args.model]()
     model = copy.deepcopy(model).train()
     partitioner = Recording(args.fraction, args.solver)
-    backend = CompileBackend(partitioner, "inductor")
+    backend = CompileBackend(partitioner, "inductor",
+                             layout_optimization=args.layout_optimization)
     train_step = compile_bench.train_step_fn(
         model, batch, compile_bench.step_fn(model, batch, loss_fn, backend))
 
@@ -257,7 +269,8 @@ def main():
               "profiled": [profiled, running, by_op]}
     for g, (joint, fw, bw, nfo) in enumerate(partitioner.partitions):
         stats = partitioner.graphs[g]
-        names, timeline, graph, input_bytes = simulated_timeline(joint, fw, bw, nfo)
+        names, timeline, graph, input_bytes = simulated_timeline(joint, fw, bw, nfo,
+                                                                 args.layout_optimization)
         at = max(range(len(timeline)), key=timeline.__getitem__)
         print(f"graph {g}: plan {stats.solver}, simulated activation "
               f"{stats.simulated_activation_bytes / 1e6:.2f} MB; simulator's peak "

@@ -1266,8 +1266,6 @@ def test_a_tight_plan_recomputes_dropouts_by_replaying_their_draws(monkeypatch):
     assert largest_difference(redrawn_grads, expected_grads) > 1e-4
 
 
-def wide_cnn():
-    """Convolutions whose weights are large beside their activations (few, small images)."""
 def wide_cnn(norm=True):
     """Convolutions whose weights are large beside their activations (few, small images); with
     `norm`, each followed by a batch norm."""
@@ -1322,6 +1320,66 @@ def test_a_conv_nets_step_under_inductor_peaks_where_its_plan_says():
     # batch norms: fewer kernels to compile, and either alone still peaks far above the plan.
     model, batch, loss_fn = wide_cnn(norm=False)
     backend = rt.compile_backend(budget="50%", **QUICK)
+    torch._dynamo.reset()
+    step = torch.compile(lambda *b: loss_fn(model(b[0]), *b[1:]), backend=backend)
+
+    def train_step():
+        model.zero_grad(set_to_none=True)
+        step(*batch).backward()
+
+    with torch._inductor.config.patch(fx_graph_cache=False, autotune_local_cache=False), \
+            torch._functorch.config.patch(enable_autograd_cache=False), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        train_step()
+        _, peak = rt.measured_peak_bytes(train_step)
+    (stats,) = backend.graphs
+    assert stats.solver == "fastsa"  # remat's plan, not a fallback
+    planned = stats.planned_activation_bytes  # the gradients included, as in the measured peak
+    assert abs(peak - planned) <= 0.1 * planned, (peak, planned)
+
+
+def test_with_layout_optimization_the_plan_counts_the_convolutions_channels_last_copies():
+    # Inductor's layout optimization copies each graph input a convolution reads that is not
+    # channels-last already (a 3x3 weight, the batch; not a 1x1 weight) before the forward's
+    # first kernel, and the backward reads the copies the forward saves in their place.
+    from remat.torch.partition import LAYOUT_COPIES, JointGraph
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.Conv2d(16, 32, 1),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(32, 10))
+    batch = (torch.randn(2, 8, 6, 6), torch.randint(0, 10, (2,)))
+    joint, outputs = joint_graph_of(model, batch, F.cross_entropy)
+    plain = JointGraph(copy.deepcopy(joint), outputs, backward_start=True, fuse=True)
+    graph = JointGraph(copy.deepcopy(joint), outputs, backward_start=True, fuse=True,
+                       layout_copies=True)
+    assert plain.layout_copies is None and LAYOUT_COPIES not in {n["op"] for n in plain.nodes}
+    copies = graph.nodes[graph.layout_copies]
+    assert graph.layout_copies == 0 and not copies["recomputable"]
+    copied = [graph.values[v]["size"] for v in copies["outputs"]]
+    assert sorted(copied) == sorted([batch[0].numel() * 4, model[0].weight.numel() * 4])
+    readers = {graph.nodes[i]["phase"] for i, node in enumerate(graph.nodes)
+               if set(copies["outputs"]) & set(node["inputs"])}
+    assert readers == {"forward", "backward"}
+    # The copied weight's gradient comes out channels-last; autograd stores it in the
+    # parameter's layout after the backward, a copy of it live beside it.
+    gradients = graph.nodes[graph.layout_gradients]
+    assert plain.layout_gradients is None and graph.layout_gradients == len(graph.nodes) - 1
+    assert gradients["temp"] == model[0].weight.numel() * 4 and not gradients["recomputable"]
+    # Held from the forward's start to the backward: the default schedule holds them at its
+    # peak, and without the option nothing changes.
+    assert remat.baseline(graph.graph)[0] > remat.baseline(plain.graph)[0]
+    assert remat.baseline(plain.graph)[0] == remat.baseline(
+        JointGraph(copy.deepcopy(joint), outputs, backward_start=True, fuse=True).graph)[0]
+
+
+def test_a_conv_nets_step_with_layout_optimization_peaks_where_its_plan_says():
+    # With compile_backend(layout_optimization=True) the weights' channels-last copies are held
+    # from the forward's start to their backward, and the convolutions run on channels-last
+    # tensors (workspaces of their own): the plan counts both, so the compiled step peaks where
+    # the plan says, as it does without the option (the test above).
+    model, batch, loss_fn = wide_cnn(norm=False)
+    backend = rt.compile_backend(budget="50%", layout_optimization=True, **QUICK)
     torch._dynamo.reset()
     step = torch.compile(lambda *b: loss_fn(model(b[0]), *b[1:]), backend=backend)
 

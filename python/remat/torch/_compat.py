@@ -488,12 +488,37 @@ PLANNED_CALL = "remat_planned"
 # plan counts it (bench/compile_bench.py measures the peaks with and without remat's plans).
 # Inductor's layout optimization (convolutions in channels-last layout) copies each convolution
 # weight that is not channels-last already at the start of the forward and returns the copy as
-# the weight the backward reads: memory held from the forward's start to the weight's backward,
-# where the plan has the weights resident and saved for nothing. Off, the convolutions run on
-# the graphs' own layouts (bench/inductor_peak_probe.py shows where a step's memory goes); the
-# CPU convolutions are then slower, so compile_backend(layout_optimization=True) turns it on for
-# users who trade that memory for step time (bench/compile_bench.py --layout-optimization).
+# the weight the backward reads: memory held from the forward's start to the weight's backward
+# (channels_last_copied_inputs). Off, the convolutions run on the graphs' own layouts
+# (bench/inductor_peak_probe.py shows where a step's memory goes); the CPU convolutions are then
+# slower, so compile_backend(layout_optimization=True) turns it on for users who trade that
+# memory for step time, and the plans then count the copies (partition.JointGraph's
+# layout_copies; bench/compile_bench.py --layout-optimization).
 PLANNED_GRAPH_CONFIG = {"realize_reads_threshold": 1, "layout_optimization": False}
+
+
+def channels_last_copied_inputs(graph):
+    """{graph input: the convolutions reading it} of the inputs of fx `graph` (a joint graph's
+    primals: weights, batch) that Inductor's layout optimization copies into channels-last
+    layout: those a 2-d convolution reads as its input or weight that are not channels-last
+    already (a 1x1 kernel's weight is). Inductor makes the copies in the forward graph before
+    its first kernel, each convolution reads the copy, and the forward returns the copy where it
+    saves the input, so the backward reads it too (bench/inductor_peak_probe.py
+    --layout-optimization shows the buffers)."""
+    convolution = torch.ops.aten.convolution.default
+    copied = {}
+    for n in graph.nodes:
+        if n.op != "call_function" or n.target is not convolution:
+            continue
+        for arg in n.args[:2]:
+            val = arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+            if isinstance(val, torch.Tensor) and arg.op == "placeholder" \
+                    and not is_tangent(arg) and val.dim() == 4 \
+                    and not val.is_contiguous(memory_format=torch.channels_last):
+                readers = copied.setdefault(arg, [])
+                if n not in readers:
+                    readers.append(n)
+    return copied
 
 
 def _compile_graph(gm, example_inputs, *, layout_optimization=False, **kwargs):

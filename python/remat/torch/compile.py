@@ -20,8 +20,9 @@ the plan's order where Inductor estimates that order no worse (_compat.keep_plan
 kernel fuses with another only for reading the same buffer (_compat._planned_graph_choices), and
 no convolution weight is copied into channels-last layout and held across the step (Inductor's
 layout optimization is off for them: _compat.PLANNED_GRAPH_CONFIG, unless
-`layout_optimization=True`, which trades those copies for faster convolutions); the CPU
-convolutions' workspaces are in the plan (kernel_workspace).
+`layout_optimization=True`, which trades those copies for faster convolutions, and the plans
+count the copies: partition.JointGraph's layout_copies); the CPU convolutions' workspaces are in
+the plan (kernel_workspace).
 """
 
 import os
@@ -59,7 +60,9 @@ def compile_backend(budget, solver="auto", *, compiler="inductor", work_limit=No
     fusion itself; partition.partition). `layout_optimization`: Inductor's layout optimization
     (convolutions in channels-last layout) for the planned graphs too; their CPU convolutions run
     faster, but each convolution weight's channels-last copy is held from the forward's start to
-    its backward, memory the plan does not count (off by default; docs/python.md, "Step time").
+    its backward: the plans count the copies (so a fraction is of the activation memory with
+    them), and the convolutions' channels-last workspaces (off by default; docs/python.md, "Step
+    time").
     Other keywords are the solver's parameters.
     Raises ValueError (TypeError for a wrong type) for a budget, solver, compiler or parameter it
     cannot use, here rather than in the training loop."""
@@ -83,6 +86,9 @@ class CompileBackend:
         self.partition_fn = partition_fn
         self.compiler = compiler
         self.layout_optimization = layout_optimization
+        if isinstance(partition_fn, RematPartitioner):
+            # Its plans count the copies the layout optimization makes (and its cache key says so).
+            partition_fn.layout_optimization = layout_optimization
 
     @property
     def graphs(self):
@@ -115,6 +121,7 @@ class RematPartitioner:
         self._solve_work_limit = scaled_work_limit if work_limit is None else work_limit
         self.fuse = fuse
         self.params = params
+        self.layout_optimization = False  # CompileBackend sets it: see compile_backend
         self.step_bytes = _step_bytes(budget)
         self.graphs = []
         self._saved_by_frame = {}
@@ -127,15 +134,17 @@ class RematPartitioner:
             num_fwd_outputs = len(_compat.joint_outputs(joint_module)[0])
         # PyTorch's default partition of the graph (before remat's rewrites), which remat's plan
         # must not need more memory than, and the fallback where it does or cannot plan.
-        default, theirs = _default_partition(joint_module, joint_inputs, kwargs, num_fwd_outputs)
+        copies = self.layout_optimization
+        default, theirs = _default_partition(joint_module, joint_inputs, kwargs, num_fwd_outputs,
+                                             copies)
         planned = None
         try:
             fw, bw = partition(joint_module, joint_inputs, solver=self.solver, budget=budget,
                                work_limit=self._solve_work_limit, time_limit=self.time_limit,
-                               seed=self.seed, fuse=self.fuse, memory_cap=theirs, **self.params,
-                               **kwargs)
+                               seed=self.seed, fuse=self.fuse, memory_cap=theirs,
+                               layout_copies=copies, **self.params, **kwargs)
             stats = planned = partition.last
-            reason = _worse_than_default(joint_module, fw, bw, theirs, num_fwd_outputs)
+            reason = _worse_than_default(joint_module, fw, bw, theirs, num_fwd_outputs, copies)
         except Exception as e:  # noqa: BLE001 - any failure to plan falls back, with its reason
             detail = str(e) if isinstance(e, Unplannable) else f"{type(e).__name__}: {e}"
             reason = f"cannot plan it ({detail})"
@@ -177,31 +186,34 @@ class RematPartitioner:
         options = "".join(f", {k}={v!r}" for k, v in sorted(self.params.items()))
         return (f"RematPartitioner({self.budget!r}, {self.solver!r}, work_limit="
                 f"{self.work_limit!r}, time_limit={self.time_limit!r}, seed={self.seed!r}, "
-                f"fuse={self.fuse!r}{options})")
+                f"fuse={self.fuse!r}{options}"
+                + (", layout_optimization=True" if self.layout_optimization else "") + ")")
 
 
-def _default_partition(joint_module, joint_inputs, kwargs, num_fwd_outputs):
+def _default_partition(joint_module, joint_inputs, kwargs, num_fwd_outputs,
+                       layout_copies=False):
     """(PyTorch's default partition (fw, bw) of `joint_module`, its activation memory in remat's
-    simulator (simulate_partition), None where that cannot be simulated), from a copy."""
+    simulator (simulate_partition, with the layout optimization's copies where
+    `layout_copies`), None where that cannot be simulated), from a copy."""
     theirs_joint = _compat.copy_graph_module(joint_module)
     with _compat.default_partition_config():
         their_fw, their_bw = _compat.min_cut_partition(theirs_joint, joint_inputs, **kwargs)
     try:
         theirs = simulate_partition(theirs_joint, their_fw, their_bw, num_fwd_outputs,
-                                    baseline=False).activation_bytes
+                                    baseline=False, layout_copies=layout_copies).activation_bytes
     except Unplannable:
         theirs = None
     return (their_fw, their_bw), theirs
 
 
-def _worse_than_default(joint_module, fw, bw, theirs, num_fwd_outputs):
+def _worse_than_default(joint_module, fw, bw, theirs, num_fwd_outputs, layout_copies=False):
     """Why remat's partition `fw`, `bw` of `joint_module` is worse than PyTorch's default
     partition, whose activation memory is `theirs` (None: not known): its activation memory in
     one model for both (simulate_partition) is above it; None when it is not."""
     if theirs is None:
         return None
-    ours = simulate_partition(joint_module, fw, bw, num_fwd_outputs,
-                              baseline=False).activation_bytes
+    ours = simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=False,
+                              layout_copies=layout_copies).activation_bytes
     if ours <= theirs:
         return None
     return (f"its plan needs {remat.format_bytes(ours)} of activation memory, more than "

@@ -11,8 +11,9 @@ them). The simulator charges a node's `temp` at its step, so a plan that ignored
 the compiled step's peak. The bytes depend on the shapes, the strides, the machine's kernels and
 the thread count, not on the values: each distinct call is run once on zeros of its arguments'
 shapes and strides (as the compiled graph has them: Inductor's layout optimization is off for
-the graphs remat plans, _compat.PLANNED_GRAPH_CONFIG), and its peak above what it returns is
-its workspace. A call on another device, or of other operators, is charged nothing.
+the graphs remat plans, _compat.PLANNED_GRAPH_CONFIG, unless the compile backend asks for it:
+then its 4-d tensors are channels-last), and its peak above what it returns is its workspace. A
+call on another device, or of other operators, is charged nothing.
 """
 
 import functools
@@ -26,20 +27,23 @@ from remat.torch import _compat
 PROBED = frozenset({"convolution", "convolution_backward"})
 
 
-def workspace_bytes(n):
+def workspace_bytes(n, channels_last=False):
     """The bytes fx call `n` (of a joint or partitioned graph, with fake tensor metadata)
-    allocates and frees while it runs: measured for a CPU call of PROBED; 0 otherwise."""
+    allocates and frees while it runs: measured for a CPU call of PROBED; 0 otherwise. With
+    `channels_last`, its 4-d tensors are in channels-last layout, as Inductor's layout
+    optimization passes them to a convolution and its backward."""
     if n.op != "call_function" or _compat.packet_name(n.target) not in PROBED \
             or not _compat.is_operator(n.target):
         return 0
-    key = _call_key(n)
+    key = _call_key(n, channels_last)
     return 0 if key is None else _measured(key)
 
 
-def _call_key(n):
+def _call_key(n, channels_last=False):
     """A hashable description of the call: its target, its arguments with each tensor as
-    (shape, stride, dtype), and the thread count; None where an argument is not a CPU tensor of
-    static shape or a plain value."""
+    (shape, stride, dtype) (a 4-d one's stride channels-last's where `channels_last`), and the
+    thread count; None where an argument is not a CPU tensor of static shape or a plain
+    value."""
     flat, spec = _compat.tree_flatten((n.args, n.kwargs))
     described = []
     for a in flat:
@@ -48,7 +52,11 @@ def _call_key(n):
             if not isinstance(value, torch.Tensor) or value.device.type != "cpu" \
                     or not all(isinstance(d, int) for d in (*value.shape, *value.stride())):
                 return None
-            described.append(("tensor", tuple(value.shape), tuple(value.stride()), value.dtype))
+            stride = tuple(value.stride())
+            if channels_last and value.dim() == 4:
+                stride = torch.empty(value.shape, device="meta",
+                                     memory_format=torch.channels_last).stride()
+            described.append(("tensor", tuple(value.shape), stride, value.dtype))
         elif isinstance(a, (int, float, bool, str, type(None), torch.dtype)):
             described.append(("value", a))
         else:

@@ -45,6 +45,8 @@ from remat.torch import effects
 SAFETY_TIME_LIMIT_S = 600.0
 BACKWARD_START = "remat_backward_start"
 RNG_STATE = "remat_rng_state"  # the op of a JointGraph node saving a random call's generator
+LAYOUT_COPIES = "remat_layout_copies"  # the op of a JointGraph node making channels-last copies
+LAYOUT_GRADIENTS = "remat_layout_gradients"  # ... and of one storing their gradients' layouts
 
 
 class Unplannable(ValueError):
@@ -76,7 +78,8 @@ class PartitionStats:
 
 def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
               num_fwd_outputs=None, static_lifetime_input_indices=None, compiler=None,
-              work_limit=None, time_limit=None, seed=1, fuse=None, memory_cap=None, **params):
+              work_limit=None, time_limit=None, seed=1, fuse=None, memory_cap=None,
+              layout_copies=False, **params):
     """AOTAutograd partition function: (forward module, backward module) of the joint graph as
     remat `solver` plans it under `budget` of activation memory (see activation_budget_bytes;
     None: no memory budget, the solver's least-cost plan, as AOTAutograd's partitioners do).
@@ -96,17 +99,20 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     (scaled_work_limit). `memory_cap`: activation bytes a plan that recomputes more than the
     backward's copies of pointwise chains exist for anyway should not need more than (the compile
     backend passes PyTorch's default partition's; None: the default schedule's of the graph with
-    copies). Other keywords are the solver's parameters."""
+    copies). `layout_copies`: the graphs compile with Inductor's layout optimization, whose
+    channels-last copies of the convolutions' inputs the plan counts (JointGraph). Other keywords
+    are the solver's parameters."""
     start = time.perf_counter()
     joint_module.graph.eliminate_dead_code()
     merge_common_subexpressions(joint_module)
     if fuse is None:
         fuse = solver != "mincut"
-    default = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=fuse)
+    default = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=fuse,
+                         layout_copies=layout_copies)
     base_peak = remat.baseline(default.graph)[0]
     # A fraction is of the default schedule's activation memory (nothing recomputed).
     asked = activation_budget_bytes(default.graph, budget, default.input_bytes)
-    candidates = _rewritten(joint_module, default, num_fwd_outputs) if fuse \
+    candidates = _rewritten(joint_module, default, num_fwd_outputs, layout_copies) if fuse \
         else [(joint_module, default)]
     if _is_min(budget):
         # The least memory: the graph whose lower bound is the least.
@@ -360,7 +366,7 @@ def _lower(planned_module, joint, sequence, planner):
                     planner, planned_module, joint)
 
 
-def _rewritten(joint_module, default, num_fwd_outputs):
+def _rewritten(joint_module, default, num_fwd_outputs, layout_copies=False):
     """The (module, JointGraph) pairs `partition` plans with `fuse` (it keeps the better plan):
     copies of `joint_module` after split_statistic_tails, fuse_pointwise_recomputation and
     sink_backward_views (only `joint_module` and `default`, its JointGraph, where they change
@@ -394,7 +400,8 @@ def _rewritten(joint_module, default, num_fwd_outputs):
                 + sink_backward_views(rewritten, num_fwd_outputs, forward_names=forward)):
             return [(joint_module, default)]
         found.append((rewritten, JointGraph(rewritten, num_fwd_outputs, backward_start=True,
-                                            fuse=True, forward_names=forward)))
+                                            fuse=True, forward_names=forward,
+                                            layout_copies=layout_copies)))
     return found
 
 
@@ -613,6 +620,11 @@ def lower_plan(joint_module, joint, sequence, build_modules=True):
         fw, fw_ran = _follow_plan(joint_module, joint, fw, sequence[:boundary], replays=replays)
         bw, bw_ran = _follow_plan(joint_module, joint, bw, sequence[boundary + 1:],
                                   drop_outputs=kept, replays=replays, side="backward")
+        # No calls: Inductor makes the copies first, autograd lays out the gradients last.
+        if joint.layout_copies in sequence:
+            fw_ran.insert(0, joint.layout_copies)
+        if joint.layout_gradients in sequence:
+            bw_ran.append(joint.layout_gradients)
         sequence = fw_ran + [joint.backward_start] + bw_ran
         # A step whose copy nothing reads is dropped (a view read only after its root was made
         # again is made again): the values it read from the forward need no saving.
@@ -1446,7 +1458,8 @@ class SimulatedPartition:
     baseline_activation_bytes: int  # None when not asked for
 
 
-def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True):
+def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True,
+                       layout_copies=False):
     """SimulatedPartition of the forward and backward modules `fw`, `bw` that a partition
     function made of `joint_module` (the joint graph it partitioned, after its own rewrites: a
     partitioner that merges common subexpressions in place leaves the merged graph there).
@@ -1461,12 +1474,17 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True):
     running plainly again (PyTorch's knapsack may; a new draw) reads none. The simulator gives
     the peak. Raises Unplannable for a graph remat does not model or a call of fw or bw that is
     not a joint call. Without `baseline`, the default schedule's figure is None (not computed:
-    its fused graph is most of the time a simulation takes)."""
-    calls = JointGraph(joint_module, num_fwd_outputs, backward_start=False, fuse=False)
+    its fused graph is most of the time a simulation takes). With `layout_copies`, the graphs
+    compile with Inductor's layout optimization: its channels-last copies of the convolutions'
+    inputs are made before the forward's first call (JointGraph)."""
+    calls = JointGraph(joint_module, num_fwd_outputs, backward_start=False, fuse=False,
+                       layout_copies=layout_copies)
     step_of = {members[0].name: step for step, members in enumerate(calls.node_fx) if members}
     run = _RunGraph(calls)
     saved = {n.name: n for n in _saved_outputs(fw, num_fwd_outputs)}
     for side, module in (("forward", fw), ("backward", bw)):
+        if side == "forward" and calls.layout_copies is not None:
+            run.add_uncalled(calls.layout_copies, side)
         for n in module.graph.nodes:
             if n.op == "placeholder":
                 run.name_input(n, saved.get(n.name))
@@ -1483,12 +1501,15 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True):
                 raise Unplannable(f"{name} of the partitioned graphs is not a call of the joint "
                                   f"graph")
             run.add(step_of[name], side, n)
+    if calls.layout_gradients is not None:
+        run.add_uncalled(calls.layout_gradients, "backward")
     graph = run.build(calls.graph.name)
     evaluation = _evaluate(graph, run.kernel_order)
     # The graph inputs are the same values with or without fusion (calls' input_bytes).
     base = None
     if baseline:
-        fused = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=True)
+        fused = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=True,
+                           layout_copies=layout_copies)
         base = remat.baseline(fused.graph)[0] - calls.input_bytes
     return SimulatedPartition(evaluation.peak_bytes - calls.input_bytes, base)
 
@@ -1580,6 +1601,18 @@ class _RunGraph:
         name = node["name"] if self.runs[step] == 1 else f"{node['name']}#{self.runs[step]}"
         self.steps.append((self.calls.node_fx[step][0], dict(
             node, name=name, phase=side, inputs=inputs, outputs=outputs, recomputable=True)))
+
+    def add_uncalled(self, step, side):
+        """Runs JointGraph node `step` that has no fx call (LAYOUT_COPIES before the forward's
+        first call, LAYOUT_GRADIENTS after the backward's last) on `side`."""
+        node = self.calls.nodes[step]
+        outputs = []
+        for v in node["outputs"]:
+            self.latest[v] = self._new_value(self.calls.values[v], v)
+            outputs.append(self.latest[v])
+        self.steps.append((None, dict(node, phase=side,
+                                      inputs=[self.latest[v] for v in node["inputs"]],
+                                      outputs=outputs, recomputable=True)))
 
     def _run_state(self, step, side, call):
         """Runs generator-state node `step` (JointGraph.replay_state) for call `call`, which saves
@@ -1780,10 +1813,22 @@ class JointGraph:
     simple reductions of one phase, op_kinds.is_fusible; fusion_groups) is one remat node: the
     values passed only inside it are never stored (size 0 in the graph), its cost is the sum of
     its calls', and a plan runs or recomputes the chain as a whole. `forward_names`: the names of
-    the forward's calls (_compat.forward_node_names; None: found here)."""
+    the forward's calls (_compat.forward_node_names; None: found here).
+
+    With `layout_copies` (the compile backend's layout_optimization), the channels-last copies
+    Inductor's layout optimization makes of the graph inputs its convolutions read
+    (_compat.channels_last_copied_inputs) are the outputs of one node (LAYOUT_COPIES, no fx call,
+    run once) that the forward runs first, as Inductor does: the convolutions read the copies,
+    and so does every backward node reading such an input (the forward saves the copy in its
+    place), so a copy lives from the forward's start to its last read. A copied weight's gradient
+    comes out of the backward channels-last too, and autograd stores it in the parameter's
+    layout, one gradient at a time after the backward (the gradient and its copy both live): one
+    more node (LAYOUT_GRADIENTS) reads every gradient, so it runs last, with the largest such
+    gradient as its temp. `layout_copies` and `layout_gradients`: those nodes' ids (None:
+    none)."""
 
     def __init__(self, joint_module, num_fwd_outputs=None, backward_start=False, fuse=False,
-                 forward_names=None):
+                 forward_names=None, layout_copies=False):
         self.module = joint_module
         self.fwd_outputs, self.bwd_outputs = _compat.joint_outputs(joint_module, num_fwd_outputs)
         self.forward_names = _forward_names(joint_module, len(self.fwd_outputs), forward_names)
@@ -1796,6 +1841,8 @@ class JointGraph:
         self._rng_states = {}  # random fx call -> rng_state_value's
         self._flops = {}  # fx call name -> node_flops
         self.backward_start = None
+        self.layout_copies = self.layout_gradients = None
+        self.channels_last = layout_copies  # the convolutions' workspaces are channels-last's
         self._backward_token = None
         forward, backward = [], []
         for n in joint_module.graph.nodes:
@@ -1810,6 +1857,12 @@ class JointGraph:
         for root in self.written_roots:
             if root in self.producer_dict:
                 self.producer_dict[root]["recomputable"] = False
+        copied = _compat.channels_last_copied_inputs(joint_module.graph) if layout_copies else {}
+        if copied:
+            forward.insert(0, (None, self._layout_copies(copied, forward + backward)))
+            gradients = self._layout_gradients(copied)
+            if gradients is not None:
+                backward.append((None, gradients))
         for o in self.fwd_outputs + self.bwd_outputs:
             if isinstance(o, fx.Node) and o in self.value_of:
                 self.values[self.value_of[o]]["output"] = True
@@ -1828,6 +1881,10 @@ class JointGraph:
         for members, node in steps:
             if node["op"] == BACKWARD_START:
                 self.backward_start = len(nodes)
+            if node["op"] == LAYOUT_COPIES:
+                self.layout_copies = len(nodes)
+            if node["op"] == LAYOUT_GRADIENTS:
+                self.layout_gradients = len(nodes)
             for v in node["outputs"] + [v for n in members for v in self.call_outputs(n)]:
                 self.producer_step[v] = len(nodes)
             self.node_fx.append(members)
@@ -1934,6 +1991,46 @@ class JointGraph:
                 "phase": "backward", "cost": 0.0, "inputs": forward_outputs,
                 "outputs": [token], "recomputable": False}
 
+    def _layout_copies(self, copied, calls):
+        """The LAYOUT_COPIES node dict of the graph whose [(fx call, node dict)] are `calls`
+        (`copied`: _compat.channels_last_copied_inputs), with the readers of each copied input
+        reading its copy too."""
+        node = {"name": LAYOUT_COPIES, "op": LAYOUT_COPIES, "kind": "other", "phase": "forward",
+                "cost": 0.0, "inputs": [], "outputs": [], "recomputable": False}
+        copy_of = {}
+        for placeholder in copied:
+            v = self.value_of[placeholder]
+            copy_of[v] = self._new_value(f"channels_last.{placeholder.name}",
+                                         self.values[v]["size"])
+            node["inputs"].append(v)
+            node["outputs"].append(copy_of[v])
+            self.producer_dict[copy_of[v]] = node
+        convolutions = {c for readers in copied.values() for c in readers}
+        for n, reader in calls:
+            if reader["phase"] == "backward" or n in convolutions:
+                reader["inputs"] += [copy_of[v] for v in reader["inputs"] if v in copy_of]
+        return node
+
+    def _layout_gradients(self, copied):
+        """The LAYOUT_GRADIENTS node dict (a size-0 output of its own, so every plan runs it), or
+        None where no input in `copied` has a gradient (the batch has none)."""
+        primals = [n for n in self.module.graph.nodes
+                   if n.op == "placeholder" and not _compat.is_tangent(n)]
+        gradient_of = dict(zip(primals, self.bwd_outputs))
+        sizes = [_bytes(*_compat.node_tensor_meta(gradient_of[p])) for p in copied
+                 if isinstance(gradient_of.get(p), fx.Node)
+                 and _compat.node_tensor_meta(gradient_of[p]) is not None]
+        if not sizes:
+            return None
+        done = self._new_value(LAYOUT_GRADIENTS, 0)
+        self.values[done]["output"] = True
+        gradients = [self.value_of[g] for g in self.bwd_outputs
+                     if isinstance(g, fx.Node) and g in self.value_of]
+        return {"name": LAYOUT_GRADIENTS, "op": LAYOUT_GRADIENTS, "kind": "other",
+                "phase": "backward", "cost": 0.0, "temp": max(sizes),
+                "inputs": list(dict.fromkeys(gradients)), "outputs": [done],
+                "recomputable": False}
+
     def _pin_forward_outputs(self):
         """The forward returns its outputs, and the caller holds them to the end of the step: their
         producers (and their storages' producers) run once, so no plan frees one to make it again
@@ -2033,7 +2130,7 @@ class JointGraph:
             "name": n.name, "op": str(n.target), "kind": kind,
             "phase": "forward" if n.name in self.forward_names else "backward",
             "cost": self._call_cost(n),
-            "temp": kernel_workspace.workspace_bytes(n),
+            "temp": kernel_workspace.workspace_bytes(n, self.channels_last),
             "inputs": inputs, "outputs": outputs,
             "recomputable": not written and (not op_kinds.is_random(packet)
                                              or replay_device(n) is not None),
