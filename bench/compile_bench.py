@@ -19,16 +19,16 @@ plans against and the check of its plan against it included), and the largest di
 and the gradients from eager, from PyTorch's default partition and from eager in float64 (the same
 step with the model and batch in double precision: what every row approximates). Inductor's
 decompositions and kernels change the float32 rounding (batch norm's, and a convolution's in
-channels-last layout, which Inductor's layout optimization picks for the default partition's graphs
-and not for remat's planned graphs), and a badly conditioned step magnifies it (ResNet-50 at batch
+channels-last layout, which Inductor's layout optimization picks; a "no layout optimization" row's
+graphs run in their own layouts), and a badly conditioned step magnifies it (ResNet-50 at batch
 8: its last stage's batch norms reduce over 32 values per channel): two rows may differ from each
 other as much as each differs from eager while both are as near the float64 step as eager's own
 float32 step is. "vs fp64 eager" tells a different rounding from a wrong gradient: a wrong one
 stands far above the eager row's figure there. "sim MB" is the activation memory of the partition in
 remat's simulator, the same model for both partitioners (partition.simulate_partition: the graphs'
-calls in their order, each graph's fusible chains fused, summed over the graphs; a "layout
-optimized" row's counts the channels-last copies Inductor's layout optimization makes, as its plan
-does, PyTorch's rows' do not though Inductor compiles their graphs with it), and "sim %" its
+calls in their order, each graph's fusible chains fused, summed over the graphs; under Inductor,
+with the channels-last copies its layout optimization makes, as remat's plans count them, for
+every row but the "no layout optimization" ones, whose graphs compile without it), and "sim %" its
 share of the default schedule's activation memory (what remat's fraction is of). "random redrawn"
 counts the random calls a partition runs again in the backward: PyTorch's budget knapsack may
 recompute a dropout, which here (fallback_random, CPU) draws a new mask, so its gradients are not
@@ -167,15 +167,17 @@ class RecordingPartition:
     without one), recording each graph's figures; with `save_random`, random calls are ones it
     must save (_compat.min_cut_partition)."""
 
-    def __init__(self, label, save_random=False):
+    def __init__(self, label, save_random=False, layout_copies=False):
         self.label, self.graphs, self.save_random = label, [], save_random
+        self.layout_copies = layout_copies  # Inductor compiles the graphs layout optimized
 
     def __call__(self, joint, inputs, **kwargs):
         start, cpu_start = time.perf_counter(), time.process_time()
         fw, bw = _compat.min_cut_partition(joint, inputs, save_random=self.save_random, **kwargs)
         stats = partition_stats(fw, bw, kwargs["num_fwd_outputs"], time.perf_counter() - start)
         stats.cpu_seconds = time.process_time() - cpu_start
-        self.graphs.append(simulated(stats, joint, fw, bw, kwargs["num_fwd_outputs"]))
+        self.graphs.append(simulated(stats, joint, fw, bw, kwargs["num_fwd_outputs"],
+                                     self.layout_copies))
         return fw, bw
 
     def uuid(self):
@@ -222,13 +224,13 @@ def simulated(stats, joint, fw, bw, num_fwd_outputs, layout_copies=False):
     return stats
 
 
-def remat_backend(fraction, solver, compiler, budgets=None, layout_optimization=False):
+def remat_backend(fraction, solver, compiler, budgets=None, layout_optimization=None):
     partitioner = SimulatingPartition(fraction, solver, budgets)
     return CompileBackend(partitioner, compiler, layout_optimization=layout_optimization)
 
 
 def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=None,
-                   reached=None, torch_solvers=TORCH_SOLVERS, layout_optimization=False):
+                   reached=None, torch_solvers=TORCH_SOLVERS, without_layout_optimization=False):
     """(label, fraction, backend maker, functorch config) of every configuration; with compiler
     "eager" the partitioned graphs run as fx modules (AOTAutograd with Inductor's decompositions,
     as "aot_eager_decomp_partition"), for every configuration alike. `reached`: label -> fraction
@@ -237,13 +239,16 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
     `equal_peak_solver`, after each fraction's rows, one more remat row per distinct figure
     PyTorch's budget plans reached at that fraction (the simulated activation bytes of each
     graph), with that figure as each graph's budget. `torch_solvers`: PyTorch's budget solvers
-    with rows (none: eager, the default partition and remat's rows only). `layout_optimization`:
-    each remat row is followed by the same solver's with compile_backend(layout_optimization=True)
-    ("remat SOLVER, layout optimized")."""
+    with rows (none: eager, the default partition and remat's rows only). Under Inductor every
+    graph but a "no layout optimization" row's compiles with its layout optimization, as Inductor
+    does by default (remat's backend too: compile_backend's layout_optimization=None).
+    `without_layout_optimization`: each remat row is followed by the same solver's with
+    compile_backend(layout_optimization=False) ("remat SOLVER, no layout optimization")."""
     compile_graphs = graph_compiler(compiler)
 
     def torch_backend(label, save_random=False):
-        partitioner = RecordingPartition(label, save_random)
+        layout_copies = compiler == "inductor" and bool(torch._inductor.config.layout_optimization)
+        partitioner = RecordingPartition(label, save_random, layout_copies)
         backend = lambda gm, inputs: compile_graphs(gm, inputs, partitioner)  # noqa
         backend.graphs = partitioner.graphs
         return backend
@@ -261,10 +266,10 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
                        {"activation_memory_budget": f, "activation_memory_budget_solver": solver})
         for solver in solvers:
             yield (f"remat {solver}", f, lambda s=solver, f=f: remat_backend(f, s, compiler), {})
-            if layout_optimization:
-                yield (f"remat {solver}, layout optimized", f,
+            if without_layout_optimization:
+                yield (f"remat {solver}, no layout optimization", f,
                        lambda s=solver, f=f: remat_backend(f, s, compiler,
-                                                           layout_optimization=True), {})
+                                                           layout_optimization=False), {})
         if equal_peak_solver is None:
             continue
         peers = {}  # budgets -> the PyTorch solvers whose plans reached them
@@ -465,9 +470,10 @@ def main():
                    help="PyTorch's activation_memory_budget solvers with rows ('none': no such "
                    "rows, as when only remat's gradients or peak against the default's matter)")
     p.add_argument("--steps", type=int, default=3, help="timed steps after the compiled one")
-    p.add_argument("--layout-optimization", action="store_true",
-                   help="after each remat row, the same plan compiled with Inductor's layout "
-                        "optimization (compile_backend(layout_optimization=True))")
+    p.add_argument("--without-layout-optimization", action="store_true",
+                   help="after each remat row, the same solver's plan compiled without "
+                        "Inductor's layout optimization (compile_backend(layout_optimization="
+                        "False); the other rows compile with it, as Inductor does by default)")
     p.add_argument("--compiler", choices=("inductor", "eager"), default="inductor",
                    help="eager: the graphs run as fx modules (fast: no Inductor compile; the "
                    "peak is then unfused execution's, compile time is tracing and partitioning)")
@@ -478,8 +484,9 @@ def main():
                    help="add the rows to --out instead of replacing it (one file, several runs)")
     p.add_argument("--out", default=os.path.join(HERE, "results", "compile_bench.json"))
     args = p.parse_args()
-    if args.layout_optimization and args.compiler != "inductor":
-        p.error("--layout-optimization is Inductor's: it needs --compiler inductor")
+    if args.without_layout_optimization and args.compiler != "inductor":
+        p.error("--without-layout-optimization is about Inductor's layout optimization: it "
+                "needs --compiler inductor")
     models = listed(p, "--models", args.models, MODELS, "model")
     fractions = fractions_of(p, args.fractions)
     solvers = args.solvers.split(",")
@@ -515,7 +522,7 @@ def main():
             reached = {}
             for label, fraction, maker, config in configurations(
                     fractions, solvers, args.compiler, equal_peak, reached, torch_solvers,
-                    args.layout_optimization):
+                    args.without_layout_optimization):
                 row = measure(MODELS[name], maker, config, args.steps, args.device)
                 reached.setdefault(label, {})[fraction] = row
                 eager = eager or row

@@ -5,7 +5,7 @@ plan holds at its own.
     ./scripts/python bench/inductor_peak_probe.py --model resnet50 --fraction 0.3
     ./scripts/python bench/inductor_peak_probe.py --model gpt --fraction 0.5 --solver auto
     ./scripts/python bench/inductor_peak_probe.py --model resnet50 --fraction 0.5 \
-        --layout-optimization     # compile_backend(layout_optimization=True): the copies' buffers
+        --no-layout-optimization  # compile_backend(layout_optimization=False): no copies
 
 One step is compiled with remat's backend (bench/compile_bench.py's models and settings), then
 one more runs with a line tracer on the `call` function of each graph Inductor wrote: after
@@ -14,7 +14,7 @@ inputs in its argument list; the parameters, buffers and batch of the model, res
 the step, left out). Its peak and the live buffers there are printed with the kernel (its
 source fx nodes) that made each; the same step's measured peak (measured_peak_bytes) and the
 simulator's timeline of the partition (simulate_partition's model, with the layout
-optimization's copies where asked) are printed beside them.
+optimization's copies unless it is off) are printed beside them.
 Everything also goes to --out (JSON).
 """
 
@@ -232,8 +232,9 @@ def main():
     p.add_argument("--fraction", type=float, default=0.3)
     p.add_argument("--solver", default="auto")
     p.add_argument("--top", type=int, default=40, help="live buffers printed at each peak")
-    p.add_argument("--layout-optimization", action="store_true",
-                   help="compile with compile_backend(layout_optimization=True)")
+    p.add_argument("--no-layout-optimization", action="store_true",
+                   help="compile with compile_backend(layout_optimization=False) (default: as "
+                        "Inductor's config has it, on)")
     p.add_argument("--out", default="/tmp/inductor_peak_probe.json")
     args = p.parse_args()
     torch.set_num_threads(1)
@@ -242,7 +243,7 @@ def main():
     model = copy.deepcopy(model).train()
     partitioner = Recording(args.fraction, args.solver)
     backend = CompileBackend(partitioner, "inductor",
-                             layout_optimization=args.layout_optimization)
+                             layout_optimization=False if args.no_layout_optimization else None)
     train_step = compile_bench.train_step_fn(
         model, batch, compile_bench.step_fn(model, batch, loss_fn, backend))
 
@@ -270,7 +271,7 @@ def main():
     for g, (joint, fw, bw, nfo) in enumerate(partitioner.partitions):
         stats = partitioner.graphs[g]
         names, timeline, graph, input_bytes = simulated_timeline(joint, fw, bw, nfo,
-                                                                 args.layout_optimization)
+                                                                 partitioner.layout_optimization)
         at = max(range(len(timeline)), key=timeline.__getitem__)
         print(f"graph {g}: plan {stats.solver}, simulated activation "
               f"{stats.simulated_activation_bytes / 1e6:.2f} MB; simulator's peak "

@@ -309,8 +309,8 @@ def test_bad_options_are_refused_when_the_backend_is_made(options, error):
         rt.compile_backend(**options)
 
 
-def test_layout_optimization_must_be_a_bool():
-    with pytest.raises(TypeError, match="layout_optimization must be True or False"):
+def test_layout_optimization_must_be_a_bool_or_none():
+    with pytest.raises(TypeError, match="layout_optimization must be True, False or None"):
         rt.compile_backend(budget="50%", layout_optimization="yes")
 
 
@@ -346,9 +346,9 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
         assert planned == (ours <= theirs) and ours > 0
     # A pointwise value several of a planned graph's kernels read is stored once, as planned.
     assert thresholds == [1, 1] and torch._inductor.config.realize_reads_threshold > 1
-    # No convolution weight copied into channels-last layout and held across the step, unless
-    # asked for (test_layout_optimization_when_asked).
-    assert layouts == [False, False]
+    # Inductor's layout optimization as Inductor compiles the default partition's graphs: on
+    # (test_layout_optimization_follows_inductor_unless_asked).
+    assert layouts == [True, True]
     eager = copy.deepcopy(model)
     optimizer = torch.optim.AdamW(eager.parameters(), lr=1e-3)
     losses = []
@@ -363,12 +363,15 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     assert stats.solver == "fastsa" and stats.recomputed
 
 
-def test_layout_optimization_when_asked():
-    # compile_backend(layout_optimization=True) compiles the planned graphs with Inductor's
-    # layout optimization on (faster CPU convolutions for their weights' copies), and they train
-    # as the default does; asked for nothing, it stays off (the test above).
+@pytest.mark.parametrize("inductors, asked, expected", [
+    (False, True, True), (False, None, False), (True, False, False)])
+def test_layout_optimization_follows_inductor_unless_asked(inductors, asked, expected):
+    # The planned graphs compile with Inductor's layout optimization (faster CPU convolutions for
+    # their inputs' copies, which the plans then count) as Inductor's config has it for the
+    # default partition, unless compile_backend is asked otherwise; they train as the default
+    # compile does either way.
     model, batch, loss_fn = mlp()
-    backend = rt.compile_backend(budget="50%", layout_optimization=True, **QUICK)
+    backend = rt.compile_backend(budget="50%", layout_optimization=asked, **QUICK)
     layouts = []
     keep_planned_order = _compat.keep_planned_order
 
@@ -376,16 +379,18 @@ def test_layout_optimization_when_asked():
         layouts.append(torch._inductor.config.layout_optimization)
         return keep_planned_order(nodes)
 
-    with torch._inductor.config.patch({"fx_graph_cache": False, "layout_optimization": False}), \
+    config = {"fx_graph_cache": False, "layout_optimization": inductors}
+    with torch._inductor.config.patch(config), \
             torch._functorch.config.patch(enable_autograd_cache=False), \
             warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
         patch.setattr(_compat, "keep_planned_order", spy)
         warnings.simplefilter("ignore", RematBudgetWarning)
         got = adamw_steps(model, batch, loss_fn, backend, steps=1)
-        expected = adamw_steps(model, batch, loss_fn, "inductor", steps=1)
-    assert layouts == [True, True]
-    assert_trains_like(got, expected)
-    assert "layout_optimization=True" in repr(backend)
+        default = adamw_steps(model, batch, loss_fn, "inductor", steps=1)
+    assert layouts == [expected, expected]
+    assert_trains_like(got, default)
+    assert f"layout_optimization={asked!r}" in repr(backend)
+    assert ("layout_optimization=True" in repr(backend.partition_fn)) == expected
 
 
 class Kernel:
@@ -1313,13 +1318,16 @@ def test_a_fused_step_making_a_view_again_for_a_later_call_lowers_as_one_step(se
     assert_trains_like(got, default_training(wide_cnn, steps=1)[0])
 
 
-def test_a_conv_nets_step_under_inductor_peaks_where_its_plan_says():
-    # Inductor's layout optimization copied each convolution weight into channels-last layout
-    # at the forward's start and saved the copies for the backward, and the convolutions'
-    # workspaces were not in the plan: the compiled step peaked far above the plan's peak. No
-    # batch norms: fewer kernels to compile, and either alone still peaks far above the plan.
+@pytest.mark.parametrize("layout_optimization", [False, None])
+def test_a_conv_nets_step_under_inductor_peaks_where_its_plan_says(layout_optimization):
+    # Inductor's layout optimization (on by default: None) copies each convolution weight into
+    # channels-last layout at the forward's start and saves the copies for the backward, and the
+    # convolutions run on channels-last tensors, with workspaces of their own; without it the
+    # convolutions' workspaces are the contiguous ones'. The plan counts what the compile does,
+    # so the step peaks where the plan says either way (without the copies in the plan it peaked
+    # far above). No batch norms: fewer kernels to compile.
     model, batch, loss_fn = wide_cnn(norm=False)
-    backend = rt.compile_backend(budget="50%", **QUICK)
+    backend = rt.compile_backend(budget="50%", layout_optimization=layout_optimization, **QUICK)
     torch._dynamo.reset()
     step = torch.compile(lambda *b: loss_fn(model(b[0]), *b[1:]), backend=backend)
 
@@ -1371,32 +1379,6 @@ def test_with_layout_optimization_the_plan_counts_the_convolutions_channels_last
     assert remat.baseline(graph.graph)[0] > remat.baseline(plain.graph)[0]
     assert remat.baseline(plain.graph)[0] == remat.baseline(
         JointGraph(copy.deepcopy(joint), outputs, backward_start=True, fuse=True).graph)[0]
-
-
-def test_a_conv_nets_step_with_layout_optimization_peaks_where_its_plan_says():
-    # With compile_backend(layout_optimization=True) the weights' channels-last copies are held
-    # from the forward's start to their backward, and the convolutions run on channels-last
-    # tensors (workspaces of their own): the plan counts both, so the compiled step peaks where
-    # the plan says, as it does without the option (the test above).
-    model, batch, loss_fn = wide_cnn(norm=False)
-    backend = rt.compile_backend(budget="50%", layout_optimization=True, **QUICK)
-    torch._dynamo.reset()
-    step = torch.compile(lambda *b: loss_fn(model(b[0]), *b[1:]), backend=backend)
-
-    def train_step():
-        model.zero_grad(set_to_none=True)
-        step(*batch).backward()
-
-    with torch._inductor.config.patch(fx_graph_cache=False, autotune_local_cache=False), \
-            torch._functorch.config.patch(enable_autograd_cache=False), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore", RematBudgetWarning)
-        train_step()
-        _, peak = rt.measured_peak_bytes(train_step)
-    (stats,) = backend.graphs
-    assert stats.solver == "fastsa"  # remat's plan, not a fallback
-    planned = stats.planned_activation_bytes  # the gradients included, as in the measured peak
-    assert abs(peak - planned) <= 0.1 * planned, (peak, planned)
 
 
 class ScaledByConstant(nn.Module):

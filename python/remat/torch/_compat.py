@@ -489,11 +489,11 @@ PLANNED_CALL = "remat_planned"
 # Inductor's layout optimization (convolutions in channels-last layout) copies each convolution
 # weight that is not channels-last already at the start of the forward and returns the copy as
 # the weight the backward reads: memory held from the forward's start to the weight's backward
-# (channels_last_copied_inputs). Off, the convolutions run on the graphs' own layouts
-# (bench/inductor_peak_probe.py shows where a step's memory goes); the CPU convolutions are then
-# slower, so compile_backend(layout_optimization=True) turns it on for users who trade that
-# memory for step time, and the plans then count the copies (partition.JointGraph's
-# layout_copies; bench/compile_bench.py --layout-optimization).
+# (channels_last_copied_inputs; bench/inductor_peak_probe.py shows where a step's memory goes).
+# The backend turns it on or off per compile (compile_backend's layout_optimization: by default
+# as Inductor's config has it for the default partition), and where it is on the plans count the
+# copies (partition.JointGraph's layout_copies); off, the convolutions run on the graphs' own
+# layouts, slower on CPU (bench/compile_bench.py --without-layout-optimization).
 PLANNED_GRAPH_CONFIG = {"realize_reads_threshold": 1, "layout_optimization": False}
 
 

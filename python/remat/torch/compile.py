@@ -18,11 +18,11 @@ both), goes to PyTorch's min-cut partitioner with one warning (RematFallbackWarn
 a plan over the budget warns with its figures. Under Inductor the planned graphs' kernels run in
 the plan's order where Inductor estimates that order no worse (_compat.keep_planned_order), no
 kernel fuses with another only for reading the same buffer (_compat._planned_graph_choices), and
-no convolution weight is copied into channels-last layout and held across the step (Inductor's
-layout optimization is off for them: _compat.PLANNED_GRAPH_CONFIG, unless
-`layout_optimization=True`, which trades those copies for faster convolutions, and the plans
-count the copies: partition.JointGraph's layout_copies); the CPU convolutions' workspaces are in
-the plan (kernel_workspace).
+Inductor's layout optimization (convolutions in channels-last layout, faster on CPU) is on or off
+as Inductor's own config has it for the default partition's graphs, unless `layout_optimization`
+says otherwise; where it is on, the plans count the channels-last copies it holds across the step
+(partition.JointGraph's layout_copies). The CPU convolutions' workspaces are in the plan
+(kernel_workspace).
 """
 
 import os
@@ -47,7 +47,7 @@ class RematBudgetWarning(UserWarning):
 
 
 def compile_backend(budget, solver="auto", *, compiler="inductor", work_limit=None,
-                    time_limit=None, seed=1, fuse=None, layout_optimization=False, **params):
+                    time_limit=None, seed=1, fuse=None, layout_optimization=None, **params):
     """A torch.compile backend planning each graph's saved set and recomputation with remat
     `solver` under `budget` of activation memory: a float fraction in (0, 1] or "P%" of each
     graph's activation memory, int bytes or byte text ("90MB") for the whole step (shared out
@@ -58,11 +58,13 @@ def compile_backend(budget, solver="auto", *, compiler="inductor", work_limit=No
     wall-clock backstop. `fuse`: plan each chain of calls Inductor fuses into one kernel as one
     step whose inner values are never stored (None: for every solver but "mincut", which models
     fusion itself; partition.partition). `layout_optimization`: Inductor's layout optimization
-    (convolutions in channels-last layout) for the planned graphs too; their CPU convolutions run
-    faster, but each convolution weight's channels-last copy is held from the forward's start to
-    its backward: the plans count the copies (so a fraction is of the activation memory with
-    them), and the convolutions' channels-last workspaces (off by default; docs/python.md, "Step
-    time").
+    (convolutions in channels-last layout) for the planned graphs; their CPU convolutions run
+    faster, but each convolution input's channels-last copy is held from the forward's start to
+    its last backward read, and the plans count the copies (so a fraction is of the activation
+    memory with them) and the convolutions' channels-last workspaces. None (the default): as
+    Inductor compiles the default partition's graphs (its config's layout_optimization, on unless
+    turned off) under compiler="inductor", off under "eager"; True needs "inductor"
+    (docs/python.md, "Step time").
     Other keywords are the solver's parameters.
     Raises ValueError (TypeError for a wrong type) for a budget, solver, compiler or parameter it
     cannot use, here rather than in the training loop."""
@@ -74,21 +76,29 @@ def compile_backend(budget, solver="auto", *, compiler="inductor", work_limit=No
 class CompileBackend:
     """torch.compile(model, backend=CompileBackend(...)): see compile_backend."""
 
-    def __init__(self, partition_fn, compiler="inductor", *, layout_optimization=False):
+    def __init__(self, partition_fn, compiler="inductor", *, layout_optimization=None):
         if compiler not in COMPILERS:
             raise ValueError(f"compiler must be one of {', '.join(COMPILERS)} (got {compiler!r})")
-        if not isinstance(layout_optimization, bool):
-            raise TypeError(f"layout_optimization must be True or False (got "
+        if layout_optimization is not None and not isinstance(layout_optimization, bool):
+            raise TypeError(f"layout_optimization must be True, False or None (got "
                             f"{layout_optimization!r})")
         if layout_optimization and compiler != "inductor":
             raise ValueError("layout_optimization is Inductor's: it needs compiler='inductor' "
                              f"(got {compiler!r})")
         self.partition_fn = partition_fn
         self.compiler = compiler
-        self.layout_optimization = layout_optimization
-        if isinstance(partition_fn, RematPartitioner):
-            # Its plans count the copies the layout optimization makes (and its cache key says so).
-            partition_fn.layout_optimization = layout_optimization
+        self.layout_optimization = layout_optimization  # as asked; None: layout_optimized()
+
+    def layout_optimized(self):
+        """Whether the graphs compiled now get Inductor's layout optimization: as asked, else as
+        Inductor's config has it for the default partition's graphs (never under "eager")."""
+        if self.layout_optimization is not None:
+            return self.layout_optimization
+        if self.compiler != "inductor":
+            return False
+        from torch._inductor import config
+
+        return bool(config.layout_optimization)
 
     @property
     def graphs(self):
@@ -96,9 +106,13 @@ class CompileBackend:
         return self.partition_fn.graphs
 
     def __call__(self, gm, example_inputs):
+        layout_optimized = self.layout_optimized()
+        if isinstance(self.partition_fn, RematPartitioner):
+            # Its plans count the copies the layout optimization makes (and its cache key says so).
+            self.partition_fn.layout_optimization = layout_optimized
         if self.compiler == "inductor":
             return _compat.inductor_compile(gm, example_inputs, self.partition_fn,
-                                            layout_optimization=self.layout_optimization)
+                                            layout_optimization=layout_optimized)
         return _compat.aot_eager_compile(gm, example_inputs, self.partition_fn)
 
     def __repr__(self):

@@ -10,9 +10,9 @@ times the weight (bench/inductor_peak_probe.py prints a step's allocations by th
 them). The simulator charges a node's `temp` at its step, so a plan that ignored it would not be
 the compiled step's peak. The bytes depend on the shapes, the strides, the machine's kernels and
 the thread count, not on the values: each distinct call is run once on zeros of its arguments'
-shapes and strides (as the compiled graph has them: Inductor's layout optimization is off for
-the graphs remat plans, _compat.PLANNED_GRAPH_CONFIG, unless the compile backend asks for it:
-then its 4-d tensors are channels-last), and its peak above what it returns is its workspace. A
+shapes and strides (as the compiled graph has them: where the compile backend has Inductor's
+layout optimization on, as it is by default, its 4-d tensors are channels-last; off, the graph's
+own strides), and its peak above what it returns is its workspace. A
 call on another device, or of other operators, is charged nothing.
 """
 
