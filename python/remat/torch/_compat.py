@@ -503,8 +503,8 @@ def channels_last_copied_inputs(graph):
     layout: those a 2-d convolution reads as its input or weight that are not channels-last
     already (a 1x1 kernel's weight is). Inductor makes the copies in the forward graph before
     its first kernel, each convolution reads the copy, and the forward returns the copy where it
-    saves the input, so the backward reads it too (bench/inductor_peak_probe.py
-    --layout-optimization shows the buffers)."""
+    saves the input, so the backward reads it too (bench/inductor_peak_probe.py shows the
+    buffers)."""
     convolution = torch.ops.aten.convolution.default
     copied = {}
     for n in graph.nodes:
