@@ -1554,3 +1554,24 @@ def test_a_fused_step_run_for_part_of_its_calls_keeps_what_its_other_calls_read(
     assert backend.graphs[0].recomputed
     assert_trains_like(got, adamw_steps(model, batch, F.cross_entropy, DefaultPartition(),
                                         steps=2))
+
+
+@pytest.mark.parametrize("given, expected", [({}, 0), ({"cold_run_gain_points": 2}, 2)])
+def test_auto_runs_its_cold_run_on_a_training_step(given, expected, monkeypatch):
+    # A training step's whole recomputation is a fraction of a point of CI (the forward and
+    # backward are the baseline's cost), so auto's tolerance for skipping FastSA's cold run (1
+    # point) skipped it wherever another member's plan fitted, for plans several times dearer in
+    # recomputed FLOPs (ResNet-50 at PyTorch's memory at 0.8, bench/compile_bench.py):
+    # partition asks auto for 0 unless told otherwise.
+    model, batch, loss_fn = mlp()
+    joint, outputs = joint_graph_of(model, batch, loss_fn)
+    asked = []
+    solve = remat.solve
+
+    def spy(graph, budget, solver, **kwargs):
+        asked.append((solver, kwargs.get("cold_run_gain_points")))
+        return solve(graph, budget, solver, **kwargs)
+
+    monkeypatch.setattr(remat, "solve", spy)
+    rt.partition(joint, None, solver="auto", budget=0.5, num_fwd_outputs=outputs, **given)
+    assert asked and all(a == ("auto", expected) for a in asked), asked

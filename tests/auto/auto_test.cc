@@ -537,6 +537,26 @@ TEST(Auto, NoColdFastsaRunWhereAnotherMembersPlanFitsCheaply) {
   EXPECT_EQ(ran, 1);
 }
 
+// cold_run_gain_points=0 (what remat.torch.partition asks for: a training step's recomputation is
+// a fraction of a point of CI) runs the cold run the default tolerance skips (the first case of
+// the test above), and the plan costs no more than with it skipped.
+TEST(Auto, ColdRunGainPointsZeroRunsTheColdRun) {
+  const Graph g =
+      read_graph_file(std::string(REMAT_SOURCE_DIR) + "/tests/data/blocks/hf_gpt2.json");
+  SolveOptions options;
+  options.budget = {baseline(g).peak_bytes * 50 / 100};
+  options.params = kQuickAuto;
+  const Plan skipping = solve(g, "auto", options).plan;
+  ASSERT_FALSE(skipping.stats.counter("fastsa_cost").has_value()) << members_text(skipping.stats);
+  options.params["cold_run_gain_points"] = "0";
+  const Plan running = solve(g, "auto", options).plan;
+  const std::string text = members_text(running.stats);
+  EXPECT_TRUE(running.stats.counter("fastsa_cost").has_value()) << text;
+  EXPECT_EQ(text.find("\nfastsa: skipped: "), std::string::npos) << text;
+  EXPECT_LE(simulate(g, running.sequence).peak_bytes, options.budget.bytes);
+  EXPECT_LE(simulate(g, running.sequence).cost, simulate(g, skipping.sequence).cost) << text;
+}
+
 // Where the warm runs from a cheap start (dtr's plan, CI <= 100 %) end more than 1 point of CI
 // above the least possible cost, FastSA's cold run follows them: on this random layered graph
 // at 90 % the warm run stays at a few % while the cold run finds a cheaper plan, which the

@@ -118,6 +118,10 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         # The least memory: the graph whose lower bound is the least.
         candidates = [min(candidates, key=lambda c: remat.memory_lower_bound(c[1].graph))]
     limit = SAFETY_TIME_LIMIT_S if time_limit is None else float(time_limit)
+    if solver == "auto":
+        # The step's whole recomputation is a fraction of a point of CI (the forward and
+        # backward's cost is the baseline), so auto's cold run always pays where it can gain.
+        params = {"cold_run_gain_points": 0, **params}
     best = None
     # The graph whose copies are not shared (the last) first: it holds them the least, so where
     # its plan is over the budget the others' are too, and they are not planned (one of theirs

@@ -28,6 +28,13 @@ struct AutoParams {
   bool two_pass = true;                  // FastSA on two passes when nothing else fits (two_pass.h)
   Anytime anytime = Anytime::kAuto;      // auto: when the work limit is above the default
   bool quick = true;                     // members' first runs with quick_settings
+  // The deferred cold run is skipped where the best plan after the warm runs costs at most this
+  // many points of CI above the least possible cost (cold_run_cannot_pay): the cold run cannot
+  // gain more there, and this is the tolerance of the planning-speed bar (a plan within a point of
+  // CI of a 60-unit search's). bench/auto_cold_run_bench.py measures what skipping it lost, and
+  // what it won where it ran. On a training step's joint graph all of the recomputation is a
+  // fraction of a point, so remat.torch.partition asks for 0.
+  double cold_run_gain_points = 1.0;
   std::map<std::string, ParamMap> member_params;  // "fastsa.slots=..." -> member_params["fastsa"]
 };
 
@@ -91,6 +98,11 @@ const ParamTable<AutoParams>& auto_param_table() {
             "at most 100 iterations (MEMBER.KEY=VALUE overrides each); `false`: the members' "
             "defaults"},
            flag(&AutoParams::quick)},
+          {{"cold_run_gain_points", "1", "points of CI",
+            "where another member's cheap plan fits, FastSA's cold run after the warm runs from "
+            "it is skipped when their best plan costs at most this many points of CI above the "
+            "least possible cost; 0: it runs unless that plan has the least cost"},
+           real(&AutoParams::cold_run_gain_points, 0, 100)},
       });
   return table;
 }
@@ -222,13 +234,6 @@ constexpr double kAnytimeMilpShare = 0.6;
 // from a dearer start (mincut's, recomputing most of the graph: ResNet-18 at 70 %) the cold run's
 // plan was the cheaper, and it runs first.
 constexpr double kColdRunStartCost = 2.0;
-
-// The deferred cold run is skipped where the best plan after the warm runs costs at most this many
-// points of CI above the least possible cost (cold_run_cannot_pay): the cold run cannot gain more
-// there, and this is the tolerance of the planning-speed bar (a plan within a point of CI of a
-// 60-unit search's). bench/auto_cold_run_bench.py measures what skipping it lost, and what it won
-// where it ran.
-constexpr double kColdRunGainPoints = 1.0;
 
 // fitting_starts: the second warm start costs at most this many times the first.
 constexpr double kSecondStartCostRatio = 1.05;
@@ -493,16 +498,16 @@ class Portfolio {
   }
 
   // Why the deferred cold run cannot pay, if it cannot: a limit was reached, or the best plan
-  // costs at most kColdRunGainPoints of CI above the least possible cost `cost_floor`.
+  // costs at most cold_run_gain_points of CI above the least possible cost `cost_floor`.
   std::optional<std::string> cold_run_cannot_pay(const WarmStart& start, double cost_floor) const {
     if (std::optional<std::string> why = limit_reached()) return why;
     const double gap = cost_increase_percent(best_->eval.cost) - cost_increase_percent(cost_floor);
-    if (gap > kColdRunGainPoints) return std::nullopt;
+    if (gap > params_.cold_run_gain_points) return std::nullopt;
     return fmt::format(
         "skipped: after the warm runs from {}'s plan the best plan ({}'s) costs CI {:+.2f}%, "
         "within {:g} point of the least possible cost (CI {:+.2f}%)",
-        start.from, best_name_, cost_increase_percent(best_->eval.cost), kColdRunGainPoints,
-        cost_increase_percent(cost_floor));
+        start.from, best_name_, cost_increase_percent(best_->eval.cost),
+        params_.cold_run_gain_points, cost_increase_percent(cost_floor));
   }
 
   // Why a search for a lower peak cannot pay, if it cannot: the best plan's peak is within
