@@ -177,35 +177,11 @@ def profiled_peak(fn):
 def simulated_timeline(joint, fw, bw, num_fwd_outputs, layout_copies=False):
     """(step names, live bytes after each step, graph, input bytes) of simulate_partition's
     model of the partition (with the layout optimization's copies where `layout_copies`)."""
-    fused = rp.JointGraph(joint, num_fwd_outputs, backward_start=True, fuse=True,
-                          layout_copies=layout_copies)
-    calls = rp.JointGraph(joint, num_fwd_outputs, backward_start=False, fuse=False,
-                          layout_copies=layout_copies)
-    step_of = {members[0].name: s for s, members in enumerate(calls.node_fx) if members}
-    run = rp._RunGraph(calls)
-    saved = {n.name: n for n in rp._saved_outputs(fw, num_fwd_outputs)}
-    for side, module in (("forward", fw), ("backward", bw)):
-        if side == "forward" and calls.layout_copies is not None:
-            run.add_uncalled(calls.layout_copies, side)
-        for n in module.graph.nodes:
-            if n.op == "placeholder":
-                run.name_input(n, saved.get(n.name))
-            if n.op == "output":
-                returned = rp._compat.tree_flatten(n.args[0])[0]
-                run.name_returned(returned[:num_fwd_outputs] if side == "forward" else returned)
-            if n.op != "call_function" or n.target is rp.operator.getitem \
-                    or n.meta.get("remat_part_of_copy"):
-                continue
-            name = n.meta.get("remat_copy_of", n.name)
-            if name not in step_of:
-                name = n.meta.get("remat_recomputes", name)
-            run.add(step_of[name], side, n)
-    if calls.layout_gradients is not None:
-        run.add_uncalled(calls.layout_gradients, "backward")
+    calls, run = rp.partition_run(joint, fw, bw, num_fwd_outputs, layout_copies)
     graph = run.build("probe")
     evaluation = remat.simulate(graph, list(range(graph.num_nodes)), timeline=True)
     names = [(graph.node(i)["name"], graph.node(i)["phase"]) for i in range(graph.num_nodes)]
-    return names, list(evaluation.timeline), graph, fused.input_bytes
+    return names, list(evaluation.timeline), graph, calls.input_bytes
 
 
 def live_values_at(graph, step):

@@ -1481,6 +1481,22 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True,
     its fused graph is most of the time a simulation takes). With `layout_copies`, the graphs
     compile with Inductor's layout optimization: its channels-last copies of the convolutions'
     inputs are made before the forward's first call (JointGraph)."""
+    calls, run = partition_run(joint_module, fw, bw, num_fwd_outputs, layout_copies)
+    graph = run.build(calls.graph.name)
+    evaluation = _evaluate(graph, run.kernel_order)
+    # The graph inputs are the same values with or without fusion (calls' input_bytes).
+    base = None
+    if baseline:
+        fused = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=True,
+                           layout_copies=layout_copies)
+        base = remat.baseline(fused.graph)[0] - calls.input_bytes
+    return SimulatedPartition(evaluation.peak_bytes - calls.input_bytes, base)
+
+
+def partition_run(joint_module, fw, bw, num_fwd_outputs, layout_copies=False):
+    """(JointGraph of `joint_module`'s calls, unfused, the _RunGraph of the steps `fw` then `bw`
+    run, not yet built): simulate_partition's model of a partition (see there). Raises
+    Unplannable for a call of fw or bw that is not a joint call."""
     calls = JointGraph(joint_module, num_fwd_outputs, backward_start=False, fuse=False,
                        layout_copies=layout_copies)
     step_of = {members[0].name: step for step, members in enumerate(calls.node_fx) if members}
@@ -1507,15 +1523,7 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True,
             run.add(step_of[name], side, n)
     if calls.layout_gradients is not None:
         run.add_uncalled(calls.layout_gradients, "backward")
-    graph = run.build(calls.graph.name)
-    evaluation = _evaluate(graph, run.kernel_order)
-    # The graph inputs are the same values with or without fusion (calls' input_bytes).
-    base = None
-    if baseline:
-        fused = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=True,
-                           layout_copies=layout_copies)
-        base = remat.baseline(fused.graph)[0] - calls.input_bytes
-    return SimulatedPartition(evaluation.peak_bytes - calls.input_bytes, base)
+    return calls, run
 
 
 class _RunGraph:
