@@ -215,3 +215,50 @@ def test_bf16_llama_layers_are_blocks_of_their_own():
                       reverse=True)
     assert repeated[:2] == [3, 3], b["classes"]
     assert max(len(blk["nodes"]) for blk in b["blocks"]) < graph.num_nodes / 4
+
+
+def _resnet18_joint_graph():
+    """The remat graph `remat.torch.partition` plans for a torchvision ResNet-18's training step
+    under torch.compile: AOTAutograd's joint graph (batch norms in training mode, whose buffer
+    updates are graph outputs; a max pool's low-memory offsets; the loss's constants), as
+    JointGraph builds it with the backward's start and fused pointwise chains."""
+    import copy
+    import torchvision
+    from torch._dynamo.backends.common import aot_autograd
+    from torch._functorch.partitioners import default_partition
+    from remat.torch import _compat
+    from remat.torch.partition import JointGraph
+
+    torch.manual_seed(SEED)
+    model = torchvision.models.resnet18(num_classes=10)
+    images, labels = torch.randn(4, 3, 64, 64), torch.randint(0, 10, (4,))
+    captured = {}
+
+    def capture(joint_module, joint_inputs, **kwargs):
+        captured["graph"] = JointGraph(copy.deepcopy(joint_module), kwargs["num_fwd_outputs"],
+                                       backward_start=True, fuse=True).graph
+        return default_partition(joint_module, joint_inputs, **kwargs)
+
+    backend = aot_autograd(fw_compiler=_compat.nop_compiler(), bw_compiler=_compat.nop_compiler(),
+                           partition_fn=capture)
+    torch._dynamo.reset()
+    step = torch.compile(lambda x, y: torch.nn.functional.cross_entropy(model(x), y),
+                         backend=backend)
+    step(images, labels).backward()
+    torch._dynamo.reset()
+    return captured["graph"]
+
+
+def test_a_compiled_resnets_joint_graph_has_a_block_per_residual_block_and_rotor_recomputes():
+    # Each of the batch norms' buffer updates, made in its own block, is read by the backward's
+    # start, and a scalar the loss makes is read by the first block's backward: treated as
+    # activations of their blocks, they merged every stage into one, and rotor and rockmate
+    # returned the default schedule without a word.
+    graph = _resnet18_joint_graph()
+    b = _remat.rockmate_blocks(graph)
+    assert b["note"] == ""
+    assert len(b["blocks"]) >= 8  # ResNet-18's eight residual blocks
+    base_peak = remat.baseline(graph)[0]
+    for solver in ("rotor", "rockmate"):
+        plan = remat.solve(graph, "97%", solver, **(FAST if solver == "rockmate" else {}))
+        assert plan.peak_bytes < base_peak, solver

@@ -306,7 +306,8 @@ class Extractor {
 
   // Forward values that may cross cuts at `ratio`: sized, not graph outputs, living while at
   // least 1/kSharedSpan of the forward's activations are made, and at most 1/ratio of those
-  // made while they live (1/kFromInputsRatio, made from graph inputs alone).
+  // made while they live (1/kFromInputsRatio, made from graph inputs alone); always_shared values
+  // at any size.
   ValueFlags share_candidates(int64_t ratio) const {
     ValueFlags candidates = no_values();
     const int64_t span = made_before_.back() / kSharedSpan;
@@ -315,11 +316,44 @@ class Extractor {
           from_inputs_[static_cast<size_t>(i)] ? std::min(ratio, kFromInputsRatio) : ratio;
       for (ValueId y : g_.node(core_[static_cast<size_t>(i)]).outputs) {
         const int64_t size = g_.value(y).size_bytes, made = made_while_live(y);
-        if (size > 0 && !g_.value(y).is_output && made >= span && size <= made / r)
+        if (size > 0 && !g_.value(y).is_output &&
+            ((made >= span && size <= made / r) || always_shared(i, y)))
           candidates[y] = 1;
       }
     }
     return candidates;
+  }
+
+  // The values that may cross cuts at any ratio, cuts or no cuts.
+  ValueFlags always_shared_values() const {
+    ValueFlags values = no_values();
+    for (int32_t i = 0; i < num_core(); ++i)
+      for (ValueId y : g_.node(core_[static_cast<size_t>(i)]).outputs)
+        if (g_.value(y).size_bytes > 0 && !g_.value(y).is_output && always_shared(i, y))
+          values[y] = 1;
+    return values;
+  }
+
+  bool always_shared(int32_t i, ValueId y) const {
+    return always_live(i, y) || late_constant(i, y);
+  }
+
+  // Value y of core position i is a constant (its node reads nothing), a backward node reads it,
+  // and it is at most 1/kShareRatios[0] of the forward's activations: a scalar that the loss
+  // makes and a batch norm's gradient in the first block reads (common subexpressions merged).
+  // Made first and kept resident, it binds no backward node to the last stage.
+  bool late_constant(int32_t i, ValueId y) const {
+    return g_.node(core_[static_cast<size_t>(i)]).inputs.empty() && backward_reads(y) &&
+           g_.value(y).size_bytes <= made_before_.back() / kShareRatios[0];
+  }
+
+  // Value y of core position i is made from graph inputs alone by a node no plan runs again
+  // (channels-last copies of weights that a compiler makes before the forward's first kernel),
+  // and the backward reads it: every plan keeps it from its making to that read, across the
+  // forward's end, so keeping it resident across blocks costs no plan anything there.
+  bool always_live(int32_t i, ValueId y) const {
+    return from_inputs_[static_cast<size_t>(i)] &&
+           !g_.node(core_[static_cast<size_t>(i)]).recomputable && backward_reads(y);
   }
 
   // Why `cuts` leave most of the forward in one stage: the value crossing most of its positions.
@@ -362,14 +396,16 @@ class Extractor {
         s.size - 1, share);
   }
 
-  // The exempt values that cross one of `cuts` are shared.
+  // The exempt values that cross one of `cuts` are shared, and the late constants made after the
+  // first cut (a lower stage's backward may read them).
   void share_crossing(std::span<const int32_t> cuts, const ValueFlags& exempt) {
     out_.shared = no_values();
     for (int32_t i = 0; i < num_core(); ++i)
       for (ValueId y : g_.node(core_[static_cast<size_t>(i)]).outputs) {
         if (!exempt[y]) continue;
         const auto next = std::upper_bound(cuts.begin(), cuts.end(), i);
-        out_.shared[y] = next != cuts.end() && *next < last_forward_use_[y];
+        out_.shared[y] = (next != cuts.end() && *next < last_forward_use_[y]) ||
+                         (!cuts.empty() && i > cuts.front() && late_constant(i, y));
       }
   }
 
@@ -435,7 +471,7 @@ class Extractor {
   // residual, which its backward never reads; Rotor's model then over-counts that value, far less
   // than one stage holding every layer costs.
   void find_stages() {
-    ValueFlags exempt = no_values();
+    ValueFlags exempt = always_shared_values();
     std::vector<int32_t> cuts = cut_positions(exempt);
     for (const bool any_crossing : {false, true}) {
       if (!coarse(cuts)) break;
@@ -508,8 +544,9 @@ class Extractor {
     hi = num_stages();
     for (ValueId v : g_.node(n).inputs) {
       if (g_.is_graph_input(v) || !forward_value(v)) continue;
-      // Size 0: made before any backward node; shared: resident.
-      if (g_.value(v).size_bytes == 0 || out_.shared[v]) continue;
+      // Size 0: made before any backward node; shared or a graph output (a buffer's update):
+      // resident.
+      if (g_.value(v).size_bytes == 0 || out_.shared[v] || g_.value(v).is_output) continue;
       const NodeId p = g_.producer(v);
       const int32_t s = out_.stage_of[p];
       const int32_t top = output_stage_[v] == s ? s + 1 : s;
