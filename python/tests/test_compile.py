@@ -7,6 +7,7 @@ the same decompositions and random-op functionalization, so the same draws); one
 Planning itself is bench/compile_bench.py's work."""
 
 import copy
+import importlib
 import os
 import sys
 import warnings
@@ -559,7 +560,6 @@ def test_the_forward_calls_passed_to_the_rewrites_are_those_of_the_graphs(monkey
     # split_statistic_tails, and passes them to the later rewrites and the JointGraphs: they must
     # be what an extraction of each graph finds, before each call and (but for the split, which
     # makes forward copies) after it.
-    import importlib
     import inspect
 
     partition_module = importlib.import_module("remat.torch.partition")
@@ -643,11 +643,18 @@ class DropoutMLP(nn.Module):
         return self.fc3(torch.tanh(self.fc2(x)))
 
 
-def test_the_backward_makes_a_dropout_output_from_its_mask_instead_of_saving_it():
+def _without_planning_the_graph_without_copies(monkeypatch):
+    monkeypatch.setattr(importlib.import_module("remat.torch.partition"),
+                        "_may_fit_cheaper_without_copies", lambda *args: False)
+
+
+def test_the_backward_makes_a_dropout_output_from_its_mask_instead_of_saving_it(monkeypatch):
     # The backward reads the mask and the dropout's input anyway; x * mask * scale is the
     # kernel's own arithmetic, so the draws and gradients are eager's and the output is not saved.
     # (fallback_random: dropout stays native_dropout, eager's kernel, as bench/compile_bench.py
-    # runs it.)
+    # runs it.) Only the graphs with the backward's copies are planned here: the graph without
+    # them has a cheaper plan at this budget (the next test).
+    _without_planning_the_graph_without_copies(monkeypatch)
     batch = (torch.randn(256, 32), torch.randint(0, 10, (256,)))
     backend = rt.compile_backend(budget=0.8, compiler="eager", **QUICK)
     default = DefaultPartition()
@@ -662,6 +669,30 @@ def test_the_backward_makes_a_dropout_output_from_its_mask_instead_of_saving_it(
     assert dropout_output in default.saved[0]
     (stats,) = backend.graphs
     assert stats.status == "feasible" and dropout_output not in stats.saved
+
+
+def test_a_plan_running_more_than_the_copies_is_also_sought_without_them(monkeypatch):
+    # The plan of the graphs with the backward's copies of pointwise chains fits, running every
+    # copy and recomputing more: the graph without copies, where a chain runs again only where a
+    # plan puts it, fits for fewer FLOPs (saving the dropout's output, recomputing a tanh).
+    # Before, it was planned only where the copies were all a plan recomputed.
+    batch = (torch.randn(256, 32), torch.randint(0, 10, (256,)))
+    recomputed = {}
+    for without_copies in (False, True):
+        if without_copies:
+            monkeypatch.undo()
+        else:
+            _without_planning_the_graph_without_copies(monkeypatch)
+        backend = rt.compile_backend(budget=0.8, compiler="eager", **QUICK)
+        with torch._inductor.config.patch(fallback_random=True):
+            got = adamw_steps(DropoutMLP(), batch, F.cross_entropy, backend)
+            expected = adamw_steps(DropoutMLP(), batch, F.cross_entropy, DefaultPartition())
+        for a, b in zip(got[0] + got[1], expected[0] + expected[1]):
+            assert torch.equal(a, b)
+        (stats,) = backend.graphs
+        assert stats.status == "feasible"
+        recomputed[without_copies] = stats.recomputed_flops
+    assert recomputed[True] < recomputed[False]
 
 
 def test_simulate_partition_reads_the_saved_value_a_call_reads_though_it_was_made_again():
@@ -1456,7 +1487,6 @@ def test_a_log_softmax_of_returned_logits_is_made_again_from_them():
 def lowerings_of(joint, outputs, monkeypatch, budget, **options):
     """(the plans partition lowered to compare them [(joint graph, lowered fx graphs)], the
     extractions it ran) of `joint` at `budget`."""
-    import importlib
 
     partition_module = importlib.import_module("remat.torch.partition")
     lowered, extractions = [], []

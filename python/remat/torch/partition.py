@@ -135,13 +135,14 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
                      rival=best)
         if best is None or not _better_plan(best, plan, best.solve_budget):
             best = plan
-    if best.recomputes_only_copies and candidates[0][1] is not default:
-        # The plan fits by recomputing only the backward's copies of pointwise chains, all of
-        # them: the joint graph without copies, where a chain is made again only where the plan
-        # says, may fit for fewer FLOPs (bench/compile_bench.py: ResNet-50 at the memory of
-        # PyTorch's plans at 0.8). Within `memory_cap` too: PyTorch's default partition, which
-        # recomputes such chains as well, needs no more (more memory than that for fewer FLOPs
-        # is not what a budget asks for; the compile backend refuses it).
+    if _may_fit_cheaper_without_copies(best, default, candidates, budget):
+        # The plan fits, and runs more FLOPs than the default schedule: the backward's copies of
+        # pointwise chains, all of them where it runs every node once, and what it recomputes.
+        # The joint graph without copies, where a chain is made again only where the plan says,
+        # may fit for fewer FLOPs (bench/compile_bench.py: ResNet-50 at the memory of PyTorch's
+        # plans at 0.8, and at 0.8 itself). Within `memory_cap` too: PyTorch's default
+        # partition, which recomputes such chains as well, needs no more (more memory than that
+        # for fewer FLOPs is not what a budget asks for; the compile backend refuses it).
         if memory_cap is None:
             memory_cap = remat.baseline(best.joint.graph)[0] - best.joint.input_bytes
         plan = _plan(joint_module, default, budget, min(asked, memory_cap), solver, work_limit,
@@ -213,9 +214,6 @@ class _Planned:
     solve_budget: int
     asked: int  # activation bytes asked for (None: no budget)
     lower: int  # the graph's memory lower bound
-    # Fits a budget (not "min") running every node once: the recomputation is the backward's
-    # copies of pointwise chains, if the graph has any.
-    recomputes_only_copies: bool = False
 
     @property
     def peak_bytes(self):
@@ -224,6 +222,15 @@ class _Planned:
     @property
     def cost(self):
         return self.plan.cost
+
+
+def _may_fit_cheaper_without_copies(best, default, candidates, budget):
+    """Whether `partition` plans `default` (the JointGraph without the backward's copies of
+    pointwise chains) too: the graphs planned had copies, and `best`, their better plan, fits a
+    budget (not "min") running more FLOPs than `default`'s schedule."""
+    return (candidates[0][1] is not default and best.asked is not None and not _is_min(budget)
+            and best.peak_bytes <= best.solve_budget
+            and best.cost > remat.baseline(default.graph)[1])
 
 
 def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, seed, params,
@@ -254,10 +261,7 @@ def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, 
     if solver == "auto" and asked is not None and not least_cost:
         plan = _greedy_members(planned_module, joint, solve_budget, plan, work_limit, time_limit,
                                seed, knapsack=rival is None)
-    # With a budget (not "min") and a graph with copies, a plan running every node once
-    # recomputes the copies only.
-    only_copies = least_cost and asked is not None and not _is_min(budget)
-    return _Planned(joint, plan, solve_budget, asked, lower, only_copies)
+    return _Planned(joint, plan, solve_budget, asked, lower)
 
 
 def _statistics_saved(planned):
