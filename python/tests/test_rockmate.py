@@ -217,11 +217,12 @@ def test_bf16_llama_layers_are_blocks_of_their_own():
     assert max(len(blk["nodes"]) for blk in b["blocks"]) < graph.num_nodes / 4
 
 
-def _resnet18_joint_graph():
-    """The remat graph `remat.torch.partition` plans for a torchvision ResNet-18's training step
+def _resnet18_joint_graphs():
+    """The remat graphs `remat.torch.partition` plans for a torchvision ResNet-18's training step
     under torch.compile: AOTAutograd's joint graph (batch norms in training mode, whose buffer
     updates are graph outputs; a max pool's low-memory offsets; the loss's constants), as
-    JointGraph builds it with the backward's start and fused pointwise chains."""
+    JointGraph builds it with the backward's start and fused pointwise chains, without and with
+    Inductor's layout optimization's channels-last copies of the convolutions' inputs."""
     import copy
     import torchvision
     from torch._dynamo.backends.common import aot_autograd
@@ -235,8 +236,10 @@ def _resnet18_joint_graph():
     captured = {}
 
     def capture(joint_module, joint_inputs, **kwargs):
-        captured["graph"] = JointGraph(copy.deepcopy(joint_module), kwargs["num_fwd_outputs"],
-                                       backward_start=True, fuse=True).graph
+        captured["graphs"] = [
+            JointGraph(copy.deepcopy(joint_module), kwargs["num_fwd_outputs"],
+                       backward_start=True, fuse=True, layout_copies=copies).graph
+            for copies in (False, True)]
         return default_partition(joint_module, joint_inputs, **kwargs)
 
     backend = aot_autograd(fw_compiler=_compat.nop_compiler(), bw_compiler=_compat.nop_compiler(),
@@ -246,19 +249,20 @@ def _resnet18_joint_graph():
                          backend=backend)
     step(images, labels).backward()
     torch._dynamo.reset()
-    return captured["graph"]
+    return captured["graphs"]
 
 
 def test_a_compiled_resnets_joint_graph_has_a_block_per_residual_block_and_rotor_recomputes():
     # Each of the batch norms' buffer updates, made in its own block, is read by the backward's
     # start, and a scalar the loss makes is read by the first block's backward: treated as
     # activations of their blocks, they merged every stage into one, and rotor and rockmate
-    # returned the default schedule without a word.
-    graph = _resnet18_joint_graph()
-    b = _remat.rockmate_blocks(graph)
-    assert b["note"] == ""
-    assert len(b["blocks"]) >= 8  # ResNet-18's eight residual blocks
-    base_peak = remat.baseline(graph)[0]
-    for solver in ("rotor", "rockmate"):
-        plan = remat.solve(graph, "97%", solver, **(FAST if solver == "rockmate" else {}))
-        assert plan.peak_bytes < base_peak, solver
+    # returned the default schedule without a word. So did the weights' channels-last copies,
+    # made before the forward's first kernel and read until the backward.
+    for graph in _resnet18_joint_graphs():
+        b = _remat.rockmate_blocks(graph)
+        assert b["note"] == ""
+        assert len(b["blocks"]) >= 8  # ResNet-18's eight residual blocks
+        base_peak = remat.baseline(graph)[0]
+        for solver in ("rotor", "rockmate"):
+            plan = remat.solve(graph, "97%", solver, **(FAST if solver == "rockmate" else {}))
+            assert plan.peak_bytes < base_peak, solver
