@@ -169,15 +169,16 @@ class RecordingPartition:
 
     def __init__(self, label, save_random=False, layout_copies=False):
         self.label, self.graphs, self.save_random = label, [], save_random
-        self.layout_copies = layout_copies  # Inductor compiles the graphs layout optimized
+        # Inductor compiles with its layout optimization on (its heuristics decide per graph)
+        self.layout_copies = layout_copies
 
     def __call__(self, joint, inputs, **kwargs):
         start, cpu_start = time.perf_counter(), time.process_time()
         fw, bw = _compat.min_cut_partition(joint, inputs, save_random=self.save_random, **kwargs)
         stats = partition_stats(fw, bw, kwargs["num_fwd_outputs"], time.perf_counter() - start)
         stats.cpu_seconds = time.process_time() - cpu_start
-        self.graphs.append(simulated(stats, joint, fw, bw, kwargs["num_fwd_outputs"],
-                                     self.layout_copies))
+        copies = self.layout_copies and _compat.optimizes_layout(fw)
+        self.graphs.append(simulated(stats, joint, fw, bw, kwargs["num_fwd_outputs"], copies))
         return fw, bw
 
     def uuid(self):
@@ -200,7 +201,7 @@ class SimulatingPartition(RematPartitioner):
         # plan and the check of one against the other.
         self.graphs[-1].cpu_seconds = time.process_time() - cpu_start
         simulated(self.graphs[-1], joint, fw, bw, kwargs["num_fwd_outputs"],
-                  self.layout_optimization)
+                  self.graphs[-1].layout_copies)
         return fw, bw
 
     def _share(self, frame):

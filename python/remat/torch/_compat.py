@@ -479,6 +479,36 @@ def inductor_compile(gm, example_inputs, partitioner, layout_optimization=False)
 
 # fx meta key of the calls of a graph whose order is a plan's (remat.torch.partition's lowering).
 PLANNED_CALL = "remat_planned"
+# fx meta key: whether the plan of the graph counts the layout optimization's copies.
+PLANNED_LAYOUT = "remat_layout_optimization"
+
+
+def mark_layout_optimization(fw, bw, counted):
+    """Marks planned graphs `fw` and `bw` as compiled with Inductor's layout optimization where
+    their plan counts its copies (`counted`), without it where it does not."""
+    for module in (fw, bw):
+        for n in module.graph.nodes:
+            n.meta[PLANNED_LAYOUT] = counted
+
+
+def optimizes_layout(fw):
+    """Whether Inductor, with its layout optimization on, optimizes the layout of forward graph
+    `fw` if it has convolutions (its heuristics, GraphLowering.decide_layout_opt: on CPU wherever
+    the convolutions run on oneDNN; on CUDA not where they are few among the calls, or have
+    dynamic shapes). True without convolutions (there is nothing to copy, and the option stays
+    as asked), and where this PyTorch has no such function (the plan then counts copies that may
+    not be made: its peak errs high, not low)."""
+    convolution = torch.ops.aten.convolution.default
+    if not any(n.op == "call_function" and n.target is convolution for n in fw.graph.nodes):
+        return True
+    try:
+        from torch._inductor import config
+        from torch._inductor.graph import GraphLowering
+
+        with config.patch(layout_optimization=True, force_layout_optimization=False):
+            return bool(GraphLowering.decide_layout_opt(fw, is_inference=False))
+    except (ImportError, AttributeError, TypeError, KeyError):
+        return True
 
 # Inductor's options for the graphs remat planned. Inductor inlines a pointwise value into each
 # kernel that reads it unless it reads more than realize_reads_threshold buffers, and gives each
@@ -523,7 +553,8 @@ def channels_last_copied_inputs(graph):
 
 def _compile_graph(gm, example_inputs, *, layout_optimization=False, **kwargs):
     """Inductor's compile of one graph (compile_fx_inner), under PLANNED_GRAPH_CONFIG where remat
-    planned the graph (with layout optimization as asked)."""
+    planned the graph (with layout optimization as asked, and as its plan counts it where the
+    partitioner marked it: mark_layout_optimization)."""
     from torch._inductor import config
     from torch._inductor.compile_fx import compile_fx_inner
     from torch._inductor.virtualized import V
@@ -532,6 +563,9 @@ def _compile_graph(gm, example_inputs, *, layout_optimization=False, **kwargs):
         return compile_fx_inner(gm, example_inputs, **kwargs)
     choices = _planned_graph_choices()
     handler = contextlib.nullcontext() if choices is None else V.set_choices_handler(choices)
+    marked = [n.meta[PLANNED_LAYOUT] for n in gm.graph.nodes if PLANNED_LAYOUT in n.meta]
+    if marked:
+        layout_optimization = layout_optimization and marked[0]
     patch = dict(PLANNED_GRAPH_CONFIG, layout_optimization=layout_optimization)
     with config.patch(patch), handler:
         return compile_fx_inner(gm, example_inputs, **kwargs)

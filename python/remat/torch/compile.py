@@ -148,9 +148,8 @@ class RematPartitioner:
             num_fwd_outputs = len(_compat.joint_outputs(joint_module)[0])
         # PyTorch's default partition of the graph (before remat's rewrites), which remat's plan
         # must not need more memory than, and the fallback where it does or cannot plan.
-        copies = self.layout_optimization
-        default, theirs = _default_partition(joint_module, joint_inputs, kwargs, num_fwd_outputs,
-                                             copies)
+        default, theirs, copies = _default_partition(joint_module, joint_inputs, kwargs,
+                                                     num_fwd_outputs, self.layout_optimization)
         planned = None
         try:
             fw, bw = partition(joint_module, joint_inputs, solver=self.solver, budget=budget,
@@ -159,6 +158,7 @@ class RematPartitioner:
                                layout_copies=copies, **self.params, **kwargs)
             stats = planned = partition.last
             reason = _worse_than_default(joint_module, fw, bw, theirs, num_fwd_outputs, copies)
+            _compat.mark_layout_optimization(fw, bw, copies)
         except Exception as e:  # noqa: BLE001 - any failure to plan falls back, with its reason
             detail = str(e) if isinstance(e, Unplannable) else f"{type(e).__name__}: {e}"
             reason = f"cannot plan it ({detail})"
@@ -168,6 +168,7 @@ class RematPartitioner:
             fw, bw = default
             stats = partition_stats(fw, bw, num_fwd_outputs)
             stats.solver, stats.status = "pytorch-min-cut", f"fallback: {reason}"
+            stats.layout_copies = copies
             if planned is not None:  # what the graph was asked for (a byte budget's share)
                 for figure in ("input_bytes", "budget_bytes", "baseline_activation_bytes"):
                     setattr(stats, figure, getattr(planned, figure))
@@ -205,19 +206,24 @@ class RematPartitioner:
 
 
 def _default_partition(joint_module, joint_inputs, kwargs, num_fwd_outputs,
-                       layout_copies=False):
+                       layout_optimization=False):
     """(PyTorch's default partition (fw, bw) of `joint_module`, its activation memory in remat's
-    simulator (simulate_partition, with the layout optimization's copies where
-    `layout_copies`), None where that cannot be simulated), from a copy."""
+    simulator (simulate_partition, None where that cannot be simulated), and whether the layout
+    optimization's copies are counted), from a copy. The copies are counted where
+    `layout_optimization` is on and Inductor's heuristics would optimize the layout of the
+    default partition's forward graph (_compat.optimizes_layout: on CUDA, not for a model with
+    a convolution or two among hundreds of calls, as a ViT's patch embedding); the planned graphs
+    then compile with it as well, and without it where the copies are not counted."""
     theirs_joint = _compat.copy_graph_module(joint_module)
     with _compat.default_partition_config():
         their_fw, their_bw = _compat.min_cut_partition(theirs_joint, joint_inputs, **kwargs)
+    copies = layout_optimization and _compat.optimizes_layout(their_fw)
     try:
         theirs = simulate_partition(theirs_joint, their_fw, their_bw, num_fwd_outputs,
-                                    baseline=False, layout_copies=layout_copies).activation_bytes
+                                    baseline=False, layout_copies=copies).activation_bytes
     except Unplannable:
         theirs = None
-    return (their_fw, their_bw), theirs
+    return (their_fw, their_bw), theirs, copies
 
 
 def _worse_than_default(joint_module, fw, bw, theirs, num_fwd_outputs, layout_copies=False):

@@ -74,6 +74,8 @@ class PartitionStats:
     baseline_activation_bytes: int = 0  # the default schedule's: what a fraction is of
     planned_activation_bytes: int = 0
     lower_bound_activation_bytes: int = 0
+    # The graphs compile with Inductor's layout optimization, whose copies the figures count.
+    layout_copies: bool = False
 
 
 def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
@@ -169,6 +171,7 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
     stats.baseline_activation_bytes = base_peak - joint.input_bytes
     stats.planned_activation_bytes = peak - joint.input_bytes
     stats.lower_bound_activation_bytes = lower - joint.input_bytes
+    stats.layout_copies = layout_copies
     if asked is None:
         stats.status = "no budget"
     else:
