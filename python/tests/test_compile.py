@@ -246,10 +246,14 @@ def test_a_graph_with_dynamic_shapes_falls_back_naming_them_and_trains():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = dynamic_steps(model, batches, backend)
-    fallbacks = [w for w in caught if issubclass(w.category, RematFallbackWarning)]
-    assert fallbacks and all("dynamic shapes" in str(w.message) for w in fallbacks)
-    dynamic = [g for g in backend.graphs if g.solver == "pytorch-min-cut"]
-    assert len(dynamic) == len(fallbacks) and all(g.saved_bytes > 0 for g in dynamic)
+    # (The first graph, of static shapes, may fall back too: at any budget below the whole, the
+    # plan of this small MLP is its default schedule, a little above PyTorch's partition.)
+    fallbacks = [w for w in caught if issubclass(w.category, RematFallbackWarning)
+                 and "dynamic shapes" in str(w.message)]
+    assert fallbacks
+    dynamic = [g for g in backend.graphs if "dynamic shapes" in g.status]
+    assert len(dynamic) == len(fallbacks)  # one graph for the other batch sizes
+    assert all(g.solver == "pytorch-min-cut" and g.saved_bytes > 0 for g in dynamic)
     expected = dynamic_steps(model, batches, DefaultPartition())
     for (loss, grads), (loss_ref, grads_ref) in zip(got, expected):
         torch.testing.assert_close(loss, loss_ref)

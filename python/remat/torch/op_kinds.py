@@ -73,6 +73,11 @@ POINTWISE = frozenset({
     "maximum", "minimum", "lerp", "addcmul", "addcdiv", "sign", "floor", "ceil", "round", "rsub",
     "cat", "stack", "constant_pad_nd", "index_select", "gather", "scatter",
     "index", "index_put", "slice_backward", "select_backward", "expand_copy", "tril", "triu",
+}) | frozenset({
+    # Tensors of one value (the zeros a loss's backward scatters its gradient into): a compiler
+    # computes each element where a kernel reads it (Inductor inlines them into their readers),
+    # so they are pointwise code fused with their readers, not a tensor of their own.
+    "full", "zeros", "ones",
 })
 
 # Reductions a compiler fuses with the elementwise code around them (Inductor makes one kernel of a

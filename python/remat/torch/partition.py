@@ -1674,8 +1674,10 @@ class _RunGraph:
         group_of = {i: g for g, members in enumerate(groups) for i in members}
         outside = _read_outside_their_group(self.steps, group_of)
         producer = {v: i for i, (_, node) in enumerate(self.steps) for v in node["outputs"]}
+        # A view read outside its group, or returned (a gradient the backward returns as a view
+        # of its chain's result), keeps its root stored.
         for v, value in enumerate(self.values):
-            if "alias_of" in value and v in outside:
+            if "alias_of" in value and (v in outside or value.get("output")):
                 outside.add(value["alias_of"])
         inner = set()
         sizes = [value["size"] for value in self.values]
