@@ -501,6 +501,49 @@ def joint_graph_of(model, batch, loss_fn):
     return captured["joint"], captured["outputs"]
 
 
+class Logits(nn.Module):
+    """Logits of a batch of sequences as a parameter, flattened to rows: the joint graph of a loss
+    on them is the loss's alone (as the graph after a graph break between a model and its loss),
+    and the backward returns their gradient as a view."""
+
+    def __init__(self, batch=4, length=64, classes=128):
+        super().__init__()
+        torch.manual_seed(0)
+        self.logits = nn.Parameter(torch.randn(batch, length, classes))
+
+    def forward(self, _):
+        return self.logits.view(-1, self.logits.shape[-1])
+
+
+def test_a_losss_backward_holds_one_logits_sized_tensor_as_compiled():
+    # Cross-entropy's backward scatters the loss's gradient into zeros and returns the logits'
+    # gradient as a view of the fused chain's result. A compiler inlines the zeros into the
+    # chain's kernel: only the gradient is stored. The planning graph held the zeros as a tensor
+    # of their own (twice the memory), and the simulator gave the returned gradient none.
+    from remat.torch.partition import simulate_partition
+
+    model, captured = Logits(), {}
+    batch = (torch.zeros(1), torch.randint(0, 128, (256,)))
+
+    def keep(joint, inputs, **kwargs):
+        captured["joint"], captured["outputs"] = copy.deepcopy(joint), kwargs["num_fwd_outputs"]
+        captured["fw"], captured["bw"] = _compat.min_cut_partition(joint, inputs, **kwargs)
+        captured["partitioned"] = joint
+        return captured["fw"], captured["bw"]
+
+    torch._dynamo.reset()
+    step = torch.compile(lambda *b: F.cross_entropy(model(b[0]), *b[1:]),
+                         backend=lambda gm, inputs: _compat.aot_eager_compile(gm, inputs, keep))
+    step(*batch).backward()
+    gradient = model.logits.numel() * model.logits.element_size()
+    theirs = simulate_partition(captured["partitioned"], captured["fw"], captured["bw"],
+                                captured["outputs"], baseline=False).activation_bytes
+    rt.partition(captured["joint"], budget="min", num_fwd_outputs=captured["outputs"], **QUICK)
+    ours = rt.partition.last
+    assert gradient <= ours.lower_bound_activation_bytes <= ours.planned_activation_bytes
+    assert ours.planned_activation_bytes <= theirs < 2 * gradient
+
+
 def test_a_fused_chain_is_one_step_and_its_inner_values_take_no_memory():
     from remat.torch.partition import JointGraph
 
