@@ -1396,16 +1396,9 @@ def test_a_fused_step_making_a_view_again_for_a_later_call_lowers_as_one_step(se
     assert_trains_like(got, default_training(wide_cnn, steps=1)[0])
 
 
-@pytest.mark.parametrize("layout_optimization", [False, None])
-def test_a_conv_nets_step_under_inductor_peaks_where_its_plan_says(layout_optimization):
-    # Inductor's layout optimization (on by default: None) copies each convolution weight into
-    # channels-last layout at the forward's start and saves the copies for the backward, and the
-    # convolutions run on channels-last tensors, with workspaces of their own; without it the
-    # convolutions' workspaces are the contiguous ones'. The plan counts what the compile does,
-    # so the step peaks where the plan says either way (without the copies in the plan it peaked
-    # far above). No batch norms: fewer kernels to compile.
-    model, batch, loss_fn = wide_cnn(norm=False)
-    backend = rt.compile_backend(budget="50%", layout_optimization=layout_optimization, **QUICK)
+def _measured_step_peak(model, batch, loss_fn, backend):
+    """The measured peak (measured_peak_bytes) of a training step of `model` compiled with
+    `backend`, after a first step that compiles it (Inductor's caches off)."""
     torch._dynamo.reset()
     step = torch.compile(lambda *b: loss_fn(model(b[0]), *b[1:]), backend=backend)
 
@@ -1418,7 +1411,20 @@ def test_a_conv_nets_step_under_inductor_peaks_where_its_plan_says(layout_optimi
             warnings.catch_warnings():
         warnings.simplefilter("ignore", RematBudgetWarning)
         train_step()
-        _, peak = rt.measured_peak_bytes(train_step)
+        return rt.measured_peak_bytes(train_step)[1]
+
+
+@pytest.mark.parametrize("layout_optimization", [False, None])
+def test_a_conv_nets_step_under_inductor_peaks_where_its_plan_says(layout_optimization):
+    # Inductor's layout optimization (on by default: None) copies each convolution weight into
+    # channels-last layout at the forward's start and saves the copies for the backward, and the
+    # convolutions run on channels-last tensors, with workspaces of their own; without it the
+    # convolutions' workspaces are the contiguous ones'. The plan counts what the compile does,
+    # so the step peaks where the plan says either way (without the copies in the plan it peaked
+    # far above). No batch norms: fewer kernels to compile.
+    model, batch, loss_fn = wide_cnn(norm=False)
+    backend = rt.compile_backend(budget="50%", layout_optimization=layout_optimization, **QUICK)
+    peak = _measured_step_peak(model, batch, loss_fn, backend)
     (stats,) = backend.graphs
     assert stats.solver == "fastsa"  # remat's plan, not a fallback
     assert stats.layout_copies == (layout_optimization is None)
@@ -1456,20 +1462,8 @@ def test_where_inductor_leaves_the_layout_alone_the_plan_counts_no_copies():
     model = PatchMLP()
     batch = (torch.randn(16, 3, 128, 128), torch.randint(0, 10, (16,)))
     backend = rt.compile_backend(budget="50%", **QUICK)
-    torch._dynamo.reset()
-    step = torch.compile(lambda *b: F.cross_entropy(model(b[0]), *b[1:]), backend=backend)
-
-    def train_step():
-        model.zero_grad(set_to_none=True)
-        step(*batch).backward()
-
-    with torch.backends.mkldnn.flags(enabled=False), \
-            torch._inductor.config.patch(fx_graph_cache=False, autotune_local_cache=False), \
-            torch._functorch.config.patch(enable_autograd_cache=False), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore", RematBudgetWarning)
-        train_step()
-        _, peak = rt.measured_peak_bytes(train_step)
+    with torch.backends.mkldnn.flags(enabled=False):
+        peak = _measured_step_peak(model, batch, F.cross_entropy, backend)
     (stats,) = backend.graphs
     assert stats.solver == "fastsa" and not stats.layout_copies
     assert backend.layout_optimized()  # asked for, as Inductor has it
