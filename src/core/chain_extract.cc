@@ -309,15 +309,14 @@ class Extractor {
   // made while they live (1/kFromInputsRatio, made from graph inputs alone); always_shared values
   // at any size.
   ValueFlags share_candidates(int64_t ratio) const {
-    ValueFlags candidates = no_values();
+    ValueFlags candidates = always_shared_values();
     const int64_t span = made_before_.back() / kSharedSpan;
     for (int32_t i = 0; i < num_core(); ++i) {
       const int64_t r =
           from_inputs_[static_cast<size_t>(i)] ? std::min(ratio, kFromInputsRatio) : ratio;
       for (ValueId y : g_.node(core_[static_cast<size_t>(i)]).outputs) {
         const int64_t size = g_.value(y).size_bytes, made = made_while_live(y);
-        if (size > 0 && !g_.value(y).is_output &&
-            ((made >= span && size <= made / r) || always_shared(i, y)))
+        if (size > 0 && !g_.value(y).is_output && made >= span && size <= made / r)
           candidates[y] = 1;
       }
     }

@@ -111,7 +111,7 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
         fuse = solver != "mincut"
     default = JointGraph(joint_module, num_fwd_outputs, backward_start=True, fuse=fuse,
                          layout_copies=layout_copies)
-    base_peak = remat.baseline(default.graph)[0]
+    base_peak, base_cost = remat.baseline(default.graph)
     # A fraction is of the default schedule's activation memory (nothing recomputed).
     asked = activation_budget_bytes(default.graph, budget, default.input_bytes)
     candidates = _rewritten(joint_module, default, num_fwd_outputs, layout_copies) if fuse \
@@ -137,7 +137,7 @@ def partition(joint_module, _joint_inputs=None, *, solver="mincut", budget=None,
                      rival=best)
         if best is None or not _better_plan(best, plan, best.solve_budget):
             best = plan
-    if _may_fit_cheaper_without_copies(best, default, candidates, budget):
+    if _may_fit_cheaper_without_copies(best, default, candidates, budget, base_cost):
         # The plan fits, and runs more FLOPs than the default schedule: the backward's copies of
         # pointwise chains, all of them where it runs every node once, and what it recomputes.
         # The joint graph without copies, where a chain is made again only where the plan says,
@@ -227,13 +227,12 @@ class _Planned:
         return self.plan.cost
 
 
-def _may_fit_cheaper_without_copies(best, default, candidates, budget):
+def _may_fit_cheaper_without_copies(best, default, candidates, budget, default_cost):
     """Whether `partition` plans `default` (the JointGraph without the backward's copies of
     pointwise chains) too: the graphs planned had copies, and `best`, their better plan, fits a
-    budget (not "min") running more FLOPs than `default`'s schedule."""
+    budget (not "min") running more FLOPs than `default`'s schedule (`default_cost`)."""
     return (candidates[0][1] is not default and best.asked is not None and not _is_min(budget)
-            and best.peak_bytes <= best.solve_budget
-            and best.cost > remat.baseline(default.graph)[1])
+            and best.peak_bytes <= best.solve_budget and best.cost > default_cost)
 
 
 def _plan(planned_module, joint, budget, asked, solver, work_limit, time_limit, seed, params,
