@@ -73,6 +73,12 @@ struct StageSettings {
   // > 0: the stage ends once the goal (within budget, then cost; over budget, peak) has not
   // improved for this many iterations. 0: it runs all `iterations`.
   int64_t convergence_window = 0;
+  // Once the convergence window has fired while the schedule is still hot (the quench, anneal.cc
+  // Annealer::run), the stage cools all the way to its final temperature before the window may end
+  // it. For a stage that starts hot from a cold plan (the memory pass of stage 1, fastsa.cc): its
+  // walk first climbs far above the plan it started from, so on a large graph no window sees a new
+  // best before the quench, and one more window without one would end it still above that plan.
+  bool quench_in_full = false;
   // > 0: the stage ends after this many iterations, its schedule unchanged (the temperatures
   // fall as over all `iterations`, so the run is the full one cut short). 0: no cap.
   int64_t iteration_cap = 0;
