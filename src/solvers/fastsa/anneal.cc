@@ -326,8 +326,9 @@ class Annealer {
   }
 
   // Grouped units: the state's peak bounds the expanded sequence's from above. At each new
-  // lowest state peak over the budget (by StageSettings::exact_peak_step), the simulator judges
-  // the expansion; when it fits, this state becomes the best and stage 1 may stop.
+  // lowest state peak over the budget (by StageSettings::exact_peak_step and kExactCheckGapShare),
+  // the simulator judges the expansion; when it fits, this state becomes the best and stage 1 may
+  // stop.
   bool fits_exactly() {
     if (!settings_.exact_peak) return false;
     const int64_t step =

@@ -62,7 +62,8 @@ struct StageSettings {
   // fits_exactly in anneal.cc); empty when the state's peak is exact.
   std::function<int64_t(const std::vector<int32_t>&)> exact_peak;
   // exact_peak is called at a new lowest state peak only once it is this many bytes below the
-  // last one checked (0: at every new lowest peak).
+  // last one checked, and by 1/64 of that one's distance to the budget (anneal.cc,
+  // kExactCheckGapShare; 0 here: the distance alone decides).
   int64_t exact_peak_step = 0;
   int32_t slots = 1 << 16;
   double soft_peak_scale = 0;  // > 0: objective on the log-add-exp peak (App. C.2)
