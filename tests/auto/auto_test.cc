@@ -249,8 +249,9 @@ TEST(Auto, NoSearchForALowerPeakWithinATenthOfAPercentOfTheFloor) {
 
 // Where nothing fits and FastSA's cold run took 1.75 work units or more (random layered, 1,000
 // nodes at 50 %, auto's own settings), the second cold run is skipped with a line saying why (it
-// would take two to three times as long), and the polish gets at most a fifth of the work spent
-// before it; the plan is the polish of the cold run's, at or below its peak and no dearer there.
+// would take two to three times as long), and the polish of the cold run's own plan gets at most a
+// fifth of the work spent before it; the plan is that polish's, at or below the cold run's peak
+// and no dearer there.
 TEST(Auto, NoSecondColdRunAfterALongColdRun) {
   const Graph g = generate_random_layered({.num_nodes = 1000, .seed = 1});
   const int64_t budget = baseline(g).peak_bytes / 2;
