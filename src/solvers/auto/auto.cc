@@ -541,9 +541,10 @@ class Portfolio {
   }
 
   // Why FastSA's second cold run (nothing fits after its cold run `cold`, nor the two-pass plan)
-  // cannot pay, if it cannot: the best plan is near the memory floor (near_memory_floor), or
-  // another plan's peak (another member's, the two-pass plan's) is below the cold run's by more
-  // than kRestartReach of the default schedule's peak.
+  // cannot pay, if it cannot: the best plan is near the memory floor (near_memory_floor), the
+  // cold run took kSecondColdRunMaxWork or more, or another plan's peak (another member's, the
+  // two-pass plan's) is below the cold run's by more than kRestartReach of the default schedule's
+  // peak.
   std::optional<std::string> second_cold_run_cannot_pay(const std::string& cold) const {
     if (std::optional<std::string> why = near_memory_floor()) return why;
     if (const std::optional<double> work = counter(cold + "_work");
