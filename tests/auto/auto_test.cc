@@ -247,6 +247,32 @@ TEST(Auto, NoSearchForALowerPeakWithinATenthOfAPercentOfTheFloor) {
   EXPECT_TRUE(r.plan.stats.counter("fastsa_polish_cost").has_value());
 }
 
+// Where nothing fits and FastSA's cold run took 1.75 work units or more (random layered, 1,000
+// nodes at 50 %, auto's own settings), the second cold run is skipped with a line saying why (it
+// would take two to three times as long), and the polish of the cold run's own plan gets at most a
+// fifth of the work spent before it; the plan is that polish's, at or below the cold run's peak
+// and no dearer there.
+TEST(Auto, NoSecondColdRunAfterALongColdRun) {
+  const Graph g = generate_random_layered({.num_nodes = 1000, .seed = 1});
+  const int64_t budget = baseline(g).peak_bytes / 2;
+  const SolveResult r = solve_and_check(g, budget, "auto", {}, 1, kDefaultWorkLimit);
+  const SolveStats& s = r.plan.stats;
+  ASSERT_GT(r.eval.peak_bytes, budget);
+  ASSERT_GE(*s.counter("fastsa_work"), 1.75);
+  EXPECT_TRUE(member_line(r, kSecondColdRun)
+                  .starts_with(fmt::format("{}: skipped: the cold run took ", kSecondColdRun)))
+      << members_text(s);
+  EXPECT_FALSE(s.counter(fmt::format("{}_cost", kSecondColdRun)).has_value());
+  const double polish_work = *s.counter("fastsa_polish_work");
+  EXPECT_LE(polish_work, 0.2 * (s.work - polish_work) * 1.01);
+  EXPECT_EQ(list_of(s, "auto_winner"), std::vector<std::string>{"fastsa_polish"});
+  const double cold_peak = *s.counter("fastsa_peak_bytes");
+  EXPECT_LE(static_cast<double>(r.eval.peak_bytes), cold_peak);
+  if (static_cast<double>(r.eval.peak_bytes) == cold_peak) {
+    EXPECT_LE(r.eval.cost, *s.counter("fastsa_cost"));
+  }
+}
+
 // FastSA's second cold run runs when nothing fits only where it may lower the best peak: not where
 // another member's peak is below the cold run's by more than a point of the default schedule's
 // peak (the Hugging Face GPT-2 block at its memory lower bound: rockmate's), but where the cold

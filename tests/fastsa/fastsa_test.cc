@@ -179,6 +179,30 @@ TEST(FastsaMemoryPass, OverBudgetAndNotClearlyLowerChangesNothing) {
                 *runs.with_pass.plan.stats.counter("stage1_memory_iterations"));
 }
 
+// A wide graph (2,500 nodes, random layered) with windows short for its units, as auto's quick
+// settings give large graphs (auto.cc quick_fastsa_window): the memory pass starts hot from the
+// groups' cold plan, its walk climbs far above that plan, and no window sees a new best before the
+// quench. It cools in full before its window may end it (StageSettings::quench_in_full), and
+// comes down well below the groups' peak, where it used to stop at the groups' plan after two
+// windows.
+TEST(FastsaMemoryPass, CoolsInFullBeforeAShortWindowEndsIt) {
+  const Graph g = generate_random_layered({.num_nodes = 2500, .seed = 1});
+  const int64_t budget = percent_of_baseline(g, 50);
+  const ParamMap params = {{"convergence_window", "50000"},
+                           {"stage1_iterations", "1000000"},
+                           {"stage2_iterations", "100000"}};
+  const SolveResult r = solve_and_check(g, budget, "fastsa", params, 1);
+  const SolveStats& s = r.plan.stats;
+  const double baseline_peak = static_cast<double>(baseline(g).peak_bytes);
+  ASSERT_TRUE(s.counter("stage1_memory_peak").has_value());
+  EXPECT_GT(*s.counter("stage1_memory_iterations"), 4 * 50000);
+  EXPECT_LT(*s.counter("stage1_memory_peak"),
+            *s.counter("stage1_groups_peak") - 0.05 * baseline_peak);
+  // Stage 2 starts from the pass's plan (clearly lower) and keeps its peak.
+  EXPECT_LT(static_cast<double>(r.eval.peak_bytes),
+            *s.counter("stage1_groups_peak") - 0.05 * baseline_peak);
+}
+
 // Windows of 20,000 iterations and a tenth of the paper's iterations: the fallback's cap in a
 // fraction of a second.
 ParamMap short_windows() {

@@ -251,6 +251,22 @@ constexpr double kNegligiblePeakGap = 0.002;
 // own settings).
 constexpr double kRestartReach = 0.01;
 
+// ... or, for either, the cold run took at least this many work units: the second run takes two
+// to three times as long as the first (FastSA's own windows are four to ten times the quick
+// ones), which would put `auto` well past the planning-speed bar on the random layered
+// graphs of 1,000 and 10,000 nodes at 50 %, and where the cold run takes this long its memory pass
+// has run many windows or its whole schedule: the two runs' peaks then differ by the chance of
+// the walk, either way (bench/auto_speed_bench.py --fastsa-alone; docs/solvers/auto.md).
+constexpr double kSecondColdRunMaxWork = 1.75;
+
+// When nothing fits, the polish of FastSA's own lowest-peak plan (at its own peak) may use at most
+// this share of the work the runs before it took: on large graphs it removes recomputation for as
+// long as it is given (random layered graph of 10,000 nodes at 50 %: the rest of the work limit),
+// while the planning-speed bar compares peaks first where nothing fits. From another member's
+// plan (mincut's at a budget of `min`, recomputing most of the graph) the polish is what makes
+// the plan affordable, and converges: it has no cap (bench/scale_bench.py's `min` rows).
+constexpr double kPolishShareOfWork = 0.2;
+
 // For a warm run's outcome line: the settings auto gave it that took effect (the user's
 // parameters come first), as ", key=value" each.
 std::string settings_text(const ParamMap& settings, const ParamMap& params) {
@@ -468,10 +484,13 @@ class Portfolio {
   void polish(const SolverEntry& finisher) {
     const std::string label = std::string(finisher.name) + "_polish";
     const WarmStart start{best_->plan.sequence, best_name_, Budget{best_->eval.peak_bytes}};
-    if (best_by_finisher_)
-      run_member(finisher, label, 1.0, start);
-    else
+    if (!best_by_finisher_) {
       run_warm(finisher, label, 1.0, start);
+      return;
+    }
+    const double left = limits_.left();
+    run_member(finisher, label,
+               left > 0 ? std::min(1.0, kPolishShareOfWork * limits_.spent() / left) : 1.0, start);
   }
 
   // Whether FastSA's cold run comes after its warm runs from the cheapest other member's plan
@@ -522,11 +541,18 @@ class Portfolio {
   }
 
   // Why FastSA's second cold run (nothing fits after its cold run `cold`, nor the two-pass plan)
-  // cannot pay, if it cannot: the best plan is near the memory floor (near_memory_floor), or
-  // another plan's peak (another member's, the two-pass plan's) is below the cold run's by more
-  // than kRestartReach of the default schedule's peak.
+  // cannot pay, if it cannot: the best plan is near the memory floor (near_memory_floor), the
+  // cold run took kSecondColdRunMaxWork or more, or another plan's peak (another member's, the
+  // two-pass plan's) is below the cold run's by more than kRestartReach of the default schedule's
+  // peak.
   std::optional<std::string> second_cold_run_cannot_pay(const std::string& cold) const {
     if (std::optional<std::string> why = near_memory_floor()) return why;
+    if (const std::optional<double> work = counter(cold + "_work");
+        work && *work >= kSecondColdRunMaxWork)
+      return fmt::format(
+          "skipped: the cold run took {:.3f} units (at least {:g}); a second run would take two "
+          "to three times as long",
+          *work, kSecondColdRunMaxWork);
     const std::optional<double> cold_peak = counter(cold + "_peak_bytes");
     if (!cold_peak || best_name_ == cold) return std::nullopt;
     const double gap = *cold_peak - static_cast<double>(best_->eval.peak_bytes);

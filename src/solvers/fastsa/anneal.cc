@@ -72,6 +72,13 @@ enum class Move { kAdd, kRemove, kRotate };
 // for their time (bench/fastsa_bench.cc measures the schedules).
 constexpr double kQuenchWindows = 3;
 
+// fits_exactly checks the expansion again only once the state's peak has fallen by this share of
+// its last checked peak's distance to the budget: the state's peak bounds the expansion's from
+// above by little, so far above the budget a check at every new lowest peak (thousands on random
+// layered graphs of 10,000 nodes at 50 %, a good part of stage 1's time) cannot fit, and near
+// the budget the checks come as often as before.
+constexpr int64_t kExactCheckGapShare = 64;
+
 // peak_proposal draws the reader within this many units' spacing of slots after the peak.
 constexpr int64_t kPeakWindowUnits = 8;
 
@@ -148,7 +155,8 @@ class Annealer {
           break;
         }
         // Checked every 1024 iterations, so the stop point is a pure function of the seed.
-        if (window > 0 && it - last_improvement_ >= window) {
+        // With quench_in_full, not before the quench has cooled fully (quench_end_).
+        if (window > 0 && it - last_improvement_ >= window && it >= quench_end_) {
           // Converged while the schedule is still hot (stage 2 gets the iterations stage 1 left,
           // so its nominal schedule may be 20 M iterations long): the best plan is then the best
           // of a hot walk. Cool to the final temperature over kQuenchWindows windows, as the
@@ -158,6 +166,8 @@ class Annealer {
             decay =
                 std::exp(std::log(h_final / h) / (kQuenchWindows * static_cast<double>(window)));
             last_improvement_ = it;
+            if (settings_.quench_in_full)
+              quench_end_ = it + static_cast<int64_t>(kQuenchWindows * static_cast<double>(window));
           } else {
             r.converged = true;
             break;
@@ -316,11 +326,17 @@ class Annealer {
   }
 
   // Grouped units: the state's peak bounds the expanded sequence's from above. At each new
-  // lowest state peak over the budget (by StageSettings::exact_peak_step), the simulator judges
-  // the expansion; when it fits, this state becomes the best and stage 1 may stop.
+  // lowest state peak over the budget (by StageSettings::exact_peak_step and kExactCheckGapShare),
+  // the simulator judges the expansion; when it fits, this state becomes the best and stage 1 may
+  // stop.
   bool fits_exactly() {
-    if (!settings_.exact_peak || state_.peak() + settings_.exact_peak_step >= lowest_checked_peak_)
-      return false;
+    if (!settings_.exact_peak) return false;
+    const int64_t step =
+        lowest_checked_peak_ == std::numeric_limits<int64_t>::max()
+            ? 0
+            : std::max(settings_.exact_peak_step,
+                       (lowest_checked_peak_ - context_.budget_bytes) / kExactCheckGapShare);
+    if (state_.peak() + step >= lowest_checked_peak_) return false;
     lowest_checked_peak_ = state_.peak();
     const std::vector<int32_t> order = state_.sequence();
     const int64_t exact = settings_.exact_peak(order);
@@ -404,7 +420,8 @@ class Annealer {
   int64_t lowest_checked_peak_ = std::numeric_limits<int64_t>::max();
   int64_t simulated_moves_ = 0;  // the exact peak checks' moves (fits_exactly)
   const double degree_weight_ = degree_weight(units_);
-  bool quenched_ = false;  // the convergence window fired once and the stage is cooling fast
+  bool quenched_ = false;   // the convergence window fired once and the stage is cooling fast
+  int64_t quench_end_ = 0;  // quench_in_full: the iteration where the quench has cooled fully
   double term_cost_ = std::numeric_limits<double>::quiet_NaN();  // the cost cost_term_ is of
   double cost_term_ = 0;
 };

@@ -62,7 +62,8 @@ struct StageSettings {
   // fits_exactly in anneal.cc); empty when the state's peak is exact.
   std::function<int64_t(const std::vector<int32_t>&)> exact_peak;
   // exact_peak is called at a new lowest state peak only once it is this many bytes below the
-  // last one checked (0: at every new lowest peak).
+  // last one checked, and by 1/64 of that one's distance to the budget (anneal.cc,
+  // kExactCheckGapShare; 0 here: the distance alone decides).
   int64_t exact_peak_step = 0;
   int32_t slots = 1 << 16;
   double soft_peak_scale = 0;  // > 0: objective on the log-add-exp peak (App. C.2)
@@ -73,6 +74,12 @@ struct StageSettings {
   // > 0: the stage ends once the goal (within budget, then cost; over budget, peak) has not
   // improved for this many iterations. 0: it runs all `iterations`.
   int64_t convergence_window = 0;
+  // Once the convergence window has fired while the schedule is still hot (the quench, anneal.cc
+  // Annealer::run), the stage cools all the way to its final temperature before the window may end
+  // it. For a stage that starts hot from a cold plan (the memory pass of stage 1, fastsa.cc): its
+  // walk first climbs far above the plan it started from, so on a large graph no window sees a new
+  // best before the quench, and one more window without one would end it still above that plan.
+  bool quench_in_full = false;
   // > 0: the stage ends after this many iterations, its schedule unchanged (the temperatures
   // fall as over all `iterations`, so the run is the full one cut short). 0: no cap.
   int64_t iteration_cap = 0;

@@ -208,6 +208,8 @@ class Walk {
       // time (random layered, 6,000 nodes at 70 %).
       pass_settings.exact_peak_step = options_.budget.bytes / 1000;
       pass_settings.peak_moves = p_.memory_pass_peak_moves;
+      // It starts hot from the groups' cold plan (StageSettings::quench_in_full says why).
+      pass_settings.quench_in_full = true;
       memory = run_memory_pass(nodes, units, used.best_order, pass_settings, stats, used);
       if (cut_short(used)) return memory_or_groups();
     }
