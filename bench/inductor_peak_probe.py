@@ -241,6 +241,9 @@ def main():
                    help="probe PyTorch's partition instead of remat's: its default, or its "
                         "activation_memory_budget plan of this solver at --fraction (compiled "
                         "as Inductor compiles it, as compile_bench's pytorch rows)")
+    p.add_argument("--save-random", action="store_true",
+                   help="with --torch-solver: random calls are ones PyTorch's partition must save "
+                        "(compile_bench's 'random saved' rows)")
     p.add_argument("--budgets", help="comma-separated activation bytes, one per graph: remat "
                                       "plans graph i to the i-th (compile_bench's 'remat SOLVER "
                                       "at ...'s sim' rows; --fraction then unused)")
@@ -259,7 +262,8 @@ def main():
     else:
         layout = not args.no_layout_optimization \
             and bool(torch._inductor.config.layout_optimization)
-        partitioner = TorchRecording(args.torch_solver, layout_copies=layout, buffer_reuse=True)
+        partitioner = TorchRecording(args.torch_solver, args.save_random, layout_copies=layout,
+                                     buffer_reuse=True)
 
         def backend(gm, inputs):
             return _compat.inductor_compile(gm, inputs, partitioner)
