@@ -1700,7 +1700,7 @@ def test_auto_runs_its_cold_run_on_a_training_step(given, expected, monkeypatch)
     assert asked and all(a == ("auto", expected) for a in asked), asked
 
 
-class GeluMLP(nn.Module):
+class ResidualGeluMLP(nn.Module):
     """Wide Linear-GELU layers, as a transformer's MLP: PyTorch's partition saves each matmul's
     output and recomputes its GELU in the backward, where the GELU's gradient is computed in
     the buffer of the matmul giving it."""
@@ -1728,7 +1728,7 @@ def test_pytorchs_budget_partition_under_inductor_peaks_where_the_simulator_says
 
     from remat.torch.partition import simulate_partition
 
-    model, captured = GeluMLP(), []
+    model, captured = ResidualGeluMLP(), []
     batch = (torch.randn(512, 64),)
 
     def keep(joint, inputs, **kwargs):
