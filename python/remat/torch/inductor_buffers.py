@@ -67,7 +67,6 @@ class _Reuse:
                 for v in node["inputs"]:
                     self.users.setdefault(self.root[v], set()).add(i)
         self.returned = {self.root[v] for v, value in enumerate(values) if value.get("output")}
-        self.taken = set()  # storages an output took in place
 
     def _root_of(self, v):
         while self.values[v].get("alias_of") is not None:
@@ -95,14 +94,14 @@ class _Reuse:
         node = self.nodes[i]
         if node["kind"] != "pointwise":
             return []
-        found = []
+        found, taken = [], set()
         for v in node["outputs"]:
             if not self._stored(v) or not self._flat(v):
                 continue
             for u in node["inputs"]:
                 storage = self.root[u]
-                if self._may_take(storage, u, v, i):
-                    self.taken.add(storage)
+                if storage not in taken and self._may_take(storage, u, v, i):
+                    taken.add(storage)
                     self._share(v, storage)
                     found.append((self.values[v]["name"], self.values[storage]["name"]))
                     break
@@ -115,7 +114,7 @@ class _Reuse:
     def _may_take(self, storage, read, v, i):
         """Whether output v of step i may be written into `storage`, which step i reads as
         value `read`."""
-        if storage in self.taken or storage in self.returned or not self._flat(read) \
+        if storage in self.returned or not self._flat(read) \
                 or not self._flat(storage) or self.values[storage]["size"] != \
                 self.values[v]["size"] or self.layouts[storage].dtype != self.layouts[v].dtype:
             return False
