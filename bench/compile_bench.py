@@ -28,7 +28,9 @@ stands far above the eager row's figure there. "sim MB" is the activation memory
 remat's simulator, the same model for both partitioners (partition.simulate_partition: the graphs'
 calls in their order, each graph's fusible chains fused, summed over the graphs; under Inductor,
 with the channels-last copies its layout optimization makes, as remat's plans count them, for
-every row but the "no layout optimization" ones, whose graphs compile without it), and "sim %" its
+every row but the "no layout optimization" ones, whose graphs compile without it, and with
+Inductor's reuse of buffers: outputs written in place of buffers read last, freed buffers kept
+for later ones of their size, inductor_buffers), and "sim %" its
 share of the default schedule's activation memory (what remat's fraction is of). "random redrawn"
 counts the random calls a partition runs again in the backward: PyTorch's budget knapsack may
 recompute a dropout, which here (fallback_random, CPU) draws a new mask, so its gradients are not
@@ -167,10 +169,11 @@ class RecordingPartition:
     without one), recording each graph's figures; with `save_random`, random calls are ones it
     must save (_compat.min_cut_partition)."""
 
-    def __init__(self, label, save_random=False, layout_copies=False):
+    def __init__(self, label, save_random=False, layout_copies=False, buffer_reuse=False):
         self.label, self.graphs, self.save_random = label, [], save_random
         # Inductor compiles with its layout optimization on (its heuristics decide per graph)
         self.layout_copies = layout_copies
+        self.buffer_reuse = buffer_reuse  # Inductor compiles the graphs: simulate_partition's
 
     def __call__(self, joint, inputs, **kwargs):
         start, cpu_start = time.perf_counter(), time.process_time()
@@ -178,7 +181,8 @@ class RecordingPartition:
         stats = partition_stats(fw, bw, kwargs["num_fwd_outputs"], time.perf_counter() - start)
         stats.cpu_seconds = time.process_time() - cpu_start
         copies = self.layout_copies and _compat.optimizes_layout(fw)
-        self.graphs.append(simulated(stats, joint, fw, bw, kwargs["num_fwd_outputs"], copies))
+        self.graphs.append(simulated(stats, joint, fw, bw, kwargs["num_fwd_outputs"], copies,
+                                     self.buffer_reuse))
         return fw, bw
 
     def uuid(self):
@@ -201,7 +205,7 @@ class SimulatingPartition(RematPartitioner):
         # plan and the check of one against the other.
         self.graphs[-1].cpu_seconds = time.process_time() - cpu_start
         simulated(self.graphs[-1], joint, fw, bw, kwargs["num_fwd_outputs"],
-                  self.graphs[-1].layout_copies)
+                  self.graphs[-1].layout_copies, self.buffer_reuse)
         return fw, bw
 
     def _share(self, frame):
@@ -210,13 +214,14 @@ class SimulatingPartition(RematPartitioner):
         return self.budgets[len(self.graphs)]
 
 
-def simulated(stats, joint, fw, bw, num_fwd_outputs, layout_copies=False):
+def simulated(stats, joint, fw, bw, num_fwd_outputs, layout_copies=False, buffer_reuse=False):
     """`stats` with the simulator's activation bytes of the partition and the default
     schedule's (None where the simulator cannot follow it); with `layout_copies`, of the graphs
-    compiled with Inductor's layout optimization (simulate_partition)."""
+    compiled with Inductor's layout optimization, with `buffer_reuse`, with Inductor's reuse of
+    buffers (simulate_partition)."""
     try:
         figures = simulate_partition(joint, fw, bw, num_fwd_outputs,
-                                     layout_copies=layout_copies)
+                                     layout_copies=layout_copies, buffer_reuse=buffer_reuse)
         stats.simulated_activation_bytes = figures.activation_bytes
         stats.baseline_activation_bytes = figures.baseline_activation_bytes
     except ValueError as e:
@@ -249,7 +254,8 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
 
     def torch_backend(label, save_random=False):
         layout_copies = compiler == "inductor" and bool(torch._inductor.config.layout_optimization)
-        partitioner = RecordingPartition(label, save_random, layout_copies)
+        reuse = compiler == "inductor" and _compat.inductor_reuses_buffers()
+        partitioner = RecordingPartition(label, save_random, layout_copies, reuse)
         backend = lambda gm, inputs: compile_graphs(gm, inputs, partitioner)  # noqa
         backend.graphs = partitioner.graphs
         return backend

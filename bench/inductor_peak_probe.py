@@ -6,6 +6,8 @@ plan holds at its own.
     ./scripts/python bench/inductor_peak_probe.py --model gpt --fraction 0.5 --solver auto
     ./scripts/python bench/inductor_peak_probe.py --model resnet50 --fraction 0.5 \
         --no-layout-optimization  # compile_backend(layout_optimization=False): no copies
+    ./scripts/python bench/inductor_peak_probe.py --model gpt --fraction 0.8 \
+        --torch-solver greedy  # PyTorch's activation_memory_budget plan, compiled as Inductor does
 
 One step is compiled with remat's backend (bench/compile_bench.py's models and settings), then
 one more runs with a line tracer on the `call` function of each graph Inductor wrote: after
@@ -13,8 +15,10 @@ every line it sums the storages the function's locals hold (buffers, the saved t
 inputs in its argument list; the parameters, buffers and batch of the model, resident before
 the step, left out). Its peak and the live buffers there are printed with the kernel (its
 source fx nodes) that made each; the same step's measured peak (measured_peak_bytes) and the
-simulator's timeline of the partition (simulate_partition's model, with the layout
-optimization's copies unless it is off) are printed beside them.
+simulator's timeline of the partition (simulate_partition's model with Inductor's buffer
+reuse, with the layout optimization's copies unless it is off) are printed beside them.
+--torch-solver probes PyTorch's partition instead (its default, or its activation memory
+budget plan of that solver), --budgets remat's plan to given activation bytes per graph.
 Everything also goes to --out (JSON).
 """
 
@@ -36,6 +40,7 @@ sys.path.insert(0, HERE)
 import compile_bench  # noqa: E402
 import remat  # noqa: E402
 import remat.torch as rt  # noqa: E402
+from remat.torch import _compat  # noqa: E402
 from remat.torch.compile import CompileBackend  # noqa: E402
 
 rp = importlib.import_module("remat.torch.partition")  # the module, not its function
@@ -52,6 +57,23 @@ class Recording(compile_bench.SimulatingPartition):
         fw, bw = super().__call__(joint, inputs, **kwargs)
         self.partitions.append((copy.deepcopy(joint), copy.deepcopy(fw), copy.deepcopy(bw),
                                 kwargs["num_fwd_outputs"]))
+        return fw, bw
+
+
+class TorchRecording(compile_bench.RecordingPartition):
+    """compile_bench's PyTorch partition (its min-cut, under activation_memory_budget where one
+    is set), keeping each graph's joint, forward and backward as Recording does."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.partitions = []
+
+    def __call__(self, joint, inputs, **kwargs):
+        fw, bw = super().__call__(joint, inputs, **kwargs)
+        self.partitions.append((copy.deepcopy(joint), copy.deepcopy(fw), copy.deepcopy(bw),
+                                kwargs["num_fwd_outputs"]))
+        self.graphs[-1].layout_copies = self.layout_copies and _compat.optimizes_layout(fw)
+        self.graphs[-1].solver = self.label
         return fw, bw
 
 
@@ -175,21 +197,25 @@ def profiled_peak(fn):
 
 
 def simulated_timeline(joint, fw, bw, num_fwd_outputs, layout_copies=False):
-    """(step names, live bytes after each step, graph, input bytes) of simulate_partition's
-    model of the partition (with the layout optimization's copies where `layout_copies`)."""
-    calls, run = rp.partition_run(joint, fw, bw, num_fwd_outputs, layout_copies)
+    """(step names, live bytes after each step, graph, input bytes, the order) of
+    simulate_partition's model of the partition as Inductor compiles it (its buffer reuse; the
+    layout optimization's copies where `layout_copies`), its steps in the order it runs them
+    (its kernel order)."""
+    calls, run = rp.partition_run(joint, fw, bw, num_fwd_outputs, layout_copies,
+                                  buffer_reuse=True)
     graph = run.build("probe")
-    evaluation = remat.simulate(graph, list(range(graph.num_nodes)), timeline=True)
-    names = [(graph.node(i)["name"], graph.node(i)["phase"]) for i in range(graph.num_nodes)]
-    return names, list(evaluation.timeline), graph, calls.input_bytes
+    order = list(run.kernel_order)
+    evaluation = remat.simulate(graph, order, timeline=True)
+    names = [(graph.node(i)["name"], graph.node(i)["phase"]) for i in order]
+    return names, list(evaluation.timeline), graph, calls.input_bytes, order
 
 
-def live_values_at(graph, step):
-    """{value name: bytes} of the values live after `step` (made at or before it, read after it
-    or a graph output), inputs left out."""
+def live_values_at(graph, step, order):
+    """{value name: bytes} of the values live after position `step` of `order` (made at or
+    before it, read after it or a graph output), inputs left out."""
     last_read, made = {}, {}
-    for i in range(graph.num_nodes):
-        node = graph.node(i)
+    for i, n in enumerate(order):
+        node = graph.node(n)
         for v in node["inputs"]:
             last_read[v] = i
         for v in node["outputs"]:
@@ -211,22 +237,46 @@ def main():
     p.add_argument("--no-layout-optimization", action="store_true",
                    help="compile with compile_backend(layout_optimization=False) (default: as "
                         "Inductor's config has it, on)")
+    p.add_argument("--torch-solver", choices=("default",) + compile_bench.TORCH_SOLVERS,
+                   help="probe PyTorch's partition instead of remat's: its default, or its "
+                        "activation_memory_budget plan of this solver at --fraction (compiled "
+                        "as Inductor compiles it, as compile_bench's pytorch rows)")
+    p.add_argument("--save-random", action="store_true",
+                   help="with --torch-solver: random calls are ones PyTorch's partition must save "
+                        "(compile_bench's 'random saved' rows)")
+    p.add_argument("--budgets", help="comma-separated activation bytes, one per graph: remat "
+                                      "plans graph i to the i-th (compile_bench's 'remat SOLVER "
+                                      "at ...'s sim' rows; --fraction then unused)")
     p.add_argument("--out", default="/tmp/inductor_peak_probe.json")
     args = p.parse_args()
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     model, batch, loss_fn = compile_bench.MODELS[args.model]()
     model = copy.deepcopy(model).train()
-    partitioner = Recording(args.fraction, args.solver)
-    backend = CompileBackend(partitioner, "inductor",
-                             layout_optimization=False if args.no_layout_optimization else None)
+    functorch_patches = {"enable_autograd_cache": False}
+    if args.torch_solver is None:
+        budgets = args.budgets and [int(b) for b in args.budgets.split(",")]
+        partitioner = Recording(1.0 if budgets else args.fraction, args.solver, budgets)
+        backend = CompileBackend(partitioner, "inductor", layout_optimization=False
+                                 if args.no_layout_optimization else None)
+    else:
+        layout = not args.no_layout_optimization \
+            and bool(torch._inductor.config.layout_optimization)
+        partitioner = TorchRecording(args.torch_solver, args.save_random, layout_copies=layout,
+                                     buffer_reuse=True)
+
+        def backend(gm, inputs):
+            return _compat.inductor_compile(gm, inputs, partitioner)
+        if args.torch_solver != "default":
+            functorch_patches.update(activation_memory_budget=args.fraction,
+                                     activation_memory_budget_solver=args.torch_solver)
     train_step = compile_bench.train_step_fn(
         model, batch, compile_bench.step_fn(model, batch, loss_fn, backend))
 
     paths = record_output_code()
     patches = {"fx_graph_cache": False, "fallback_random": True}
     with torch._inductor.config.patch(patches), \
-            torch._functorch.config.patch(enable_autograd_cache=False):
+            torch._functorch.config.patch(functorch_patches):
         start = time.perf_counter()
         train_step()
         compile_s = time.perf_counter() - start
@@ -246,14 +296,14 @@ def main():
               "profiled": [profiled, running, by_op]}
     for g, (joint, fw, bw, nfo) in enumerate(partitioner.partitions):
         stats = partitioner.graphs[g]
-        names, timeline, graph, input_bytes = simulated_timeline(joint, fw, bw, nfo,
-                                                                 partitioner.layout_optimization)
+        names, timeline, graph, input_bytes, order = simulated_timeline(joint, fw, bw, nfo,
+                                                                 stats.layout_copies)
         at = max(range(len(timeline)), key=timeline.__getitem__)
         print(f"graph {g}: plan {stats.solver}, simulated activation "
               f"{stats.simulated_activation_bytes / 1e6:.2f} MB; simulator's peak "
               f"{(timeline[at] - input_bytes) / 1e6:.2f} MB above the inputs at step {at} "
               f"{names[at]}")
-        plan_live = live_values_at(graph, at)
+        plan_live = live_values_at(graph, at, order)
         for name, size in sorted(plan_live.items(), key=lambda x: -x[1])[:args.top]:
             print(f"    plan {name}: {size / 1e6:.2f} MB")
         report["graphs"].append({"simulated_activation_bytes": stats.simulated_activation_bytes,

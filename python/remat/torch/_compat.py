@@ -491,6 +491,16 @@ def mark_layout_optimization(fw, bw, counted):
             n.meta[PLANNED_LAYOUT] = counted
 
 
+def inductor_reuses_buffers():
+    """Whether Inductor's config has both its buffer reuses on (inplace_buffers,
+    allow_buffer_reuse; its default): simulate_partition's buffer_reuse models both. With either
+    off, the model of neither, whose peak is not below the compiled graphs' (the pool of freed
+    buffers holds no more than Inductor's estimate of the peak without reuse allows)."""
+    from torch._inductor import config
+
+    return bool(config.inplace_buffers and config.allow_buffer_reuse)
+
+
 def optimizes_layout(fw):
     """Whether Inductor, with its layout optimization on, optimizes the layout of forward graph
     `fw` if it has convolutions (its heuristics, GraphLowering.decide_layout_opt: on CPU wherever

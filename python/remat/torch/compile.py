@@ -110,6 +110,9 @@ class CompileBackend:
         if isinstance(self.partition_fn, RematPartitioner):
             # Its plans count the copies the layout optimization makes (and its cache key says so).
             self.partition_fn.layout_optimization = layout_optimized
+            # Its plan and PyTorch's default partition are compared as the compiler runs them.
+            self.partition_fn.buffer_reuse = self.compiler == "inductor" \
+                and _compat.inductor_reuses_buffers()
         if self.compiler == "inductor":
             return _compat.inductor_compile(gm, example_inputs, self.partition_fn,
                                             layout_optimization=layout_optimized)
@@ -136,6 +139,7 @@ class RematPartitioner:
         self.fuse = fuse
         self.params = params
         self.layout_optimization = False  # CompileBackend sets it: see compile_backend
+        self.buffer_reuse = False  # CompileBackend sets it: simulate_partition's
         self.step_bytes = _step_bytes(budget)
         self.graphs = []
         self._saved_by_frame = {}
@@ -149,7 +153,8 @@ class RematPartitioner:
         # PyTorch's default partition of the graph (before remat's rewrites), which remat's plan
         # must not need more memory than, and the fallback where it does or cannot plan.
         default, theirs, copies = _default_partition(joint_module, joint_inputs, kwargs,
-                                                     num_fwd_outputs, self.layout_optimization)
+                                                     num_fwd_outputs, self.layout_optimization,
+                                                     self.buffer_reuse)
         planned = None
         try:
             fw, bw = partition(joint_module, joint_inputs, solver=self.solver, budget=budget,
@@ -157,7 +162,8 @@ class RematPartitioner:
                                seed=self.seed, fuse=self.fuse, memory_cap=theirs,
                                layout_copies=copies, **self.params, **kwargs)
             stats = planned = partition.last
-            reason = _worse_than_default(joint_module, fw, bw, theirs, num_fwd_outputs, copies)
+            reason = _worse_than_default(joint_module, fw, bw, theirs, num_fwd_outputs, copies,
+                                         self.buffer_reuse)
             _compat.mark_layout_optimization(fw, bw, copies)
         except Exception as e:  # noqa: BLE001 - any failure to plan falls back, with its reason
             detail = str(e) if isinstance(e, Unplannable) else f"{type(e).__name__}: {e}"
@@ -202,38 +208,43 @@ class RematPartitioner:
         return (f"RematPartitioner({self.budget!r}, {self.solver!r}, work_limit="
                 f"{self.work_limit!r}, time_limit={self.time_limit!r}, seed={self.seed!r}, "
                 f"fuse={self.fuse!r}{options}"
-                + (", layout_optimization=True" if self.layout_optimization else "") + ")")
+                + (", layout_optimization=True" if self.layout_optimization else "")
+                + (", buffer_reuse=True" if self.buffer_reuse else "") + ")")
 
 
 def _default_partition(joint_module, joint_inputs, kwargs, num_fwd_outputs,
-                       layout_optimization=False):
+                       layout_optimization=False, buffer_reuse=False):
     """(PyTorch's default partition (fw, bw) of `joint_module`, its activation memory in remat's
     simulator (simulate_partition, None where that cannot be simulated), and whether the layout
     optimization's copies are counted), from a copy. The copies are counted where
     `layout_optimization` is on and Inductor's heuristics would optimize the layout of the
     default partition's forward graph (_compat.optimizes_layout: on CUDA, not for a model with
     a convolution or two among hundreds of calls, as a ViT's patch embedding); the planned graphs
-    then compile with it as well, and without it where the copies are not counted."""
+    then compile with it as well, and without it where the copies are not counted.
+    `buffer_reuse`: simulate_partition's, the graphs compiled by Inductor."""
     theirs_joint = _compat.copy_graph_module(joint_module)
     with _compat.default_partition_config():
         their_fw, their_bw = _compat.min_cut_partition(theirs_joint, joint_inputs, **kwargs)
     copies = layout_optimization and _compat.optimizes_layout(their_fw)
     try:
         theirs = simulate_partition(theirs_joint, their_fw, their_bw, num_fwd_outputs,
-                                    baseline=False, layout_copies=copies).activation_bytes
+                                    baseline=False, layout_copies=copies,
+                                    buffer_reuse=buffer_reuse).activation_bytes
     except Unplannable:
         theirs = None
     return (their_fw, their_bw), theirs, copies
 
 
-def _worse_than_default(joint_module, fw, bw, theirs, num_fwd_outputs, layout_copies=False):
+def _worse_than_default(joint_module, fw, bw, theirs, num_fwd_outputs, layout_copies=False,
+                        buffer_reuse=False):
     """Why remat's partition `fw`, `bw` of `joint_module` is worse than PyTorch's default
     partition, whose activation memory is `theirs` (None: not known): its activation memory in
     one model for both (simulate_partition) is above it; None when it is not."""
     if theirs is None:
         return None
     ours = simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=False,
-                              layout_copies=layout_copies).activation_bytes
+                              layout_copies=layout_copies,
+                              buffer_reuse=buffer_reuse).activation_bytes
     if ours <= theirs:
         return None
     return (f"its plan needs {remat.format_bytes(ours)} of activation memory, more than "

@@ -22,9 +22,13 @@ import torch
 
 from remat.torch import _compat
 
-# Operators whose CPU kernels hold workspaces (bench/inductor_peak_probe.py); matrix products
-# and Inductor's own kernels hold none worth counting there.
-PROBED = frozenset({"convolution", "convolution_backward"})
+# Operators whose CPU kernels hold workspaces (bench/inductor_peak_probe.py): a convolution's
+# reordered weight and gradient buffers, dropout's floating-point mask (the bool mask it returns
+# is made from it), fused attention's per-thread accumulators; matrix products and Inductor's
+# own kernels hold none worth counting there.
+PROBED = frozenset({"convolution", "convolution_backward", "native_dropout",
+                    "_scaled_dot_product_flash_attention_for_cpu",
+                    "_scaled_dot_product_flash_attention_for_cpu_backward"})
 
 
 def workspace_bytes(n, channels_last=False):

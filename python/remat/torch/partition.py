@@ -38,7 +38,7 @@ import torch
 import torch.fx as fx
 
 import remat
-from remat.torch import _compat, kernel_workspace, op_kinds
+from remat.torch import _compat, inductor_buffers, kernel_workspace, op_kinds
 from remat.torch import cost as cost_models
 from remat.torch import effects
 
@@ -1469,7 +1469,7 @@ class SimulatedPartition:
 
 
 def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True,
-                       layout_copies=False):
+                       layout_copies=False, buffer_reuse=False):
     """SimulatedPartition of the forward and backward modules `fw`, `bw` that a partition
     function made of `joint_module` (the joint graph it partitioned, after its own rewrites: a
     partitioner that merges common subexpressions in place leaves the merged graph there).
@@ -1486,8 +1486,13 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True,
     not a joint call. Without `baseline`, the default schedule's figure is None (not computed:
     its fused graph is most of the time a simulation takes). With `layout_copies`, the graphs
     compile with Inductor's layout optimization: its channels-last copies of the convolutions'
-    inputs are made before the forward's first call (JointGraph)."""
-    calls, run = partition_run(joint_module, fw, bw, num_fwd_outputs, layout_copies)
+    inputs are made before the forward's first call (JointGraph). With `buffer_reuse`, the graphs
+    compile with Inductor, whose kernels write outputs in place of buffers they read last and
+    whose wrapper keeps freed buffers for later allocations of their size (inductor_buffers):
+    such values share a storage (without, a compiled step can peak far from the figure, above or
+    below it: bench/inductor_peak_probe.py --torch-solver)."""
+    calls, run = partition_run(joint_module, fw, bw, num_fwd_outputs, layout_copies,
+                               buffer_reuse)
     graph = run.build(calls.graph.name)
     evaluation = _evaluate(graph, run.kernel_order)
     # The graph inputs are the same values with or without fusion (calls' input_bytes).
@@ -1499,18 +1504,21 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True,
     return SimulatedPartition(evaluation.peak_bytes - calls.input_bytes, base)
 
 
-def partition_run(joint_module, fw, bw, num_fwd_outputs, layout_copies=False):
+def partition_run(joint_module, fw, bw, num_fwd_outputs, layout_copies=False,
+                  buffer_reuse=False):
     """(JointGraph of `joint_module`'s calls, unfused, the _RunGraph of the steps `fw` then `bw`
     run, not yet built): simulate_partition's model of a partition (see there). Raises
     Unplannable for a call of fw or bw that is not a joint call."""
     calls = JointGraph(joint_module, num_fwd_outputs, backward_start=False, fuse=False,
                        layout_copies=layout_copies)
     step_of = {members[0].name: step for step, members in enumerate(calls.node_fx) if members}
-    run = _RunGraph(calls)
+    run = _RunGraph(calls, buffer_reuse)
     saved = {n.name: n for n in _saved_outputs(fw, num_fwd_outputs)}
     for side, module in (("forward", fw), ("backward", bw)):
         if side == "forward" and calls.layout_copies is not None:
             run.add_uncalled(calls.layout_copies, side)
+        if side == "backward":
+            run.add_tangents()
         for n in module.graph.nodes:
             if n.op == "placeholder":
                 run.name_input(n, saved.get(n.name))
@@ -1538,8 +1546,10 @@ class _RunGraph:
     graph's argument is (a saved value, though the backward made it again for other calls), or
     for an argument the run does not know, the latest copy."""
 
-    def __init__(self, calls):
+    def __init__(self, calls, buffer_reuse=False):
         self.calls = calls
+        self.buffer_reuse = buffer_reuse
+        self.shared = []
         self.values = []
         self.latest = {}  # joint value -> its latest copy here
         self.steps = []  # (fx call, node dict) per call run
@@ -1551,7 +1561,7 @@ class _RunGraph:
         self.by_name = {n.name: n for n in calls.module.graph.nodes}
         produced = {v for node in calls.nodes for v in node["outputs"]}
         for v, value in enumerate(calls.values):
-            if v not in produced:
+            if v not in produced and v not in calls.tangent_values:
                 self.latest[v] = self._new_value(value, v)
 
     def _new_value(self, value, v):
@@ -1632,6 +1642,19 @@ class _RunGraph:
                                       inputs=[self.latest[v] for v in node["inputs"]],
                                       outputs=outputs, recomputable=True)))
 
+    def add_tangents(self):
+        """Makes the incoming gradients (the joint graph's tangents) at the backward's start:
+        they exist from the call of the backward graph, which frees each after its last read,
+        not through the forward as the graph inputs do."""
+        outputs = []
+        for v in sorted(self.calls.tangent_values):
+            self.latest[v] = self._new_value(self.calls.values[v], v)
+            outputs.append(self.latest[v])
+        if outputs:
+            self.steps.append((None, {"name": TANGENTS, "op": TANGENTS, "kind": "other",
+                                      "phase": "backward", "cost": 0.0, "temp": 0, "inputs": [],
+                                      "outputs": outputs, "recomputable": False}))
+
     def _run_state(self, step, side, call):
         """Runs generator-state node `step` (JointGraph.replay_state) for call `call`, which saves
         the state its random call draws from as its item 0."""
@@ -1689,8 +1712,38 @@ class _RunGraph:
         self.kernel_order = _kernel_order(self.steps, groups, {
             v for v in inner if self.values[v].get("alias_of") is None
             or self.values[v]["alias_of"] in inner}, sizes)
-        return remat.Graph.build(f"{name} as partitioned", self.values,
-                                 self._inlined(producer, inner))
+        nodes = self._inlined(producer, inner)
+        if self.buffer_reuse:
+            self._share_storages(name, nodes, group_of)
+        return remat.Graph.build(f"{name} as partitioned", self.values, nodes)
+
+    def _share_storages(self, name, nodes, group_of):
+        """Makes the values Inductor stores in another's storage aliases of it
+        (inductor_buffers.shared_storages), from the simulator's timeline of the graph without
+        any such sharing (Inductor's own estimate of the graph's memory); `self.shared` lists
+        them."""
+        estimate = remat.simulate(remat.Graph.build(f"{name} as partitioned", self.values, nodes),
+                                  self.kernel_order, timeline=True)
+        layouts = [self._layout(r) for r in range(len(self.values))]
+        self.shared = inductor_buffers.shared_storages(
+            self.values, [node for _, node in self.steps], nodes, self.kernel_order, group_of,
+            layouts, list(estimate.timeline))
+
+    def _layout(self, r):
+        """inductor_buffers.Layout of run value r (None where its tensor is not known)."""
+        v = self.joint_value[r]
+        n = self.calls.value_node[v]
+        value = n.meta.get("val") if n is not None else None
+        if not isinstance(value, torch.Tensor):
+            return None
+        alias = self.values[r].get("alias_of")
+        root = self.joint_value[r if alias is None else alias]
+        try:
+            flat = value.is_contiguous() and value.storage_offset() == 0 \
+                and value.numel() * value.element_size() == self.calls.values[root]["size"]
+        except (RuntimeError, TypeError):  # a symbolic shape
+            return None
+        return inductor_buffers.Layout(value.dtype, bool(flat))
 
     def _inlined(self, producer, inner):
         """The steps, each reading also what the inner values it reads are made from (those of
@@ -1742,6 +1795,8 @@ def _kernel_order(steps, groups, inner, sizes):
 
 
 FUSED_SPAN = 64
+# The op of simulate_partition's step making the incoming gradients at the backward's start.
+TANGENTS = "remat_tangents"
 
 
 def _evaluate(graph, sequence):
