@@ -172,6 +172,10 @@ class _Reuse:
                     if not pool.get(key):
                         continue
                     storage, freed = pool[key][-1]
+                    if self.producer[storage] > self.order[p]:
+                        # The graph lists steps in the joint graph's order, not the kernels':
+                        # a storage made after its taker there is no alias the graph can hold.
+                        continue
                     size = self.values[v]["size"]
                     between = range(freed + 1, k)
                     if freed + 1 == k or size + max((peak[j] for j in between), default=0) \
