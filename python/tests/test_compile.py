@@ -830,8 +830,7 @@ def small_gpt(dropout=0.0):
     import os
     import sys
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-    import train_gpt
+    train_gpt = _train_gpt()
 
     torch.manual_seed(0)
     model = train_gpt.GPT(vocab=64, context=16, dim=32, heads=2, layers=1, dropout=dropout)
@@ -1266,8 +1265,7 @@ def dropout_gpt():
     import os
     import sys
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-    import train_gpt
+    train_gpt = _train_gpt()
 
     torch.manual_seed(0)
     model = train_gpt.GPT(vocab=64, context=64, dim=64, heads=2, layers=1, dropout=0.1)
@@ -1621,8 +1619,7 @@ def test_a_lowered_calls_flops_are_those_of_the_joint_call_it_copies(monkeypatch
     # the FLOP model's figure of every call, replayed dropouts and copies made again included.
     from remat.torch.partition import node_flops
 
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-    import train_gpt
+    train_gpt = _train_gpt()
 
     model, batch, loss_fn = train_gpt.make(2, context=32, vocab=64, layers=2)  # with dropout
     joint, outputs = joint_graph_of(model, batch, loss_fn)
@@ -1754,8 +1751,7 @@ def test_a_gpts_plan_under_inductor_is_simulated_with_buffer_reuse_and_not_dropp
     # value the storage of one listed after it, which the graph cannot hold: the check against
     # PyTorch's default partition failed and the backend fell back on this GPT at half its
     # activation memory, its dropouts run by eager's kernels (bench/compile_bench.py's gpt at 0.5).
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
-    import train_gpt
+    train_gpt = _train_gpt()
 
     model, batch, loss_fn = train_gpt.make(4, context=64, vocab=128, layers=2)
     backend = rt.compile_backend("50%", "auto")
@@ -1764,3 +1760,11 @@ def test_a_gpts_plan_under_inductor_is_simulated_with_buffer_reuse_and_not_dropp
         warnings.simplefilter("error", RematFallbackWarning)
         step(*batch).backward()
     assert [g.status for g in backend.graphs] == ["feasible"]
+
+
+def _train_gpt():
+    """examples/train_gpt.py, the project's GPT example, as a module."""
+    examples = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
+    if examples not in sys.path:
+        sys.path.insert(0, examples)
+    return importlib.import_module("train_gpt")
