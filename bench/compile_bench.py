@@ -254,7 +254,7 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
 
     def torch_backend(label, save_random=False):
         layout_copies = compiler == "inductor" and bool(torch._inductor.config.layout_optimization)
-        reuse = compiler == "inductor" and _compat.inductor_reuses_buffers()
+        reuse = _compat.reuses_buffers(compiler)
         partitioner = RecordingPartition(label, save_random, layout_copies, reuse)
         backend = lambda gm, inputs: compile_graphs(gm, inputs, partitioner)  # noqa
         backend.graphs = partitioner.graphs

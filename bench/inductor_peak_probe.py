@@ -204,7 +204,7 @@ def simulated_timeline(joint, fw, bw, num_fwd_outputs, layout_copies=False):
     calls, run = rp.partition_run(joint, fw, bw, num_fwd_outputs, layout_copies,
                                   buffer_reuse=True)
     graph = run.build("probe")
-    order = list(run.kernel_order)
+    order = remat.default_schedule(graph)
     evaluation = remat.simulate(graph, order, timeline=True)
     names = [(graph.node(i)["name"], graph.node(i)["phase"]) for i in order]
     return names, list(evaluation.timeline), graph, calls.input_bytes, order

@@ -1067,7 +1067,7 @@ def test_simulate_partition_runs_a_fused_chain_split_around_a_matmul_as_one_kern
     # matmul: that priced PyTorch's plan below what any kernel does (HF GPT-2's CUDA joint graph
     # at 0.8 in bench/cuda_joint_bench.py), and below the same graph with the matmul after the
     # GELU's backward.
-    from remat.torch.partition import simulate_partition
+    from remat.torch.partition import partition_run, simulate_partition
 
     batch = (torch.randn(256, 32), torch.randint(0, 10, (256,)))
     joint, outputs = joint_graph_of(GeluMLP("tanh"), batch, F.cross_entropy)
@@ -1086,6 +1086,15 @@ def test_simulate_partition_runs_a_fused_chain_split_around_a_matmul_as_one_kern
                and reads(n, tanh) and not reads(n, weight_grad)
                for n in nodes)  # the GELU's backward reads tanh
     split = simulate_partition(joint, fw, bw, outputs).activation_bytes
+    # The run graph lists its steps in the order they run, the matmul after the whole kernel: a
+    # value may then share the storage of any value made before it in the listing.
+    graph = partition_run(joint, fw, bw, outputs)[1].build("gelu")
+    listed = [graph.node(i) for i in range(graph.num_nodes)]
+    (made_again,) = [i for i, n in enumerate(listed) if n["name"] == f"{tanh.name}#2"]
+    (tanh_value,) = listed[made_again]["outputs"]
+    tanh_readers = [i for i, n in enumerate(listed) if tanh_value in n["inputs"]]
+    (matmul,) = [i for i, n in enumerate(listed) if n["name"] == weight_grad.name]
+    assert tanh_readers and matmul > max(tanh_readers)
     moved = [weight_grad] + [n for n in nodes if weight_grad < n < backward_mm
                              and reads(n, weight_grad)]
     for n in moved:  # the weight gradient after the GELU's backward: one kernel, in order

@@ -491,11 +491,14 @@ def mark_layout_optimization(fw, bw, counted):
             n.meta[PLANNED_LAYOUT] = counted
 
 
-def inductor_reuses_buffers():
-    """Whether Inductor's config has both its buffer reuses on (inplace_buffers,
-    allow_buffer_reuse; its default): simulate_partition's buffer_reuse models both. With either
+def reuses_buffers(compiler):
+    """Whether graphs compiled by `compiler` ("inductor" or "eager", as compile_backend names
+    them) share storages as simulate_partition's buffer_reuse models: Inductor's, where its config
+    has both its buffer reuses on (inplace_buffers, allow_buffer_reuse; its default). With either
     off, the model of neither, whose peak is not below the compiled graphs' (the pool of freed
     buffers holds no more than Inductor's estimate of the peak without reuse allows)."""
+    if compiler != "inductor":
+        return False
     from torch._inductor import config
 
     return bool(config.inplace_buffers and config.allow_buffer_reuse)

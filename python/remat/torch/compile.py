@@ -111,8 +111,7 @@ class CompileBackend:
             # Its plans count the copies the layout optimization makes (and its cache key says so).
             self.partition_fn.layout_optimization = layout_optimized
             # Its plan and PyTorch's default partition are compared as the compiler runs them.
-            self.partition_fn.buffer_reuse = self.compiler == "inductor" \
-                and _compat.inductor_reuses_buffers()
+            self.partition_fn.buffer_reuse = _compat.reuses_buffers(self.compiler)
         if self.compiler == "inductor":
             return _compat.inductor_compile(gm, example_inputs, self.partition_fn,
                                             layout_optimization=layout_optimized)

@@ -18,8 +18,8 @@ and allow_buffer_reuse, both on by default):
   of the same graphs without reuse (the peak of the estimate bounds it).
 
 Both are modelled as aliases (a value of size 0 whose storage is its root's: docs/design.md),
-found in the order the simulator runs the steps. bench/inductor_peak_probe.py prints a compiled
-step's buffers beside the simulator's values.
+found in the order the graph lists its steps, the order its kernels run them.
+bench/inductor_peak_probe.py prints a compiled step's buffers beside the simulator's values.
 """
 
 import dataclasses
@@ -34,17 +34,17 @@ class Layout:
     flat: bool
 
 
-def shared_storages(values, steps, nodes, order, group_of, layouts, estimate):
+def shared_storages(values, steps, nodes, group_of, layouts, estimate):
     """Makes the values of a partition's run graph that Inductor stores in another value's
     storage aliases of it (size 0, `alias_of` the storage's root), in place: `values` the run
-    graph's value dicts, `steps` its node dicts as the graphs call them, `nodes` the same with
-    the inputs inner values are made from (what each step reads while it runs), `order` the
-    order the simulator runs them in, `group_of` each step's fusion group (one kernel),
-    `layouts` a Layout per value (None where not known: never shared), `estimate` the
-    simulator's live bytes at each position of `order` before any sharing. Returns the
-    (output, storage) names shared, in place first, then from the pool."""
-    reuse = _Reuse(values, steps, nodes, order, group_of, layouts)
-    shared = [reuse.in_place(p) for p in range(len(order))]
+    graph's value dicts, `steps` its node dicts as the graphs call them, in the order the
+    kernels run them, `nodes` the same with the inputs inner values are made from (what each
+    step reads while it runs), `group_of` each step's fusion group (one kernel), `layouts` a
+    Layout per value (None where not known: never shared), `estimate` the simulator's live
+    bytes after each step before any sharing. Returns the (output, storage) names shared, in
+    place first, then from the pool."""
+    reuse = _Reuse(values, steps, nodes, group_of, layouts)
+    shared = [reuse.in_place(i) for i in range(len(nodes))]
     shared = [s for found in shared for s in found]
     return shared + reuse.pooled(estimate)
 
@@ -52,10 +52,9 @@ def shared_storages(values, steps, nodes, order, group_of, layouts, estimate):
 class _Reuse:
     """The storages of a run graph as Inductor shares them (shared_storages)."""
 
-    def __init__(self, values, steps, nodes, order, group_of, layouts):
-        self.values, self.steps, self.nodes, self.order = values, steps, nodes, order
+    def __init__(self, values, steps, nodes, group_of, layouts):
+        self.values, self.steps, self.nodes = values, steps, nodes
         self.group_of, self.layouts = group_of, layouts
-        self.position = {i: p for p, i in enumerate(order)}
         self.producer = {v: i for i, node in enumerate(nodes) for v in node["outputs"]}
         self.root = list(range(len(values)))
         for v, value in enumerate(values):
@@ -86,11 +85,10 @@ class _Reuse:
         value = self.values[v]
         return value["size"] > 0 and value.get("alias_of") is None
 
-    def in_place(self, p):
-        """[(output, storage)] of step order[p] writing an output in place: a pointwise step
-        whose output is flat and has the dtype and size of a storage it reads flat that nothing
-        after its kernel reads."""
-        i = self.order[p]
+    def in_place(self, i):
+        """[(output, storage)] of step i writing an output in place: a pointwise step whose
+        output is flat and has the dtype and size of a storage it reads flat that nothing after
+        its kernel reads."""
         node = self.nodes[i]
         if node["kind"] != "pointwise":
             return []
@@ -123,10 +121,10 @@ class _Reuse:
             return False  # a graph input of the joint graph (a parameter, the batch)
         if self.nodes[maker]["phase"] != self.nodes[i]["phase"] and not self._donated(storage):
             return False
-        kernel, start = self.group_of[i], self.position[i]
+        kernel = self.group_of[i]
         for r in self.users.get(storage, ()):
             if self.group_of[r] != kernel:
-                if self.position[r] > start:
+                if r > i:
                     return False
             elif r != i and not self._inlined_into(r, i, storage):
                 return False
@@ -152,17 +150,17 @@ class _Reuse:
         (see the module docstring), per graph (phase)."""
         kernels, kernel_at = self._kernels()
         peak = [0] * len(kernels)
-        for p, k in enumerate(kernel_at):
+        for i, k in enumerate(kernel_at):
             if k is not None:
-                peak[k] = max(peak[k], estimate[p])
+                peak[k] = max(peak[k], estimate[i])
         overall = {}
         for k, (phase, _) in enumerate(kernels):
             overall[phase] = max(overall.get(phase, 0), peak[k])
         frees = self._frees(kernel_at, kernels)
         pool, found = {}, []
-        for k, (phase, positions) in enumerate(kernels):
-            for p in positions:
-                node = self.nodes[self.order[p]]
+        for k, (phase, steps) in enumerate(kernels):
+            for i in steps:
+                node = self.nodes[i]
                 if node["kind"] == "random":
                     continue  # a fallback kernel allocates its outputs itself
                 for v in node["outputs"]:
@@ -172,10 +170,6 @@ class _Reuse:
                     if not pool.get(key):
                         continue
                     storage, freed = pool[key][-1]
-                    if self.producer[storage] > self.order[p]:
-                        # The graph lists steps in the joint graph's order, not the kernels':
-                        # a storage made after its taker there is no alias the graph can hold.
-                        continue
                     size = self.values[v]["size"]
                     between = range(freed + 1, k)
                     if freed + 1 == k or size + max((peak[j] for j in between), default=0) \
@@ -193,11 +187,10 @@ class _Reuse:
         return found
 
     def _kernels(self):
-        """([(phase, positions in order)] of the kernels in order: runs of steps of one fusion
-        group, views aside), and the kernel of each position (None for a view)."""
+        """([(phase, steps)] of the kernels in order: runs of steps of one fusion group, views
+        aside), and the kernel of each step (None for a view)."""
         kernels, kernel_at, last = [], [], None
-        for p, i in enumerate(self.order):
-            node = self.nodes[i]
+        for i, node in enumerate(self.nodes):
             if node["kind"] == "view":
                 kernel_at.append(None)
                 continue
@@ -205,7 +198,7 @@ class _Reuse:
             if key != last:
                 kernels.append((node["phase"], []))
                 last = key
-            kernels[-1][1].append(p)
+            kernels[-1][1].append(i)
             kernel_at.append(len(kernels) - 1)
         return kernels, kernel_at
 
@@ -213,12 +206,12 @@ class _Reuse:
         """{kernel: the storages freed after it into the pool}: made by a step of its graph,
         not returned, last read there."""
         last = {}
-        for p, i in enumerate(self.order):
-            if kernel_at[p] is None:
+        for i, node in enumerate(self.nodes):
+            if kernel_at[i] is None:
                 continue
-            for v in self.nodes[i]["inputs"]:
+            for v in node["inputs"]:
                 s = self.root[v]
-                last[s] = max(last.get(s, -1), kernel_at[p])
+                last[s] = max(last.get(s, -1), kernel_at[i])
         frees = {}
         for storage, k in last.items():
             maker = self.producer.get(storage)

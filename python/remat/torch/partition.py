@@ -1494,7 +1494,7 @@ def simulate_partition(joint_module, fw, bw, num_fwd_outputs, baseline=True,
     calls, run = partition_run(joint_module, fw, bw, num_fwd_outputs, layout_copies,
                                buffer_reuse)
     graph = run.build(calls.graph.name)
-    evaluation = _evaluate(graph, run.kernel_order)
+    evaluation = _evaluate(graph, remat.default_schedule(graph))
     # The graph inputs are the same values with or without fusion (calls' input_bytes).
     base = None
     if baseline:
@@ -1541,8 +1541,9 @@ def partition_run(joint_module, fw, bw, num_fwd_outputs, layout_copies=False,
 
 
 class _RunGraph:
-    """The steps a partition's two graphs run, as a remat graph whose node i is the i-th call
-    run, with values of its own (a value made again is a new value). A call reads the copy its
+    """The steps a partition's two graphs run, as a remat graph whose nodes are the calls run,
+    listed in the order their kernels run them, with values of its own (a value made again is a
+    new value). A call reads the copy its
     graph's argument is (a saved value, though the backward made it again for other calls), or
     for an argument the run does not know, the latest copy."""
 
@@ -1709,25 +1710,35 @@ class _RunGraph:
                 self.values[v]["size"] = 0
                 inner.add(v)
         # A view of a stored value is no computation a kernel could not read across a gap.
-        self.kernel_order = _kernel_order(self.steps, groups, {
+        order = _kernel_order(self.steps, groups, {
             v for v in inner if self.values[v].get("alias_of") is None
             or self.values[v]["alias_of"] in inner}, sizes)
+        group_of = self._list_in_order(order, group_of)
+        producer = {v: i for i, (_, node) in enumerate(self.steps) for v in node["outputs"]}
         nodes = self._inlined(producer, inner)
         if self.buffer_reuse:
             self._share_storages(name, nodes, group_of)
         return remat.Graph.build(f"{name} as partitioned", self.values, nodes)
+
+    def _list_in_order(self, order, group_of):
+        """Lists the steps in `order`, the order the kernels run them in (_kernel_order), so that
+        the graph's default schedule is that order and a value may share the storage of any value
+        made before it there (inductor_buffers). Returns the fusion group of each step as listed
+        now."""
+        self.steps = [self.steps[i] for i in order]
+        return {j: group_of[i] for j, i in enumerate(order)}
 
     def _share_storages(self, name, nodes, group_of):
         """Makes the values Inductor stores in another's storage aliases of it
         (inductor_buffers.shared_storages), from the simulator's timeline of the graph without
         any such sharing (Inductor's own estimate of the graph's memory); `self.shared` lists
         them."""
-        estimate = remat.simulate(remat.Graph.build(f"{name} as partitioned", self.values, nodes),
-                                  self.kernel_order, timeline=True)
+        graph = remat.Graph.build(f"{name} as partitioned", self.values, nodes)
+        estimate = remat.simulate(graph, remat.default_schedule(graph), timeline=True)
         layouts = [self._layout(r) for r in range(len(self.values))]
         self.shared = inductor_buffers.shared_storages(
-            self.values, [node for _, node in self.steps], nodes, self.kernel_order, group_of,
-            layouts, list(estimate.timeline))
+            self.values, [node for _, node in self.steps], nodes, group_of, layouts,
+            list(estimate.timeline))
 
     def _layout(self, r):
         """inductor_buffers.Layout of run value r (None where its tensor is not known)."""
@@ -1765,17 +1776,17 @@ class _RunGraph:
 
 
 def _kernel_order(steps, groups, inner, sizes):
-    """The order simulate_partition runs `steps` in, `groups` their fusion groups, `inner` the
-    values that take no memory (read in their group only). Where the graph puts a call of
-    another group between a call of a group making an inner value and one reading it (a matmul
-    reading a recomputed GELU's output before the GELU's backward reads the chain's tanh), the
-    group is one kernel, its calls run together: the value is then made once and stored nowhere,
-    as in the kernel Inductor makes of the two (it fuses them; its outputs are live at once),
-    where run in place the later call would read a value no kernel keeps, or make it again for
-    FLOPs no figure counts. Not for calls more than FUSED_SPAN steps apart, which Inductor does
-    not fuse (its scheduler's are_long_distant_nodes), nor for a value smaller than the largest
-    the group makes (`sizes`: of each value, as made): a statistic, made again in each kernel
-    reading it for few FLOPs; other calls keep their places."""
+    """The order the kernels run `steps` in (_RunGraph.build lists them so), `groups` their
+    fusion groups, `inner` the values that take no memory (read in their group only). Where the
+    graph puts a call of another group between a call of a group making an inner value and one
+    reading it (a matmul reading a recomputed GELU's output before the GELU's backward reads the
+    chain's tanh), the group is one kernel, its calls run together: the value is then made once
+    and stored nowhere, as in the kernel Inductor makes of the two (it fuses them; its outputs
+    are live at once), where run in place the later call would read a value no kernel keeps, or
+    make it again for FLOPs no figure counts. Not for calls more than FUSED_SPAN steps apart,
+    which Inductor does not fuse (its scheduler's are_long_distant_nodes), nor for a value
+    smaller than the largest the group makes (`sizes`: of each value, as made): a statistic,
+    made again in each kernel reading it for few FLOPs; other calls keep their places."""
     producer = {v: i for i, (_, node) in enumerate(steps) for v in node["outputs"]}
     members = {i: [i] for i in range(len(steps))}
     for calls in groups:
