@@ -323,32 +323,42 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     # Inductor's caches off: a hit (the same graphs and partitioner, say from an earlier run)
     # reuses the compiled plan without calling the partitioner.
     # Each planned graph's kernels run in the plan's order or Inductor's, whichever Inductor
-    # estimates the lower peak of.
+    # estimates the lower peak of; Inductor's memory pass reorders them only in Inductor's.
     model, batch, loss_fn = mlp()
     backend = rt.compile_backend(budget="50%", **QUICK)
     no_caches = {"fx_graph_cache": False, "autotune_local_cache": False}
     chosen = []
 
     def spy(nodes):
+        passes = len(memory_passes)
         order = keep_planned_order(nodes)
-        chosen.append((order is not nodes, estimates[-1]))
+        # the plan's order: another order than Inductor's, not made by its memory pass
+        chosen.append((order is not nodes and len(memory_passes) == passes, estimates[-1]))
         thresholds.append(torch._inductor.config.realize_reads_threshold)
         layouts.append(torch._inductor.config.layout_optimization)
+        inductor_passes.append(torch._inductor.config.reorder_for_peak_memory)
         return order
 
     keep_planned_order, estimate = _compat.keep_planned_order, _compat.inductor_peak_estimates
-    estimates, thresholds, layouts = [], [], []
+    memory_pass = _compat.inductor_memory_pass
+    estimates, thresholds, layouts, memory_passes, inductor_passes = [], [], [], [], []
     with torch._inductor.config.patch(no_caches), \
             torch._functorch.config.patch(enable_autograd_cache=False), \
             warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
         patch.setattr(_compat, "keep_planned_order", spy)
         patch.setattr(_compat, "inductor_peak_estimates",
                       lambda orders: estimates.append(estimate(orders)) or estimates[-1])
+        patch.setattr(_compat, "inductor_memory_pass",
+                      lambda nodes: memory_passes.append(nodes) or memory_pass(nodes))
         warnings.simplefilter("ignore", RematBudgetWarning)
         got = adamw_steps(model, batch, loss_fn, backend, steps=2)
     assert len(chosen) == 2  # the forward and the backward
     for planned, (ours, theirs) in chosen:
         assert planned == (ours <= theirs) and ours > 0
+    # Inductor's own memory pass is off in the planned graphs, run by keep_planned_order where it
+    # keeps Inductor's order.
+    assert inductor_passes == [False, False]
+    assert len(memory_passes) == sum(ours > theirs for _, (ours, theirs) in chosen)
     # A pointwise value several of a planned graph's kernels read is stored once, as planned.
     assert thresholds == [1, 1] and torch._inductor.config.realize_reads_threshold > 1
     # Inductor's layout optimization as Inductor compiles the default partition's graphs: on
@@ -366,6 +376,28 @@ def test_inductor_compiles_the_planned_graphs_and_trains_like_eager():
     assert_trains_like(got, (losses, [p.detach() for p in eager.parameters()]))
     (stats,) = backend.graphs
     assert stats.solver == "fastsa" and stats.recomputed
+
+
+@pytest.mark.parametrize("inductors", [True, False])
+def test_inductors_memory_pass_reorders_a_planned_graph_only_in_inductors_order(inductors):
+    # Where Inductor estimates its own order of a planned graph's kernels the lower peak, its
+    # memory pass runs on that order as Inductor's config has it (on by default), and the step
+    # trains as the default compile does.
+    model, batch, loss_fn = mlp()
+    backend = rt.compile_backend(budget="50%", **QUICK)
+    memory_pass, passes = _compat.inductor_memory_pass, []
+    config = {"fx_graph_cache": False, "reorder_for_peak_memory": inductors}
+    with torch._inductor.config.patch(config), \
+            torch._functorch.config.patch(enable_autograd_cache=False), \
+            warnings.catch_warnings(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_compat, "inductor_peak_estimates", lambda orders: [2, 1])
+        patch.setattr(_compat, "inductor_memory_pass",
+                      lambda nodes: passes.append(nodes) or memory_pass(nodes))
+        warnings.simplefilter("ignore", RematBudgetWarning)
+        got = adamw_steps(model, batch, loss_fn, backend, steps=1)
+        default = adamw_steps(model, batch, loss_fn, "inductor", steps=1)
+    assert len(passes) == (2 if inductors else 0)  # the forward and the backward
+    assert_trains_like(got, default)
 
 
 @pytest.mark.parametrize("inductors, asked, expected", [

@@ -8,6 +8,7 @@ state, the saved-tensor hooks of torch.utils.checkpoint and FSDP's flat paramete
 """
 
 import contextlib
+import contextvars
 import copy
 import functools
 import warnings
@@ -537,7 +538,9 @@ def optimizes_layout(fw):
 # as Inductor's config has it for the default partition), and where it is on the plans count the
 # copies (partition.JointGraph's layout_copies); off, the convolutions run on the graphs' own
 # layouts, slower on CPU (bench/compile_bench.py --without-layout-optimization).
-PLANNED_GRAPH_CONFIG = {"realize_reads_threshold": 1, "layout_optimization": False}
+# Inductor's memory pass (reorder_for_peak_memory) does not run after keep_planned_order: see there.
+PLANNED_GRAPH_CONFIG = {"realize_reads_threshold": 1, "layout_optimization": False,
+                        "reorder_for_peak_memory": False}
 
 
 def channels_last_copied_inputs(graph):
@@ -580,8 +583,18 @@ def _compile_graph(gm, example_inputs, *, layout_optimization=False, **kwargs):
     if marked:
         layout_optimization = layout_optimization and marked[0]
     patch = dict(PLANNED_GRAPH_CONFIG, layout_optimization=layout_optimization)
-    with config.patch(patch), handler:
-        return compile_fx_inner(gm, example_inputs, **kwargs)
+    memory_pass = _INDUCTOR_MEMORY_PASS.set(bool(config.reorder_for_peak_memory))
+    try:
+        with config.patch(patch), handler:
+            return compile_fx_inner(gm, example_inputs, **kwargs)
+    finally:
+        _INDUCTOR_MEMORY_PASS.reset(memory_pass)
+
+
+# Whether Inductor's config, as the user has it, runs its memory pass (reorder_for_peak_memory) on
+# the graph being compiled: PLANNED_GRAPH_CONFIG turns it off for a planned graph, and
+# keep_planned_order runs it where it keeps Inductor's order.
+_INDUCTOR_MEMORY_PASS = contextvars.ContextVar("remat_inductor_memory_pass", default=True)
 
 
 def _planned_graph_choices():
@@ -634,9 +647,13 @@ def keep_planned_order(nodes):
     reads before it, depth first): no call runs before its place in the plan but to feed a kernel
     that must. Inductor's kernels are not the plan's steps (a kernel may join calls of several
     steps, and its buffers are not the plan's values), so this order is kept only where Inductor's
-    own estimate of its peak is not above that of Inductor's order; Inductor's memory pass
-    (reorder_for_peak_memory) then starts from it. The kernels of graphs remat did not plan keep
-    Inductor's order."""
+    own estimate of its peak is not above that of Inductor's order. Inductor's memory pass
+    (reorder_for_peak_memory) does not move the kernels of the plan's order: its estimate does
+    not count what the plan's simulator does (the workspace a CPU convolution's backward
+    allocates), and an order it estimates a little lower can peak higher (bench/compile_bench.py:
+    ViT-B/16, whose weight gradients it ran before the patch embedding's backward). Where
+    Inductor's order is kept, its memory pass runs on it, as Inductor's config has it. The
+    kernels of graphs remat did not plan keep Inductor's order."""
     from torch._inductor.virtualized import V
 
     module = getattr(V.graph, "module", None)
@@ -645,7 +662,22 @@ def keep_planned_order(nodes):
         return nodes
     planned = in_plan_order(nodes)
     ours, theirs = inductor_peak_estimates([planned, nodes])
-    return planned if ours <= theirs else nodes
+    if ours <= theirs:
+        return planned
+    return inductor_memory_pass(nodes) if _INDUCTOR_MEMORY_PASS.get() else nodes
+
+
+def inductor_memory_pass(nodes):
+    """Inductor's memory pass (reorder_for_peak_memory) on `nodes`, its scheduler nodes in an
+    order, as its scheduler runs it after the post-fusion pass."""
+    from torch._inductor import memory
+    from torch._inductor.virtualized import V
+    from torch.utils._ordered_set import OrderedSet
+
+    scheduler = nodes[0].scheduler
+    return memory.reorder_for_peak_memory(
+        nodes, scheduler.name_to_buf, scheduler.name_to_fused_node,
+        OrderedSet(V.graph.graph_inputs.keys()), OrderedSet(V.graph.get_output_names()))
 
 
 def inductor_peak_estimates(orders):

@@ -12,17 +12,17 @@ Dynamo captures each graph, AOTAutograd traces its joint forward+backward graph,
 `backend.partition_fn` (a RematPartitioner) plans it with remat.torch.partition under the budget
 (activation memory, see partition.activation_budget_bytes). Inductor then compiles the two graphs
 (with `compiler="eager"` they run as they are, after Inductor's decompositions, as
-"aot_eager_decomp_partition" does). A graph remat cannot plan, or whose plan needs more
-activation memory than PyTorch's default partition of it (simulate_partition, one model for
-both), goes to PyTorch's min-cut partitioner with one warning (RematFallbackWarning) naming why;
-a plan over the budget warns with its figures. Under Inductor the planned graphs' kernels run in
-the plan's order where Inductor estimates that order no worse (_compat.keep_planned_order), no
-kernel fuses with another only for reading the same buffer (_compat._planned_graph_choices), and
-Inductor's layout optimization (convolutions in channels-last layout, faster on CPU) is on or off
-as Inductor's own config has it for the default partition's graphs, unless `layout_optimization`
-says otherwise; where it is on, the plans count the channels-last copies it holds across the step
-(partition.JointGraph's layout_copies). The CPU convolutions' workspaces are in the plan
-(kernel_workspace).
+"aot_eager_decomp_partition" does). A graph remat cannot plan, or whose plan needs more activation
+memory than PyTorch's default partition of it (simulate_partition, one model for both), goes to
+PyTorch's min-cut partitioner with one warning (RematFallbackWarning) naming why; a plan over the
+budget warns with its figures. Under Inductor the planned graphs' kernels run in the plan's order
+where Inductor estimates that order no worse, and its memory pass does not reorder them then
+(_compat.keep_planned_order), no kernel fuses with another only for reading the same buffer
+(_compat._planned_graph_choices), and Inductor's layout optimization (convolutions in channels-last
+layout, faster on CPU) is on or off as Inductor's own config has it for the default partition's
+graphs, unless `layout_optimization` says otherwise; where it is on, the plans count the
+channels-last copies it holds across the step (partition.JointGraph's layout_copies). The CPU
+convolutions' workspaces are in the plan (kernel_workspace).
 """
 
 import os
