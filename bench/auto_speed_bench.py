@@ -8,7 +8,9 @@ nodes: the default work limit beside larger ones, side by side in one run.
 Graphs: tests/data/resnet18_b32_i128.json, tests/data/blocks/{hf_gpt2,hf_llama,hf_t5}.json, and
 `remat gen joint` / `remat gen random-layered` graphs of 1,000, 2,500 and 10,000 nodes (written to
 a temporary folder; `--graphs` picks by name); the 100,000-node ones (joint_100000,
-random-layered_100000: minutes each) only when `--graphs` names them. `--models` traces
+random-layered_100000: minutes each) only when `--graphs` names them, as another seed of a
+generated graph (`random-layered_1000_s2`: `remat gen random-layered --nodes 1000 --seed 2`; the
+others have seed 1). `--models` traces
 bench/models_bench.py's models (torchvision's and the GPT example, batch 32, images 128 x 128,
 with remat.torch on this machine; `--graph-cache` keeps the traces as models_bench's does) and adds
 them under their names. Per graph and work limit: the CPU seconds of the `remat solve --solver
@@ -34,6 +36,7 @@ import argparse
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -56,17 +59,31 @@ LARGE = [("joint", 100000), ("random-layered", 100000)]
 RSS_BAR_MB = 2048  # the planner's memory on a 100,000-node graph
 
 
+# A generated graph with another seed than 1, by name (KIND_NODES_sSEED).
+SEEDED = re.compile(r"(joint|random-layered)_(\d+)_s(\d+)")
+
+
 def graph_paths(binary, directory, wanted):
     paths = dict(FILES)
     for kind, nodes in GENERATED + LARGE:
         name = f"{kind}_{nodes}"
         if (wanted and name not in wanted) or (not wanted and (kind, nodes) in LARGE):
             continue
-        path = os.path.join(directory, f"{name}.json")
-        subprocess.run([binary, "gen", kind, "--nodes", str(nodes), "--seed", "1", "-o", path],
-                       check=True, capture_output=True)
-        paths[name] = path
+        paths[name] = generated(binary, directory, name, kind, nodes, 1)
+    for name in wanted or ():
+        seeded = SEEDED.fullmatch(name)
+        if seeded:
+            kind, nodes, seed = seeded.groups()
+            paths[name] = generated(binary, directory, name, kind, int(nodes), int(seed))
     return {k: v for k, v in paths.items() if not wanted or k in wanted}
+
+
+def generated(binary, directory, name, kind, nodes, seed):
+    """The path of `remat gen KIND --nodes NODES --seed SEED`'s graph, written to `directory`."""
+    path = os.path.join(directory, f"{name}.json")
+    subprocess.run([binary, "gen", kind, "--nodes", str(nodes), "--seed", str(seed), "-o", path],
+                   check=True, capture_output=True)
+    return path
 
 
 # Runs argv[2:] and writes its CPU seconds and peak resident memory (KB) to the file argv[1]. A
@@ -295,7 +312,8 @@ def main():
                         help="comma-separated; the first is the one the others are compared to")
     parser.add_argument("--graphs", default="",
                         help="comma-separated names (default: all; `none`: the curve alone): " +
-                        ", ".join(list(FILES) + [f"{k}_{n}" for k, n in GENERATED]))
+                        ", ".join(list(FILES) + [f"{k}_{n}" for k, n in GENERATED]) +
+                        "; KIND_NODES_sSEED: a generated graph with another seed")
     parser.add_argument("--repeat", action="store_true",
                         help="run each larger limit twice and compare the plans")
     parser.add_argument("--progress", action="store_true",
