@@ -8,9 +8,9 @@ nodes: the default work limit beside larger ones, side by side in one run.
 Graphs: tests/data/resnet18_b32_i128.json, tests/data/blocks/{hf_gpt2,hf_llama,hf_t5}.json, and
 `remat gen joint` / `remat gen random-layered` graphs of 1,000, 2,500 and 10,000 nodes (written to
 a temporary folder; `--graphs` picks by name); the 100,000-node ones (joint_100000,
-random-layered_100000: minutes each) only when `--graphs` names them, as another seed of a
-generated graph (`random-layered_1000_s2`: `remat gen random-layered --nodes 1000 --seed 2`; the
-others have seed 1). `--models` traces
+random-layered_100000: minutes each) only when `--graphs` names them. `--graphs` also takes
+another seed of a generated graph (`random-layered_1000_s2`: `remat gen random-layered --nodes
+1000 --seed 2`; the others have seed 1). `--models` traces
 bench/models_bench.py's models (torchvision's and the GPT example, batch 32, images 128 x 128,
 with remat.torch on this machine; `--graph-cache` keeps the traces as models_bench's does) and adds
 them under their names. Per graph and work limit: the CPU seconds of the `remat solve --solver
