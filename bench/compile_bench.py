@@ -253,7 +253,7 @@ def configurations(fractions, solvers, compiler="inductor", equal_peak_solver=No
     compile_graphs = graph_compiler(compiler)
 
     def torch_backend(label, save_random=False):
-        layout_copies = compiler == "inductor" and bool(torch._inductor.config.layout_optimization)
+        layout_copies = _compat.compiles_with_layout_optimization(compiler)
         reuse = _compat.reuses_buffers(compiler)
         partitioner = RecordingPartition(label, save_random, layout_copies, reuse)
         backend = lambda gm, inputs: compile_graphs(gm, inputs, partitioner)  # noqa

@@ -197,25 +197,23 @@ def profiled_peak(fn):
 
 
 def simulated_timeline(joint, fw, bw, num_fwd_outputs, layout_copies=False):
-    """(step names, live bytes after each step, graph, input bytes, the order) of
-    simulate_partition's model of the partition as Inductor compiles it (its buffer reuse; the
-    layout optimization's copies where `layout_copies`), its steps in the order it runs them
-    (its kernel order)."""
+    """(step names, live bytes after each step, graph, input bytes) of simulate_partition's
+    model of the partition as Inductor compiles it (its buffer reuse; the layout optimization's
+    copies where `layout_copies`); the graph lists its steps in the order they run."""
     calls, run = rp.partition_run(joint, fw, bw, num_fwd_outputs, layout_copies,
                                   buffer_reuse=True)
     graph = run.build("probe")
-    order = remat.default_schedule(graph)
-    evaluation = remat.simulate(graph, order, timeline=True)
-    names = [(graph.node(i)["name"], graph.node(i)["phase"]) for i in order]
-    return names, list(evaluation.timeline), graph, calls.input_bytes, order
+    evaluation = remat.simulate(graph, remat.default_schedule(graph), timeline=True)
+    names = [(graph.node(i)["name"], graph.node(i)["phase"]) for i in range(graph.num_nodes)]
+    return names, list(evaluation.timeline), graph, calls.input_bytes
 
 
-def live_values_at(graph, step, order):
-    """{value name: bytes} of the values live after position `step` of `order` (made at or
-    before it, read after it or a graph output), inputs left out."""
+def live_values_at(graph, step):
+    """{value name: bytes} of the values live after `step` (made at or before it, read after it
+    or a graph output), inputs left out."""
     last_read, made = {}, {}
-    for i, n in enumerate(order):
-        node = graph.node(n)
+    for i in range(graph.num_nodes):
+        node = graph.node(i)
         for v in node["inputs"]:
             last_read[v] = i
         for v in node["outputs"]:
@@ -261,7 +259,7 @@ def main():
                                  if args.no_layout_optimization else None)
     else:
         layout = not args.no_layout_optimization \
-            and bool(torch._inductor.config.layout_optimization)
+            and _compat.compiles_with_layout_optimization("inductor")
         partitioner = TorchRecording(args.torch_solver, args.save_random, layout_copies=layout,
                                      buffer_reuse=True)
 
@@ -296,14 +294,14 @@ def main():
               "profiled": [profiled, running, by_op]}
     for g, (joint, fw, bw, nfo) in enumerate(partitioner.partitions):
         stats = partitioner.graphs[g]
-        names, timeline, graph, input_bytes, order = simulated_timeline(joint, fw, bw, nfo,
+        names, timeline, graph, input_bytes = simulated_timeline(joint, fw, bw, nfo,
                                                                  stats.layout_copies)
         at = max(range(len(timeline)), key=timeline.__getitem__)
         print(f"graph {g}: plan {stats.solver}, simulated activation "
               f"{stats.simulated_activation_bytes / 1e6:.2f} MB; simulator's peak "
               f"{(timeline[at] - input_bytes) / 1e6:.2f} MB above the inputs at step {at} "
               f"{names[at]}")
-        plan_live = live_values_at(graph, at, order)
+        plan_live = live_values_at(graph, at)
         for name, size in sorted(plan_live.items(), key=lambda x: -x[1])[:args.top]:
             print(f"    plan {name}: {size / 1e6:.2f} MB")
         report["graphs"].append({"simulated_activation_bytes": stats.simulated_activation_bytes,

@@ -859,9 +859,6 @@ def test_a_cuda_joint_graph_gets_a_plan_its_partition_keeps_and_no_worse_than_py
 
 
 def small_gpt(dropout=0.0):
-    import os
-    import sys
-
     train_gpt = _train_gpt()
 
     torch.manual_seed(0)
@@ -1303,9 +1300,6 @@ def test_an_inductor_without_a_fusion_choices_handler_compiles_planned_graphs_wi
 def dropout_gpt():
     """A GPT layer whose dropouts' outputs (128 KB of float, 32 KB of mask at the residual) far
     outweigh the CPU generator's state (5,056 bytes): recomputing one pays at a tight budget."""
-    import os
-    import sys
-
     train_gpt = _train_gpt()
 
     torch.manual_seed(0)
@@ -1787,11 +1781,12 @@ def test_pytorchs_budget_partition_under_inductor_peaks_where_the_simulator_says
 
 
 def test_a_gpts_plan_under_inductor_is_simulated_with_buffer_reuse_and_not_dropped():
-    # The simulator lists the partition's steps in the joint graph's order and runs them in the
+    # The simulator listed the partition's steps in the joint graph's order and ran them in the
     # kernels' order. Inductor's pool of freed buffers, modelled in the kernels' order, gave a
     # value the storage of one listed after it, which the graph cannot hold: the check against
     # PyTorch's default partition failed and the backend fell back on this GPT at half its
     # activation memory, its dropouts run by eager's kernels (bench/compile_bench.py's gpt at 0.5).
+    # The run graph now lists its steps in the kernels' order.
     train_gpt = _train_gpt()
 
     model, batch, loss_fn = train_gpt.make(4, context=64, vocab=128, layers=2)

@@ -492,6 +492,17 @@ def mark_layout_optimization(fw, bw, counted):
             n.meta[PLANNED_LAYOUT] = counted
 
 
+def compiles_with_layout_optimization(compiler):
+    """Whether graphs compiled by `compiler` ("inductor" or "eager", as compile_backend names
+    them) get Inductor's layout optimization, as Inductor's config has it (on by default): its
+    heuristics then decide per graph (optimizes_layout)."""
+    if compiler != "inductor":
+        return False
+    from torch._inductor import config
+
+    return bool(config.layout_optimization)
+
+
 def reuses_buffers(compiler):
     """Whether graphs compiled by `compiler` ("inductor" or "eager", as compile_backend names
     them) share storages as simulate_partition's buffer_reuse models: Inductor's, where its config

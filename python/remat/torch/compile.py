@@ -94,11 +94,7 @@ class CompileBackend:
         Inductor's config has it for the default partition's graphs (never under "eager")."""
         if self.layout_optimization is not None:
             return self.layout_optimization
-        if self.compiler != "inductor":
-            return False
-        from torch._inductor import config
-
-        return bool(config.layout_optimization)
+        return _compat.compiles_with_layout_optimization(self.compiler)
 
     @property
     def graphs(self):

@@ -1543,9 +1543,8 @@ def partition_run(joint_module, fw, bw, num_fwd_outputs, layout_copies=False,
 class _RunGraph:
     """The steps a partition's two graphs run, as a remat graph whose nodes are the calls run,
     listed in the order their kernels run them, with values of its own (a value made again is a
-    new value). A call reads the copy its
-    graph's argument is (a saved value, though the backward made it again for other calls), or
-    for an argument the run does not know, the latest copy."""
+    new value). A call reads the copy its graph's argument is (a saved value, though the backward
+    made it again for other calls), or for an argument the run does not know, the latest copy."""
 
     def __init__(self, calls, buffer_reuse=False):
         self.calls = calls
