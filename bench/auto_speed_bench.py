@@ -109,9 +109,11 @@ def run_child(command):
     return done.returncode, done.stdout, done.stderr, cpu, rss_kb / 1024
 
 
-def solve(binary, path, budget, work_limit, time_limit, solver="auto", params=()):
+def solve(binary, path, budget, work_limit, time_limit, solver="auto", params=(), seed=None):
     command = [binary, "solve", path, "--solver", solver, "--budget", f"{budget}%", "--json",
                "--work-limit", str(work_limit), "--time-limit", str(time_limit)]
+    if seed is not None:
+        command += ["--seed", str(seed)]
     for p in params:
         command += ["--param", p]
     code, stdout, stderr, cpu, rss = run_child(command)

@@ -489,8 +489,12 @@ def main():
                    "step above what is allocated when it starts")
     p.add_argument("--append", action="store_true",
                    help="add the rows to --out instead of replacing it (one file, several runs)")
-    p.add_argument("--out", default=os.path.join(HERE, "results", "compile_bench.json"))
+    p.add_argument("--out", default=os.path.join(HERE, "results", "compile_bench.json"),
+                   help="the rows as JSON; the table goes to the .md file of the same name")
     args = p.parse_args()
+    if os.path.splitext(args.out)[1] == ".md":
+        p.error(f"--out {args.out}: the rows' JSON file, whose .md twin gets the table (the "
+                "table would overwrite the rows)")
     if args.without_layout_optimization and args.compiler != "inductor":
         p.error("--without-layout-optimization is about Inductor's layout optimization: it "
                 "needs --compiler inductor")
