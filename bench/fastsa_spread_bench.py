@@ -17,7 +17,6 @@ the gap to the search is the walk's luck as much as its length.
 import argparse
 import os
 import statistics
-import sys
 import tempfile
 
 import auto_speed_bench as speed
@@ -29,8 +28,9 @@ WORK_LIMIT = 60  # the default work limit: runs stop on convergence well inside 
 
 
 def quick_window(nodes):
-    """The convergence window of `auto`'s quick FastSA runs (src/solvers/auto/, `quick`):
-    2,000 iterations per node within [25,000, 250,000], or 50 per node when that is more."""
+    """The convergence window of `auto`'s quick FastSA runs, as quick_fastsa_window in
+    src/solvers/auto/auto.cc computes it (FastSA alone has no such setting to ask for): 2,000
+    iterations per node within [25,000, 250,000], or 50 per node when that is more."""
     return max(min(max(2000 * nodes, 25000), 250000), 50 * nodes)
 
 
@@ -75,7 +75,8 @@ def main():
         paths = speed.graph_paths(args.remat, tmp, wanted)
         unknown = [g for g in wanted if g not in paths]
         if unknown:
-            sys.exit(f"fastsa_spread_bench: unknown graph {unknown[0]}")
+            parser.error(f"--graphs: unknown graph {unknown[0]} (names as "
+                         "bench/auto_speed_bench.py's --graphs takes them)")
         print(f"FastSA alone at {args.budget:g} % of the default schedule's peak, seeds 1 to "
               f"{args.seeds}, with `auto`'s quick convergence window and with FastSA's own; "
               "`auto`'s default plan beside them. Plans: CI %, or the peak when over the budget; "
